@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One-way data flow: BotsiCLI -> BotsiRestore (Run, Report) -> {BotsiInput, BotsiAPI, BotsiJournal}.
+// Input, API and Journal never import each other; only the CLI and the tests import the simulator.
+let package = Package(
+    name: "botsi-restore",
+    products: [
+        .executable(name: "botsi-restore", targets: ["botsi-restore"]),
+        .library(name: "BotsiRestore", targets: ["BotsiRestore"]),
+        .library(name: "BotsiSimulator", targets: ["BotsiSimulator"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
+        .target(name: "BotsiInput", dependencies: ["CZlib"]),
+        .target(name: "BotsiAPI", dependencies: ["CCurl"]),
+        .target(name: "BotsiJournal", dependencies: ["CSQLite"]),
+        .target(name: "BotsiRestore", dependencies: ["BotsiInput", "BotsiAPI", "BotsiJournal"]),
+        .target(name: "BotsiSimulator"),
+        .target(name: "BotsiCLI", dependencies: ["BotsiRestore", "BotsiSimulator"]),
+        .executableTarget(name: "botsi-restore", dependencies: ["BotsiCLI"]),
+
+        .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),
+        .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator"]),
+        .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal"]),
+        .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
+        .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

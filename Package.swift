@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "BotsiJournal", dependencies: ["CSQLite"]),
         .target(name: "BotsiRestore", dependencies: ["BotsiInput", "BotsiAPI", "BotsiJournal"]),
         .target(name: "BotsiSimulator"),
-        .target(name: "BotsiCLI", dependencies: ["BotsiRestore", "BotsiSimulator"]),
+        .target(name: "BotsiCLI", dependencies: ["BotsiRestore", "BotsiJournal", "BotsiSimulator"]),
         .executableTarget(name: "botsi-restore", dependencies: ["BotsiCLI"]),
 
         .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),

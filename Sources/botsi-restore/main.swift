@@ -1,1 +1,4 @@
 import BotsiCLI
+import Foundation
+
+exit(CLI.main(arguments: CommandLine.arguments))

@@ -1,0 +1,121 @@
+/// Help texts. Each command's text lists every option it accepts.
+enum Help {
+    static let usageLines = """
+        usage: botsi-restore run [INPUT ...] [options]      restore every pair in the inputs
+               botsi-restore report [options]               print the journal, one record per row
+               botsi-restore simulate [options]             serve a local Botsi restore API for rehearsals
+               botsi-restore demo                           run the bundled sample against the simulator
+               botsi-restore --help | --version | <command> --help
+        """
+
+    static let overview = """
+        botsi-restore \(CLI.version) — restore App Store purchases in bulk through Botsi's restore endpoint.
+
+        \(usageLines)
+
+        The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names),
+        never from the command line. Every outcome is journaled in SQLite: rerunning the same command
+        continues where the last run stopped and never resends finished rows.
+        """
+
+    static func usage(for command: String) -> String {
+        switch command {
+        case "run": return "usage: botsi-restore run [INPUT ...] [options]; see 'botsi-restore run --help'"
+        case "report": return "usage: botsi-restore report [options]; see 'botsi-restore report --help'"
+        case "simulate": return "usage: botsi-restore simulate [options]; see 'botsi-restore simulate --help'"
+        case "demo": return "usage: botsi-restore demo [--keep-journal PATH]"
+        default: return usageLines
+        }
+    }
+
+    static func command(_ name: String) -> String? {
+        switch name {
+        case "run": return run
+        case "report": return report
+        case "simulate": return simulate
+        case "demo": return demo
+        default: return nil
+        }
+    }
+
+    static let run = """
+        usage: botsi-restore run [INPUT ...] [options]
+
+        Sends every (profileId, originalTransactionId) pair of the inputs to
+        POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
+        INPUT is a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin.
+
+        Input:
+          --format csv|jsonl            format, when the file name does not tell
+          --profile-column NAME         CSV/JSON column holding the profile id (default profileId or profile_id)
+          --transaction-column NAME     column holding the original transaction id
+                                        (default originalTransactionId or original_transaction_id)
+        Journal:
+          --journal PATH                SQLite journal (default botsi-restore.sqlite)
+          --retry-failed                also resend failed, profile_not_found and server-rejected rows
+          --refresh-older-than DUR      also resend restored rows last restored longer ago than DUR (e.g. 7d)
+          --dry-run                     read and check the input, say what would be sent, send nothing
+        API:
+          --base-url URL                default https://api.botsi.com; http:// only for loopback hosts
+          --key-env NAME                environment variable holding the key (default BOTSI_SECRET_KEY)
+          --cacert FILE                 CA bundle for a private certificate authority
+          --insecure-skip-tls-verify    do not verify the server's certificate (never in production)
+        Pace and retries:
+          --concurrency N               requests in flight at most (default 8)
+          --max-attempts N              attempts per row per run (default 6)
+          --timeout DUR                 per request (default 30s); --connect-timeout DUR (default 10s)
+          --backoff-base DUR            first retry waits up to this (default 500ms), doubling
+          --backoff-cap DUR             longest backoff (default 30s)
+          --retry-after-cap DUR         longest wait a Retry-After can impose (default 120s)
+        Output:
+          --quiet                       no progress, only the summary and errors
+          --log-interval DUR            progress log line period when stderr is not a terminal (default 30s)
+
+        Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure;
+        73 journal unusable; 75 rows remain pending or the journal is in use; 77 key refused;
+        78 App Store connection not set up in Botsi; 130/143 stopped by SIGINT/SIGTERM.
+        """
+
+    static let report = """
+        usage: botsi-restore report [options]
+
+        Prints the journal, one record per row: profileId, originalTransactionId, status, code,
+        httpStatus, attempts, source (file:line), updatedAt, and the profile snapshot.
+
+          --journal PATH        journal to read (default botsi-restore.sqlite)
+          --run ID|latest       only rows that run sent or rejected
+          --status STATUS       restored, nothing_to_restore, profile_not_found, rejected, failed,
+                                pending or in_flight (repeatable)
+          --code CODE           only rows with this code (repeatable)
+          --since TIME          only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)
+          --format jsonl|csv    default jsonl; CSV cells starting with = + - @ are prefixed with '
+          --output FILE         write there (mode 0600) instead of stdout
+        """
+
+    static let simulate = """
+        usage: botsi-restore simulate [options]
+
+        Serves POST /v2/purchases/apple-store/restore on loopback, behaving as Botsi documents, for
+        rehearsals and tests. GET /__simulator/stats returns request statistics. Stops on SIGINT/SIGTERM.
+
+          --host ADDRESS        default 127.0.0.1
+          --port N              default 8080; 0 picks a free port
+          --latency MS          fixed latency per reply (default 0)
+          --jitter MS           extra uniform latency 0..MS (default 0)
+          --fault-rate P        probability 0..1 of a fault per request (default 0)
+          --faults LIST         comma list of 429,500,502,503,reset,stall,truncated (default all)
+          --retry-after SECONDS sent with 429 and 503 (default 1)
+          --seed N              makes faults and jitter reproducible (default 1)
+          --scenario FILE       profiles and transactions (JSON; see docs/simulator.md)
+          --mode normal|no-ios-settings
+          --limit-rate N        answer 429 above N requests/s
+          --key KEY             accepted key (repeatable; default sim_secret_key)
+        """
+
+    static let demo = """
+        usage: botsi-restore demo [--keep-journal PATH]
+
+        Starts the simulator on a free port with some faults and latency, runs the bundled sample
+        through the real run path with a throw-away journal, and shows the progress and summary.
+        """
+}

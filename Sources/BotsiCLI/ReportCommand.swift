@@ -1,0 +1,112 @@
+import BotsiJournal
+import BotsiRestore
+import Foundation
+
+enum ReportCommand {
+    static let spec = CommandSpec(
+        name: "report",
+        options: [
+            .flag("--help"), .value("--journal"), .value("--run"), .value("--status", repeatable: true),
+            .value("--code", repeatable: true), .value("--since"), .value("--format"), .value("--output"),
+        ],
+        takesPositionals: false)
+
+    static func main(_ arguments: [String]) throws -> Int32 {
+        let parsed = try ParsedArguments(arguments, spec: spec)
+        if parsed.has("--help") {
+            Output.out(Help.report)
+            return ExitCode.success
+        }
+        let formatName = parsed.value("--format") ?? "jsonl"
+        guard let format = ReportFormat(rawValue: formatName) else {
+            throw UsageError(message: "option '--format' must be jsonl or csv, not '\(formatName)'")
+        }
+        let statuses = parsed.all("--status")
+        let known = ItemStatus.allCases.map(\.rawValue)
+        for status in statuses where !known.contains(status) {
+            throw UsageError(message: "unknown status '\(status)'; use one of \(known.joined(separator: ", "))")
+        }
+        var filter = ReportFilter(statuses: statuses, codes: parsed.all("--code"))
+        if let since = parsed.value("--since") {
+            if let seconds = parseDuration(since) {
+                filter.since = Date().addingTimeInterval(-seconds)
+            } else if let date = Timestamp.date(since) {
+                filter.since = date
+            } else {
+                throw UsageError(message: "option '--since' needs an ISO-8601 time or a duration such as 24h")
+            }
+        }
+        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+        do {
+            let journal = try Journal(path: path, create: false, readOnly: true)
+            defer { journal.close() }
+            if let run = parsed.value("--run") {
+                filter.runID = try resolveRun(run, journal: journal)
+            }
+            let sink = try ReportSink(path: parsed.value("--output"))
+            defer { sink.close() }
+            let writer = ReportWriter(format: format) { sink.write($0) }
+            writer.header()
+            try journal.forEachReportRecord(filter) { writer.write($0) }
+            return ExitCode.success
+        } catch let error as JournalError {
+            Output.error("botsi-restore report: \(error.description)")
+            return ExitCode.cannotCreate
+        } catch let error as UsageError {
+            throw error
+        } catch let error as ReportSink.Failure {
+            Output.error("botsi-restore report: \(error.message)")
+            return ExitCode.cannotCreate
+        }
+    }
+
+    static func resolveRun(_ text: String, journal: Journal) throws -> Int64 {
+        let runs = try journal.runs()
+        if text == "latest" {
+            guard let last = runs.last else { throw UsageError(message: "the journal has no runs yet") }
+            return last.id
+        }
+        guard let id = Int64(text), runs.contains(where: { $0.id == id }) else {
+            throw UsageError(message: "no run '\(text)' in the journal; runs are numbered 1 to \(runs.count)")
+        }
+        return id
+    }
+}
+
+/// stdout, or a file created with mode 0600 (reports hold customer ids).
+final class ReportSink {
+    struct Failure: Error { let message: String }
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private let ownsHandle: Bool
+
+    init(path: String?) throws {
+        guard let path else {
+            handle = FileHandle.standardOutput
+            ownsHandle = false
+            return
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw Failure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        ownsHandle = true
+    }
+
+    func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { drain() }
+    }
+
+    private func drain() {
+        guard !buffer.isEmpty else { return }
+        handle.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func close() {
+        drain()
+        if ownsHandle { try? handle.close() }
+    }
+}

@@ -1,0 +1,353 @@
+import Foundation
+
+internal import CSQLite
+
+/// The status a journal row is in. Every row ends in one of the final ones; `pending` and
+/// `inFlight` mean the next run sends it again.
+public enum ItemStatus: String, Sendable, CaseIterable, Codable {
+    case pending
+    case inFlight = "in_flight"
+    case restored
+    case nothingToRestore = "nothing_to_restore"
+    case profileNotFound = "profile_not_found"
+    case rejected
+    case failed
+
+    public var isFinal: Bool { self != .pending && self != .inFlight }
+}
+
+/// What a run should do with a row it read.
+public enum Admission: Equatable, Sendable {
+    /// Send it; `attempts` is how many attempts earlier runs made.
+    case send(itemID: Int64, attempts: Int, isNew: Bool)
+    /// The same pair already appeared earlier in this run.
+    case duplicate
+    /// A final outcome is on record; nothing to do.
+    case finished(ItemStatus)
+}
+
+/// Which finished rows a run sends again.
+public struct ResendPolicy: Sendable, Equatable {
+    /// Also resend `failed`, `profile_not_found` and server-`rejected` rows.
+    public var retryFailed: Bool
+    /// Also resend `restored` rows whose last success is older than this instant.
+    public var refreshRestoredBefore: Date?
+
+    public init(retryFailed: Bool = false, refreshRestoredBefore: Date? = nil) {
+        self.retryFailed = retryFailed
+        self.refreshRestoredBefore = refreshRestoredBefore
+    }
+}
+
+/// The profile as the last successful restore returned it, kept for audits.
+public struct ProfileRecord: Sendable, Equatable {
+    public var state: String?
+    /// JSON object: access level id -> {isActive, expiresAt, willRenew, sourceProductId}.
+    public var accessLevelsJSON: String?
+
+    public init(state: String?, accessLevelsJSON: String?) {
+        self.state = state
+        self.accessLevelsJSON = accessLevelsJSON
+    }
+}
+
+/// The journal: one SQLite file that records every run, every row's outcome and every attempt.
+///
+/// Not Sendable: a journal belongs to one owner (the runner's serial queue); readers open their
+/// own. Writes happen inside `begin()`/`commit()` batches so that one commit covers many rows.
+public final class Journal {
+    public let path: String
+    let connection: SQLiteConnection
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
+    /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
+    public init(path: String, create: Bool = true, readOnly: Bool = false) throws(JournalError) {
+        self.path = path
+        let exists = FileManager.default.fileExists(atPath: path)
+        if !exists {
+            guard create, !readOnly else { throw .missing(path: path) }
+            // Create the file ourselves so that it (and SQLite's -wal/-shm, which copy its mode)
+            // is 0600 whatever the umask.
+            let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if descriptor < 0 {
+                let reason = String(cString: strerror(errno))
+                if errno == EACCES || errno == EROFS { throw .readOnly(path: path) }
+                if errno == ENOSPC { throw .diskFull(path: path) }
+                throw .cannotOpen(path: path, reason: reason)
+            }
+            Glibc.close(descriptor)
+        }
+        do {
+            connection = try SQLiteConnection(path: path, readOnly: readOnly)
+        } catch {
+            throw .cannotOpen(path: path, reason: error.message)
+        }
+        connection.setBusyTimeout(milliseconds: 5000)
+        do {
+            try checkAndMigrate(readOnly: readOnly)
+        } catch let error as JournalError {
+            throw error
+        } catch let error as SQLiteError {
+            throw JournalError.from(error, path: path)
+        } catch {
+            throw .cannotOpen(path: path, reason: "\(error)")
+        }
+    }
+
+    private func checkAndMigrate(readOnly: Bool) throws {
+        // The first read fails here for a file that is not SQLite at all.
+        let applicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
+        let version = try connection.scalarInt("PRAGMA user_version") ?? 0
+        let tableCount = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        if applicationID != Schema.applicationID && !(applicationID == 0 && tableCount == 0) {
+            throw JournalError.notAJournal(path: path, reason: "it is an SQLite database of another application")
+        }
+        if version > Schema.currentVersion {
+            throw JournalError.newerSchema(path: path, version: version, supported: Schema.currentVersion)
+        }
+        if readOnly {
+            guard version == Schema.currentVersion else {
+                throw JournalError.notAJournal(
+                    path: path, reason: "schema version \(version) needs a run of this version to migrate it first")
+            }
+            return
+        }
+        let mode = try connection.scalarText("PRAGMA journal_mode=WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw JournalError.cannotOpen(
+                path: path, reason: "SQLite could not switch it to WAL mode (got \(mode ?? "nothing"))")
+        }
+        try connection.execute("PRAGMA synchronous=NORMAL")
+        try connection.execute("PRAGMA foreign_keys=ON")
+        if version < Schema.currentVersion {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
+                try connection.execute("PRAGMA application_id=\(Schema.applicationID)")
+                try connection.execute("PRAGMA user_version=\(Schema.currentVersion)")
+                try connection.execute("COMMIT")
+            } catch {
+                if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    /// Statements are prepared once and reused: the hot path binds and steps only.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = statements[sql] { return statement }
+        let statement = try connection.prepare(sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(JournalError) -> T {
+        do { return try body() } catch { throw JournalError.from(error, path: path) }
+    }
+
+    public func close() {
+        statements.removeAll()
+        connection.close()
+    }
+
+    // MARK: Transactions
+
+    public var isInTransaction: Bool { connection.isInTransaction }
+
+    /// Opens a write batch; `BEGIN IMMEDIATE` takes the write lock now, not halfway through.
+    public func begin() throws(JournalError) {
+        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE") }
+    }
+
+    public func commit() throws(JournalError) {
+        try wrap { () throws(SQLiteError) in try connection.execute("COMMIT") }
+    }
+
+    /// Rolls back the open batch, if SQLite has not already rolled it back itself.
+    public func rollback() {
+        if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+    }
+
+    /// Runs `body` in its own transaction.
+    public func transaction<T>(_ body: () throws(JournalError) -> T) throws(JournalError) -> T {
+        try begin()
+        do {
+            let result = try body()
+            try commit()
+            return result
+        } catch {
+            rollback()
+            throw error
+        }
+    }
+
+    // MARK: Runs
+
+    /// Records a new run and returns its id.
+    public func startRun(
+        startedAt: Date, toolVersion: String, host: String, pid: Int32, optionsJSON: String, inputsJSON: String
+    ) throws(JournalError) -> Int64 {
+        try wrap { () throws(SQLiteError) in
+            try statement(
+                "INSERT INTO runs (started_at, tool_version, host, pid, options, inputs) VALUES (?, ?, ?, ?, ?, ?)"
+            )
+            .reset(
+                .text(Timestamp.string(startedAt)), .text(toolVersion), .text(host), .int(Int64(pid)),
+                .text(optionsJSON), .text(inputsJSON)
+            ).run()
+            return connection.lastInsertRowID
+        }
+    }
+
+    public func finishRun(
+        _ runID: Int64, endedAt: Date, state: String, exitCode: Int32, inputsJSON: String, countsJSON: String
+    ) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement(
+                "UPDATE runs SET ended_at = ?, state = ?, exit_code = ?, inputs = ?, counts = ? WHERE id = ?"
+            )
+            .reset(
+                .text(Timestamp.string(endedAt)), .text(state), .int(Int64(exitCode)), .text(inputsJSON),
+                .text(countsJSON), .int(runID)
+            ).run()
+        }
+    }
+
+    /// Rows a killed run left in flight go back to pending: their request may or may not have
+    /// reached Botsi, and a restore is safe to repeat. Returns how many there were.
+    public func recoverInFlight() throws(JournalError) -> Int {
+        try wrap { () throws(SQLiteError) in
+            try statement("UPDATE items SET status = 'pending' WHERE status = 'in_flight'").reset().run()
+            return connection.changes
+        }
+    }
+
+    // MARK: Rows
+
+    /// Records that this run read the pair at `source` and says whether to send it.
+    public func admit(
+        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
+        policy: ResendPolicy
+    ) throws(JournalError) -> Admission {
+        try wrap { () throws(SQLiteError) in
+            let lookup = try statement(
+                "SELECT id, status, last_run, attempts, restored_at FROM items WHERE profile_id = ? AND original_transaction_id = ?"
+            )
+            try lookup.reset(.text(profileId), .text(originalTransactionId))
+            guard try lookup.step() else {
+                try statement(
+                    """
+                    INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source,
+                        first_run, last_run, created_at, updated_at)
+                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?)
+                    """
+                ).reset(
+                    .text(profileId), .text(originalTransactionId), .text(source), .text(source), .int(runID),
+                    .int(runID), .text(now), .text(now)
+                ).run()
+                return .send(itemID: connection.lastInsertRowID, attempts: 0, isNew: true)
+            }
+            let itemID = lookup.int(0)
+            let status = ItemStatus(rawValue: lookup.text(1) ?? "") ?? .pending
+            let lastRun = lookup.int(2)
+            let attempts = Int(lookup.int(3))
+            let restoredAt = lookup.text(4)
+            if lastRun == runID { return .duplicate }
+            try statement("UPDATE items SET last_source = ?, last_run = ? WHERE id = ?")
+                .reset(.text(source), .int(runID), .int(itemID)).run()
+            let resend: Bool
+            switch status {
+            case .pending, .inFlight: resend = true
+            case .failed, .profileNotFound, .rejected: resend = policy.retryFailed
+            case .restored:
+                if let cutoff = policy.refreshRestoredBefore, let restoredAt {
+                    resend = restoredAt < Timestamp.string(cutoff)
+                } else {
+                    resend = false
+                }
+            case .nothingToRestore: resend = false
+            }
+            return resend ? .send(itemID: itemID, attempts: attempts, isNew: false) : .finished(status)
+        }
+    }
+
+    /// Marks a row in flight before its request goes out, so a crash leaves a trace of it.
+    public func markInFlight(itemID: Int64, runID: Int64, now: String) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement("UPDATE items SET status = 'in_flight', sent_run = ?, updated_at = ? WHERE id = ?")
+                .reset(.int(runID), .text(now), .int(itemID)).run()
+        }
+    }
+
+    /// One request and what came of it. `outcome` is the row's status after it, or `retry`.
+    public func recordAttempt(
+        itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double,
+        httpStatus: Int?, code: String?, outcome: String, profile: ProfileRecord?
+    ) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement(
+                """
+                INSERT INTO attempts (item_id, run_id, number, started_at, duration_ms, http_status, code, outcome,
+                    profile_state, access_levels)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).reset(
+                .int(itemID), .int(runID), .int(Int64(number)), .text(Timestamp.string(startedAt)),
+                .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome),
+                .optionalText(profile?.state), .optionalText(profile?.accessLevelsJSON)
+            ).run()
+            try statement("UPDATE items SET attempts = attempts + 1 WHERE id = ?").reset(.int(itemID)).run()
+        }
+    }
+
+    /// Records where a row stands after this run's attempts. `pending` with a code means the run
+    /// gave up on it for now (attempts or retry budget spent, or the run stopped).
+    public func recordOutcome(
+        itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String,
+        profile: ProfileRecord?
+    ) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            if let profile {
+                try statement(
+                    """
+                    UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ?,
+                        restored_at = ?, profile_state = ?, access_levels = ? WHERE id = ?
+                    """
+                ).reset(
+                    .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                    .text(now), .text(now), .optionalText(profile.state), .optionalText(profile.accessLevelsJSON),
+                    .int(itemID)
+                ).run()
+            } else {
+                try statement(
+                    "UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ? WHERE id = ?"
+                ).reset(
+                    .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                    .text(now), .int(itemID)
+                ).run()
+            }
+        }
+    }
+
+    /// A row the input checks refused. The same row seen again by a later run updates its record.
+    public func recordRejection(
+        file: String, line: Int, reason: String, message: String, profileId: String?, originalTransactionId: String?,
+        runID: Int64, now: String
+    ) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement(
+                """
+                INSERT INTO rejections (file, line, reason, message, profile_id, original_transaction_id,
+                    first_run, last_run, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (file, line, reason, profile_id, original_transaction_id)
+                DO UPDATE SET last_run = excluded.last_run, message = excluded.message, updated_at = excluded.updated_at
+                """
+            ).reset(
+                .text(file), .int(Int64(line)), .text(reason), .text(message), .text(profileId ?? ""),
+                .text(originalTransactionId ?? ""), .int(runID), .int(runID), .text(now), .text(now)
+            ).run()
+        }
+    }
+}

@@ -1,0 +1,48 @@
+/// Why a journal could not be opened, read or written. Every case reads as one sentence that says
+/// what to do; the CLI maps them all to exit status 73, except `locked` (75).
+public enum JournalError: Error, CustomStringConvertible, Sendable {
+    case cannotOpen(path: String, reason: String)
+    case notAJournal(path: String, reason: String)
+    case newerSchema(path: String, version: Int64, supported: Int64)
+    case diskFull(path: String)
+    case readOnly(path: String)
+    case locked(path: String, holder: LockHolder?)
+    case sqlite(path: String, error: SQLiteError)
+    case missing(path: String)
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason):
+            return "cannot open journal \(path): \(reason); check the path and its directory's permissions"
+        case .notAJournal(let path, let reason):
+            return
+                "\(path) is not a botsi-restore journal (\(reason)); nothing was changed — pass a different --journal path"
+        case .newerSchema(let path, let version, let supported):
+            return
+                "journal \(path) has schema version \(version), newer than this botsi-restore understands (\(supported)); nothing was changed — use a newer botsi-restore"
+        case .diskFull(let path):
+            return
+                "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"
+        case .readOnly(let path):
+            return
+                "journal \(path) cannot be written (read-only file or directory); outcomes already committed are safe — fix the permissions and run again"
+        case .locked(let path, let holder):
+            if let holder {
+                return
+                    "journal \(path) is in use by another run (pid \(holder.pid) on \(holder.host), started \(holder.startedAt)); wait for it to finish or stop it"
+            }
+            return "journal \(path) is in use by another run; wait for it to finish or stop it"
+        case .sqlite(let path, let error):
+            return "journal \(path) failed: \(error.message) (SQLite code \(error.code)); committed outcomes are safe"
+        case .missing(let path):
+            return "journal \(path) does not exist; give the --journal path a run wrote"
+        }
+    }
+
+    static func from(_ error: SQLiteError, path: String) -> JournalError {
+        if error.isDiskFull { return .diskFull(path: path) }
+        if error.isReadOnly { return .readOnly(path: path) }
+        if error.isNotADatabase { return .notAJournal(path: path, reason: error.message) }
+        return .sqlite(path: path, error: error)
+    }
+}

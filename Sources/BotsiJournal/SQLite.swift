@@ -1,0 +1,173 @@
+import Foundation
+
+internal import CSQLite
+
+/// An SQLite failure: the result code, SQLite's own message and the statement that failed.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public let sql: String?
+
+    public var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
+    public var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_CANTOPEN }
+    public var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+    public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
+
+    public var description: String {
+        if let sql { return "SQLite error \(code): \(message) (in: \(sql))" }
+        return "SQLite error \(code): \(message)"
+    }
+}
+
+/// One SQLite connection. Not Sendable: it belongs to one owner (the journal's queue).
+final class SQLiteConnection {
+    private(set) var handle: OpaquePointer?
+    let path: String
+
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags =
+            readOnly
+            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close_v2(db)
+            throw SQLiteError(code: rc, message: message, sql: nil)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard let handle else { return }
+        // close_v2 defers the close until the last statement is finalized.
+        sqlite3_close_v2(handle)
+        self.handle = nil
+    }
+
+    func execute(_ sql: String) throws(SQLiteError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? lastErrorMessage
+            sqlite3_free(errorMessage)
+            throw SQLiteError(code: rc, message: message, sql: sql)
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        try SQLiteStatement(connection: self, sql: sql)
+    }
+
+    /// Runs a query that returns one text value (pragmas mostly).
+    func scalarText(_ sql: String) throws(SQLiteError) -> String? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    func scalarInt(_ sql: String) throws(SQLiteError) -> Int64? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.isNull(0) ? nil : statement.int(0)
+    }
+
+    var lastErrorMessage: String { String(cString: sqlite3_errmsg(handle)) }
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var changes: Int { Int(sqlite3_changes(handle)) }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+}
+
+/// A prepared statement, finalized when released. Bind indexes are 1-based, column indexes 0-based.
+final class SQLiteStatement {
+    private var handle: OpaquePointer?
+    private unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(connection: SQLiteConnection, sql: String) throws(SQLiteError) {
+        self.connection = connection
+        self.sql = sql
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(connection.handle, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql)
+        }
+        handle = statement
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Resets the statement and binds the given values in order.
+    @discardableResult
+    func reset(_ values: SQLiteValue...) throws(SQLiteError) -> SQLiteStatement {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+        return self
+    }
+
+    func bind(_ value: SQLiteValue, at index: Int32) throws(SQLiteError) {
+        let rc: Int32
+        switch value {
+        case .null: rc = sqlite3_bind_null(handle, index)
+        case .int(let int): rc = sqlite3_bind_int64(handle, index, int)
+        case .double(let double): rc = sqlite3_bind_double(handle, index, double)
+        case .text(let text):
+            rc = text.utf8.withContiguousStorageIfAvailable { bytes in
+                sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                    Int32(bytes.count), csqlite_transient())
+            } ?? sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+        }
+        if rc != SQLITE_OK { throw SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql) }
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// Steps to completion for statements that return no rows.
+    func run() throws(SQLiteError) {
+        while try step() {}
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+    func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
+    var columnCount: Int32 { sqlite3_column_count(handle) }
+    func columnName(_ column: Int32) -> String { String(cString: sqlite3_column_name(handle, column)) }
+}
+
+enum SQLiteValue {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+}
+
+extension SQLiteValue {
+    static func optionalText(_ value: String?) -> SQLiteValue { value.map { .text($0) } ?? .null }
+    static func optionalInt(_ value: Int?) -> SQLiteValue { value.map { .int(Int64($0)) } ?? .null }
+}

@@ -1,0 +1,81 @@
+/// The journal's schema, one migration per version. `PRAGMA user_version` holds the version a
+/// journal is at; opening runs every migration above it in one transaction. Documented in
+/// docs/journal.md — keep the two in step.
+enum Schema {
+    /// 'BRST' — tells a botsi-restore journal from any other SQLite file.
+    static let applicationID: Int64 = 0x4252_5354
+
+    static let migrations: [String] = [
+        // Version 1.
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            state TEXT NOT NULL DEFAULT 'running',
+            exit_code INTEGER,
+            tool_version TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            options TEXT NOT NULL,
+            inputs TEXT NOT NULL DEFAULT '[]',
+            counts TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE items (
+            id INTEGER PRIMARY KEY,
+            profile_id TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            code TEXT,
+            http_status INTEGER,
+            message TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            first_source TEXT NOT NULL,
+            last_source TEXT NOT NULL,
+            first_run INTEGER NOT NULL REFERENCES runs(id),
+            last_run INTEGER NOT NULL REFERENCES runs(id),
+            sent_run INTEGER REFERENCES runs(id),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            restored_at TEXT,
+            profile_state TEXT,
+            access_levels TEXT,
+            UNIQUE (profile_id, original_transaction_id)
+        );
+        CREATE INDEX items_status ON items(status, code);
+        CREATE INDEX items_sent_run ON items(sent_run);
+        CREATE TABLE attempts (
+            id INTEGER PRIMARY KEY,
+            item_id INTEGER NOT NULL REFERENCES items(id),
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            number INTEGER NOT NULL,
+            started_at TEXT NOT NULL,
+            duration_ms REAL,
+            http_status INTEGER,
+            code TEXT,
+            outcome TEXT NOT NULL,
+            profile_state TEXT,
+            access_levels TEXT
+        );
+        CREATE INDEX attempts_item ON attempts(item_id, run_id);
+        CREATE INDEX attempts_run ON attempts(run_id);
+        CREATE TABLE rejections (
+            id INTEGER PRIMARY KEY,
+            file TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            message TEXT NOT NULL,
+            profile_id TEXT NOT NULL DEFAULT '',
+            original_transaction_id TEXT NOT NULL DEFAULT '',
+            first_run INTEGER NOT NULL REFERENCES runs(id),
+            last_run INTEGER NOT NULL REFERENCES runs(id),
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (file, line, reason, profile_id, original_transaction_id)
+        );
+        CREATE INDEX rejections_last_run ON rejections(last_run);
+        """
+    ]
+
+    static var currentVersion: Int64 { Int64(migrations.count) }
+}

@@ -1,0 +1,138 @@
+import BotsiJournal
+import Foundation
+
+public enum ReportFormat: String, Sendable, CaseIterable {
+    case jsonl, csv
+}
+
+/// Writes report records as JSON lines or CSV, with the same column names in both.
+public struct ReportWriter {
+    public static let columns = [
+        "profileId", "originalTransactionId", "status", "code", "httpStatus", "attempts", "source", "updatedAt",
+        "restoredAt", "profileState", "activeAccessLevels", "expiresAt", "willRenew", "accessLevels", "message",
+    ]
+
+    public let format: ReportFormat
+    private let write: (String) -> Void
+
+    public init(format: ReportFormat, write: @escaping (String) -> Void) {
+        self.format = format
+        self.write = write
+    }
+
+    public func header() {
+        if format == .csv { write(Self.columns.joined(separator: ",") + "\r\n") }
+    }
+
+    public func write(_ record: ReportRecord) {
+        let levels = AccessLevelSummary(json: record.accessLevels)
+        let fields: [(String, Field)] = [
+            ("profileId", .text(record.profileId)),
+            ("originalTransactionId", .text(record.originalTransactionId)),
+            ("status", .text(record.status)),
+            ("code", .optionalText(record.code)),
+            ("httpStatus", record.httpStatus.map { .number(String($0)) } ?? .null),
+            ("attempts", .number(String(record.attempts))),
+            ("source", .text(record.source)),
+            ("updatedAt", .text(record.updatedAt)),
+            ("restoredAt", .optionalText(record.restoredAt)),
+            ("profileState", .optionalText(record.profileState)),
+            ("activeAccessLevels", .optionalText(levels.map { $0.active.joined(separator: " ") })),
+            ("expiresAt", .optionalText(levels?.latestExpiry)),
+            ("willRenew", levels?.willRenew.map { .bool($0) } ?? .null),
+            ("accessLevels", record.accessLevels.map { .rawJSON($0) } ?? .null),
+            ("message", .optionalText(record.message)),
+        ]
+        switch format {
+        case .jsonl:
+            let body = fields.map { "\(JSONText.quote($0.0)):\($0.1.json)" }.joined(separator: ",")
+            write("{\(body)}\n")
+        case .csv:
+            write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
+        }
+    }
+
+    enum Field {
+        case text(String)
+        case number(String)
+        case bool(Bool)
+        case rawJSON(String)
+        case null
+
+        static func optionalText(_ value: String?) -> Field { value.map { .text($0) } ?? .null }
+
+        var json: String {
+            switch self {
+            case .text(let text): return JSONText.quote(text)
+            case .number(let number): return number
+            case .bool(let bool): return bool ? "true" : "false"
+            case .rawJSON(let json): return json
+            case .null: return "null"
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .text(let text), .number(let text), .rawJSON(let text): return text
+            case .bool(let bool): return bool ? "true" : "false"
+            case .null: return ""
+            }
+        }
+    }
+}
+
+/// The access levels of a profile snapshot, reduced to what a spreadsheet column can hold.
+struct AccessLevelSummary {
+    var active: [String] = []
+    var latestExpiry: String?
+    var willRenew: Bool?
+
+    init?(json: String?) {
+        guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        else { return nil }
+        for (name, value) in object.sorted(by: { $0.key < $1.key }) {
+            guard let level = value as? [String: Any] else { continue }
+            guard level["isActive"] as? Bool == true else { continue }
+            active.append(name)
+            if let expiry = level["expiresAt"] as? String, expiry > (latestExpiry ?? "") { latestExpiry = expiry }
+            if let renew = level["willRenew"] as? Bool { willRenew = (willRenew ?? false) || renew }
+        }
+    }
+}
+
+public enum JSONText {
+    /// A JSON string literal, escaping what RFC 8259 requires.
+    public static func quote(_ text: String) -> String {
+        var result = "\""
+        result.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20:
+                result += String(format: "\\u%04x", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}
+
+public enum CSVText {
+    /// A CSV cell per RFC 4180, neutralised against formula injection: a cell that a spreadsheet
+    /// would run as a formula (starting with = + - @, or a tab or carriage return) gets a leading
+    /// apostrophe, which spreadsheets show as text.
+    public static func cell(_ text: String) -> String {
+        var value = text
+        if let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
+            value = "'" + value
+        }
+        if value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
+            return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+        return value
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Everything a run needs, already validated by the CLI. Holds no secret: the key is passed
+/// to the runner separately and never stored.
+public struct RunOptions: Sendable, Codable, Equatable {
+    public var inputs: [String] = []
+    public var format: String?
+    public var profileColumn: String?
+    public var transactionColumn: String?
+    public var journalPath = "botsi-restore.sqlite"
+    public var baseURL = "https://api.botsi.com"
+    public var keyEnvironmentVariable = "BOTSI_SECRET_KEY"
+    public var concurrency = 8
+    public var maxAttempts = 6
+    public var timeout: Double = 30
+    public var connectTimeout: Double = 10
+    public var backoffBase: Double = 0.5
+    public var backoffCap: Double = 30
+    public var retryAfterCap: Double = 120
+    public var retryFailed = false
+    /// Seconds: also resend restored rows whose last success is older than this.
+    public var refreshOlderThan: Double?
+    public var dryRun = false
+    public var caCertificatePath: String?
+    public var insecureSkipTLSVerify = false
+    /// Random seed for backoff jitter; nil draws one from the system.
+    public var seed: UInt64?
+
+    public init() {}
+}
+
+/// Why a run stopped dispatching before its input was done.
+public enum StopReason: Sendable, Equatable {
+    case unauthorized(message: String)
+    case forbidden(message: String)
+    case iosSettingsMissing(message: String)
+    case tlsFailure(message: String)
+    case signal(Int32)
+    case journalFailure(message: String)
+    case inputFailure(message: String)
+}

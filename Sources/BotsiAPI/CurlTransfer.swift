@@ -1,0 +1,233 @@
+internal import CCurl
+import Dispatch
+import Foundation
+
+/// `curl_global_init` must run once before any other curl call; a global `let` is initialized
+/// lazily, exactly once, even when several threads race to it.
+let curlGlobalInitCode: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
+
+/// What every easy handle shares: the URL, the header list and the configuration.
+final class RequestTemplate: @unchecked Sendable {
+    // Invariant: nothing here changes after init. libcurl reads the header list only from the
+    // driver thread (and from the probe handle in RestoreClient.init, before that thread starts);
+    // the list is freed in deinit, after the driver has cleaned up every easy handle.
+    let url: String
+    let headers: UnsafeMutablePointer<curl_slist>
+    let configuration: ClientConfiguration
+
+    init(configuration: ClientConfiguration) throws(ClientError) {
+        self.configuration = configuration
+        url = configuration.baseURL + restoreEndpointPath
+        let lines = [
+            "Authorization: \(configuration.apiKey)",
+            "Content-Type: application/json",
+            "Accept: application/json",
+            "User-Agent: \(configuration.userAgent)",
+            // An empty Expect header stops curl from waiting for "100 Continue".
+            "Expect:",
+        ]
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let appended = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                throw ClientError("libcurl could not allocate the request headers; the machine may be out of memory.")
+            }
+            list = appended
+        }
+        headers = list!
+    }
+
+    deinit {
+        curl_slist_free_all(headers)
+    }
+}
+
+/// One easy handle with the buffers libcurl writes into. Reused from a pool so that connections and
+/// TLS sessions stay warm. Owned by the driver thread only.
+final class Transfer {
+    let easy: UnsafeMutableRawPointer
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    let maxBodyBytes: Int
+    var body: [UInt8] = []
+    var retryAfter: String?
+    var bodyTooLarge = false
+    var request: RestoreRequest?
+    var startedAt = Date()
+    var startedUptime: UInt64 = 0
+
+    init(template: RequestTemplate) throws(ClientError) {
+        guard let easy = curl_easy_init() else {
+            throw ClientError("libcurl could not create a handle; the machine may be out of memory.")
+        }
+        self.easy = easy
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        maxBodyBytes = template.configuration.maxResponseBytes
+        // From here on deinit frees the handle, even if configuring it throws.
+        try configure(template)
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ template: RequestTemplate) throws(ClientError) {
+        let configuration = template.configuration
+        let userdata = Unmanaged.passUnretained(self).toOpaque()
+        try check(ccurl_easy_setopt_string(easy, CURLOPT_URL, template.url), "the URL")
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "NOSIGNAL")
+        try check(
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds(configuration.requestTimeout)), "the timeout")
+        try check(
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(configuration.connectTimeout)),
+            "the connect timeout")
+        let verify = configuration.insecureSkipTLSVerify ? 0 : 1
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, verify), "TLS verification")
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, verify * 2), "TLS host verification")
+        if let caCertificatePath = configuration.caCertificatePath {
+            try check(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caCertificatePath), "the CA certificate file")
+        }
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "redirect handling")
+        // Older libcurl builds lack these two; both only narrow what is allowed, so failing to set them is harmless.
+        _ = ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // With HTTP/2 a new request waits to share a connection instead of opening another one.
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
+        try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, template.headers), "the request headers")
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata), "the private pointer")
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata), "the body buffer")
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata), "the header buffer")
+        try check(
+            ccurl_easy_setopt_write_callback(easy) { data, size, count, userdata in
+                let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                return transfer.receiveBody(data, byteCount: size * count)
+            }, "the body callback")
+        try check(
+            ccurl_easy_setopt_header_callback(easy) { data, size, count, userdata in
+                let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                transfer.receiveHeader(data, byteCount: size * count)
+                return size * count
+            }, "the header callback")
+    }
+
+    private func check(_ code: CURLcode, _ what: String) throws(ClientError) {
+        guard code == CURLE_OK else {
+            let reason = String(cString: curl_easy_strerror(code))
+            throw ClientError("libcurl refused \(what) (\(reason)); check the client settings.")
+        }
+    }
+
+    /// Readies the handle for `request`; false if libcurl refused the body.
+    func prepare(_ request: RestoreRequest) -> Bool {
+        self.request = request
+        body.removeAll(keepingCapacity: true)
+        retryAfter = nil
+        bodyTooLarge = false
+        errorBuffer[0] = 0
+        let payload = restoreRequestBody(
+            profileId: request.profileId, originalTransactionId: request.originalTransactionId)
+        // The size goes first: COPYPOSTFIELDS copies exactly that many bytes.
+        guard ccurl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count)) == CURLE_OK else {
+            return false
+        }
+        let copied = payload.withUnsafeBytes { bytes in
+            ccurl_easy_setopt_pointer(
+                easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+        }
+        startedAt = Date()
+        startedUptime = DispatchTime.now().uptimeNanoseconds
+        return copied == CURLE_OK
+    }
+
+    fileprivate func receiveBody(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) -> Int {
+        guard byteCount > 0, let data else { return 0 }
+        guard body.count + byteCount <= maxBodyBytes else {
+            bodyTooLarge = true
+            return 0  // anything but byteCount aborts the transfer with CURLE_WRITE_ERROR
+        }
+        data.withMemoryRebound(to: UInt8.self, capacity: byteCount) { bytes in
+            body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: byteCount))
+        }
+        return byteCount
+    }
+
+    /// Keeps only `Retry-After`; other headers (and anything they might echo) are never stored.
+    fileprivate func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) {
+        guard let data, byteCount > 0 else { return }
+        let line = UnsafeRawBufferPointer(start: data, count: byteCount)
+        if line.starts(with: "HTTP/".utf8) {
+            retryAfter = nil  // a new response (after a 1xx) starts over
+            return
+        }
+        let name = "retry-after:".utf8
+        guard byteCount > name.count, byteCount < 512,
+            zip(line, name).allSatisfy({ lowercasedASCII($0) == $1 })
+        else { return }
+        let value = String(decoding: line.dropFirst(name.count), as: UTF8.self)
+        retryAfter = value.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Turns the finished transfer into a result; `code` is the transfer's CURLcode.
+    func finish(code: CURLcode, now: Date) -> RestoreResult {
+        var status = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        let httpStatus = status > 0 ? status : nil
+        let reply: RestoreReply
+        if code == CURLE_OK {
+            reply = classifyReply(httpStatus: status, body: body, retryAfterHeader: retryAfter, now: now)
+        } else if code == CURLE_WRITE_ERROR && bodyTooLarge {
+            if (200..<300).contains(status) {
+                reply = .retryable(
+                    code: "invalid_response", httpStatus: status, retryAfter: nil,
+                    message: "The server's \(status) reply was larger than \(maxBodyBytes) bytes and was not read.")
+            } else {
+                reply = classifyReply(httpStatus: status, body: [], retryAfterHeader: retryAfter, now: now)
+            }
+        } else {
+            reply = classifyTransportFailure(
+                code: code, detail: String(cString: errorBuffer), httpStatus: httpStatus)
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- startedUptime) / 1e9
+        let tag = request?.tag ?? -1
+        request = nil
+        body.removeAll(keepingCapacity: body.capacity <= 64 << 10)
+        return RestoreResult(tag: tag, reply: reply, httpStatus: httpStatus, startedAt: startedAt, duration: elapsed)
+    }
+}
+
+private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+    byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+}
+
+private func milliseconds(_ seconds: Double) -> Int {
+    Int(min(max(seconds * 1000, 1), 1e9).rounded())
+}
+
+/// Maps a failed transfer's CURLcode onto the outcome table. TLS failures stop the run: retrying
+/// cannot fix a certificate, and sending the key anywhere unverified is not an option.
+func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?) -> RestoreReply {
+    let reason = String(cString: curl_easy_strerror(code))
+    let detailText = detail.trimmingCharacters(in: .whitespacesAndNewlines)
+    let text = cleanMessage(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    switch code {
+    case CURLE_OPERATION_TIMEDOUT:
+        return .retryable(code: "timeout", httpStatus: httpStatus, retryAfter: nil, message: text)
+    case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+        return .retryable(code: "dns_error", httpStatus: httpStatus, retryAfter: nil, message: text)
+    case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM,
+        CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+        CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+        CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
+        return .fatal(
+            .tlsFailure, httpStatus: httpStatus,
+            message: "TLS with the server failed (\(text)). If the server uses a private CA, pass its certificate "
+                + "with --cacert FILE; check that --base-url names the right host.")
+    default:
+        // Refused or reset connections, empty or cut-off replies (PARTIAL_FILE included), HTTP/2 stream errors.
+        return .retryable(code: "connection_error", httpStatus: httpStatus, retryAfter: nil, message: text)
+    }
+}

@@ -110,6 +110,13 @@ public final class Runner: @unchecked Sendable {
 
     /// Runs to the end and returns what happened. Blocks the calling thread.
     public func run() throws(RunSetupError) -> RunSummary {
+        if !options.dryRun {
+            do {
+                _ = try validateBaseURL(options.baseURL)
+            } catch {
+                throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
+            }
+        }
         try openInputs()
         try openJournal()
         defer {

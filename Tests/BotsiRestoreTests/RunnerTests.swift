@@ -1,0 +1,298 @@
+import BotsiJournal
+import BotsiRestore
+import BotsiSimulator
+import Foundation
+import Testing
+
+/// A temporary directory per test, removed when the test ends.
+final class Scratch {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "botsi-runner-tests-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func csv(_ name: String = "in.csv", rows: [(String, String)]) -> String {
+        let text = "profileId,originalTransactionId\n" + rows.map { "\($0.0),\($0.1)\n" }.joined()
+        try! text.write(toFile: file(name), atomically: true, encoding: .utf8)
+        return file(name)
+    }
+}
+
+/// Starts a simulator, runs a job against it, and hands back what the tests look at.
+struct Harness {
+    let scratch = Scratch()
+    let simulator: Simulator
+
+    init(configure: (inout SimulatorOptions) -> Void = { _ in }) throws {
+        var options = SimulatorOptions()
+        configure(&options)
+        simulator = Simulator(options: options)
+        _ = try simulator.start()
+    }
+
+    var journalPath: String { scratch.file("journal.sqlite") }
+
+    func run(
+        _ inputs: [String], key: String = Simulator.defaultKey, configure: (inout RunOptions) -> Void = { _ in }
+    ) throws -> RunSummary {
+        var options = RunOptions()
+        options.inputs = inputs
+        options.journalPath = journalPath
+        options.baseURL = simulator.baseURL
+        options.concurrency = 8
+        options.backoffBase = 0.01
+        options.backoffCap = 0.05
+        options.retryAfterCap = 0.05
+        options.timeout = 5
+        options.seed = 11
+        configure(&options)
+        return try Runner(options: options, apiKey: key, toolVersion: "test").run()
+    }
+
+    func records(_ filter: ReportFilter = ReportFilter()) throws -> [ReportRecord] {
+        let journal = try Journal(path: journalPath, create: false, readOnly: true)
+        defer { journal.close() }
+        var records: [ReportRecord] = []
+        try journal.forEachReportRecord(filter) { records.append($0) }
+        return records
+    }
+
+    func record(_ profile: String, _ transaction: String) throws -> ReportRecord? {
+        try records().first { $0.profileId == profile && $0.originalTransactionId == transaction }
+    }
+
+    func requests(_ profile: String, _ transaction: String) -> Int {
+        simulator.stats().pairs.first { $0.profileId == profile && $0.originalTransactionId == transaction }?
+            .requests ?? 0
+    }
+}
+
+@Suite struct RunnerOutcomeTests {
+    @Test func eachDocumentedReplyEndsInItsStatusAndCode() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let input = harness.scratch.csv(rows: [
+            ("p-restored", "2000000000000002"), ("p-nothing", "2000000000000010"),
+            ("unknown-profile", "2000000000000004"),
+        ])
+        let summary = try harness.run([input])
+        #expect(summary.exitCode == 0)
+        let restored = try #require(try harness.record("p-restored", "2000000000000002"))
+        #expect(restored.status == "restored")
+        #expect(restored.code == nil)
+        #expect(restored.httpStatus == 200)
+        #expect(restored.profileState != nil)
+        #expect(restored.accessLevels?.contains("isActive") == true)
+        let nothing = try #require(try harness.record("p-nothing", "2000000000000010"))
+        #expect(nothing.status == "nothing_to_restore")
+        #expect(nothing.code == "nothing_to_restore")
+        let unknown = try #require(try harness.record("unknown-profile", "2000000000000004"))
+        #expect(unknown.status == "profile_not_found")
+        #expect(unknown.code == "not_found")
+        #expect(unknown.httpStatus == 404)
+    }
+
+    @Test func transientFaultsAreRetriedUntilEveryRowIsRestored() throws {
+        let harness = try Harness { options in
+            options.faultRate = 0.4
+            options.faults = [.tooManyRequests, .internalError, .badGateway, .unavailable, .reset, .truncated]
+            options.retryAfterSeconds = 0
+            options.seed = 5
+        }
+        defer { harness.simulator.stop() }
+        let rows = (0..<60).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { $0.maxAttempts = 20 }
+        #expect(summary.exitCode == 0)
+        #expect(summary.retries > 0)
+        let records = try harness.records()
+        #expect(records.count == 60)
+        #expect(records.allSatisfy { $0.status == "restored" })
+        #expect(records.contains { $0.attempts > 1 })
+    }
+
+    @Test func rowsStillFailingAfterMaxAttemptsStayPendingAndTheNextRunFinishesThem() throws {
+        let failing = try Harness { options in
+            options.faultRate = 1
+            options.faults = [.unavailable]
+            options.retryAfterSeconds = 0
+        }
+        let input = failing.scratch.csv(rows: [("p1", "2000000000000002"), ("p2", "2000000000000004")])
+        let first = try failing.run([input]) { $0.maxAttempts = 3 }
+        failing.simulator.stop()
+        #expect(first.exitCode == 75)
+        #expect(failing.requests("p1", "2000000000000002") == 3)
+        #expect(try failing.record("p1", "2000000000000002")?.status == "pending")
+        #expect(try failing.record("p1", "2000000000000002")?.code == "http_503")
+
+        let healthy = Simulator(options: SimulatorOptions())
+        _ = try healthy.start()
+        defer { healthy.stop() }
+        var options = RunOptions()
+        options.inputs = [input]
+        options.journalPath = failing.journalPath
+        options.baseURL = healthy.baseURL
+        let second = try Runner(options: options, apiKey: Simulator.defaultKey, toolVersion: "test").run()
+        #expect(second.exitCode == 0)
+        #expect(try failing.records().allSatisfy { $0.status == "restored" })
+    }
+
+    @Test func aStalledReplyTimesOut() throws {
+        let harness = try Harness { options in
+            options.faultRate = 1
+            options.faults = [.stall]
+            options.stallSeconds = 30
+        }
+        defer { harness.simulator.stop() }
+        let summary = try harness.run([harness.scratch.csv(rows: [("p1", "2000000000000002")])]) { options in
+            options.timeout = 0.3
+            options.maxAttempts = 1
+        }
+        #expect(summary.exitCode == 75)
+        #expect(try harness.record("p1", "2000000000000002")?.code == "timeout")
+    }
+
+    @Test func anUnknownKeyStopsTheRunWith77AndLeavesEveryRowPending() throws {
+        let harness = try Harness { $0.latencyMilliseconds = 20 }
+        defer { harness.simulator.stop() }
+        let rows = (0..<100).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)], key: "wrong-key") { $0.concurrency = 4 }
+        #expect(summary.exitCode == 77)
+        #expect(harness.simulator.stats().requests <= 4)
+        let records = try harness.records()
+        #expect(records.allSatisfy { $0.status == "pending" })
+        #expect(records.contains { $0.code == "unauthorized" })
+        #expect(summary.stopMessage?.contains("Bearer") == true)
+    }
+
+    @Test func noIOSSettingsStopsTheRunWith78() throws {
+        let harness = try Harness { $0.mode = .noIOSSettings }
+        defer { harness.simulator.stop() }
+        let summary = try harness.run([harness.scratch.csv(rows: [("p1", "2000000000000002")])])
+        #expect(summary.exitCode == 78)
+        #expect(try harness.record("p1", "2000000000000002")?.code == "ios_settings_missing")
+        #expect(try harness.record("p1", "2000000000000002")?.status == "pending")
+    }
+
+    @Test func aFailingServiceDrainsTheRetryBudgetInsteadOfBeingHammered() throws {
+        let harness = try Harness { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+            options.retryAfterSeconds = 0
+        }
+        defer { harness.simulator.stop() }
+        let rows = (0..<400).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { $0.maxAttempts = 6 }
+        #expect(summary.exitCode == 75)
+        // 500 tokens at 5 per retry: at most 100 retries, instead of 400 x 5 = 2,000 without a budget.
+        #expect(summary.retries <= 100)
+        #expect(harness.simulator.stats().requests <= 500)
+        #expect(summary.retryBudgetExhausted > 0)
+    }
+}
+
+@Suite struct RunnerJournalTests {
+    @Test func aRerunSendsNothingAndDuplicatesAreSentOnce() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let input = harness.scratch.csv(rows: [
+            ("p1", "2000000000000002"), ("p2", "2000000000000004"), ("p1", "2000000000000002"),
+        ])
+        let first = try harness.run([input])
+        #expect(first.duplicates == 1)
+        #expect(first.requests == 2)
+        #expect(harness.requests("p1", "2000000000000002") == 1)
+        let second = try harness.run([input])
+        #expect(second.exitCode == 0)
+        #expect(second.requests == 0)
+        #expect(second.alreadyFinished["restored"] == 2)
+        #expect(harness.simulator.stats().requests == 2)
+    }
+
+    @Test func retryFailedResendsNotFoundRowsAndRefreshResendsRestoredOnes() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let input = harness.scratch.csv(rows: [("unknown-1", "2000000000000002"), ("p2", "2000000000000004")])
+        _ = try harness.run([input])
+        _ = try harness.run([input])
+        #expect(harness.requests("unknown-1", "2000000000000002") == 1)
+        _ = try harness.run([input]) { $0.retryFailed = true }
+        #expect(harness.requests("unknown-1", "2000000000000002") == 2)
+        #expect(harness.requests("p2", "2000000000000004") == 1)
+        _ = try harness.run([input]) { $0.refreshOlderThan = 0 }
+        #expect(harness.requests("p2", "2000000000000004") == 2)
+    }
+
+    @Test func boundedConcurrencyAndOneRequestAtATimePerProfileAndTransaction() throws {
+        let harness = try Harness { $0.latencyMilliseconds = 5 }
+        defer { harness.simulator.stop() }
+        // 300 rows over 20 profiles and 150 transactions: plenty of sharing both ways.
+        let rows = (0..<300).map { ("profile-\($0 % 20)", String(2_000_000_000_000_002 + ($0 % 150) * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { $0.concurrency = 16 }
+        #expect(summary.exitCode == 0)
+        let stats = harness.simulator.stats()
+        #expect(stats.maxInFlight <= 16)
+        #expect(stats.maxInFlight > 1)
+        #expect(stats.maxInFlightPerProfile == 1)
+        #expect(stats.maxInFlightPerTransaction == 1)
+    }
+
+    @Test func inputRejectionsAreJournaledWithFileLineAndReason() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let input = harness.scratch.csv(rows: [
+            ("p1", "2.00000E+15"), ("", "2000000000000002"), ("p3", "12a"), ("p4", "2000000000000004"),
+        ])
+        let summary = try harness.run([input])
+        #expect(summary.exitCode == 0)
+        #expect(summary.requests == 1)
+        #expect(summary.rejectedByReason["scientific_notation"] == 1)
+        #expect(summary.rejectedByReason["missing_profile_id"] == 1)
+        #expect(summary.rejectedByReason["invalid_transaction_id"] == 1)
+        let rejected = try harness.records(ReportFilter(statuses: ["rejected"]))
+        #expect(rejected.map(\.code).sorted() == ["invalid_transaction_id", "missing_profile_id", "scientific_notation"])
+        #expect(rejected.contains { $0.source.hasSuffix("in.csv:2") && $0.code == "scientific_notation" })
+    }
+
+    @Test func aDryRunSendsNothingAndLeavesNoJournal() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let input = harness.scratch.csv(rows: [("p1", "2000000000000002"), ("p1", "2000000000000002")])
+        let summary = try harness.run([input]) { $0.dryRun = true }
+        #expect(summary.wouldSend == 1)
+        #expect(summary.duplicates == 1)
+        #expect(harness.simulator.stats().requests == 0)
+        #expect(!FileManager.default.fileExists(atPath: harness.journalPath))
+    }
+
+    @Test func plainHTTPToARemoteHostIsRefusedBeforeAnythingHappens() throws {
+        let scratch = Scratch()
+        var options = RunOptions()
+        options.inputs = [scratch.csv(rows: [("p1", "2000000000000002")])]
+        options.journalPath = scratch.file("j.sqlite")
+        options.baseURL = "http://api.botsi.com"
+        #expect {
+            try Runner(options: options, apiKey: "k", toolVersion: "test").run()
+        } throws: { error in
+            (error as? RunSetupError)?.exitCode == 64
+        }
+        #expect(!FileManager.default.fileExists(atPath: options.journalPath))
+    }
+
+    @Test func aFileWithoutTheColumnsStopsTheRunBeforeAnyRequest() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let good = harness.scratch.csv(rows: [("p1", "2000000000000002")])
+        let bad = harness.scratch.file("bad.csv")
+        try "user,receipt\nu1,r1\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        #expect {
+            try harness.run([good, bad])
+        } throws: { error in
+            (error as? RunSetupError)?.exitCode == 65
+        }
+        #expect(harness.simulator.stats().requests == 0)
+    }
+}

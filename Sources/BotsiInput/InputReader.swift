@@ -88,6 +88,9 @@ public final class InputReader {
     /// SHA-256 of the raw bytes consumed so far: of the whole file once `next()` returned nil.
     public var sha256Hex: String { raw.hasher.hex }
 
+    /// How much memory the read window holds, for tests of the memory bound.
+    var bufferCapacityForTesting: Int { cursor.window.capacity }
+
     public func close() {
         guard !closed else { return }
         closed = true
@@ -137,6 +140,12 @@ final class CSVRowParser: RecordParser {
             InputError(
                 kind: .notTabular, path: context.path, message: "Input '\(name)' is not a usable CSV file: \(what)")
         }
+        if try cursor.skipLineEnds() {
+            let first = cursor.window.base[cursor.position]
+            if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
+                throw notTabular("it looks like JSON; name it .jsonl or pass --format jsonl.")
+            }
+        }
         guard let header = try scanner.next() else {
             throw notTabular(
                 "it is empty; a CSV input needs a header row naming its columns (profileId,originalTransactionId).")
@@ -162,9 +171,6 @@ final class CSVRowParser: RecordParser {
                 )
             }
             names.append(name.trimmingWhitespace())
-        }
-        if let first = names.first?.unicodeScalars.first, first == "{" || first == "[" {
-            throw notTabular("it looks like JSON; name it .jsonl or pass --format jsonl.")
         }
         let profile = Self.column(matching: context.profileNames, in: names)
         let transaction = Self.column(matching: context.transactionNames, in: names)

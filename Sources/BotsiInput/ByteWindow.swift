@@ -1,0 +1,57 @@
+import Glibc
+
+/// A sliding window over the decoded stream that keeps the record being parsed contiguous in
+/// memory, so fields are read in place. It grows only as far as the longest record allowed
+/// (`maxRecordBytes`) plus one read chunk: memory never depends on the number of rows, and a
+/// longer line is skipped, not buffered.
+final class ByteWindow {
+    static let chunkSize = 64 * 1024
+
+    private(set) var base: UnsafeMutablePointer<UInt8>
+    private(set) var capacity: Int
+    /// One past the last valid byte.
+    private(set) var end = 0
+    /// The decoded stream has ended; `end` will not move again.
+    private(set) var reachedEnd = false
+    private let maximumCapacity: Int
+    private let source: DecodedSource
+
+    init(source: DecodedSource, maxRecordBytes: Int) {
+        self.source = source
+        let (sum, overflow) = maxRecordBytes.addingReportingOverflow(2 * Self.chunkSize)
+        maximumCapacity = overflow ? Int.max / 2 : sum
+        capacity = min(4 * Self.chunkSize, maximumCapacity)
+        base = .allocate(capacity: capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    /// Drops the bytes before `keep` and reads more after the kept ones. Returns how far the
+    /// kept bytes moved toward the start, which callers subtract from the indices they hold.
+    /// When nothing new arrives, `reachedEnd` is true.
+    func refill(keepingFrom keep: Int) throws(InputError) -> Int {
+        precondition(keep >= 0 && keep <= end)
+        let kept = end - keep
+        if keep > 0 && kept > 0 {
+            memmove(base, base + keep, kept)
+        }
+        end = kept
+        if capacity - end < Self.chunkSize && capacity < maximumCapacity {
+            let grown = min(max(capacity * 2, end + Self.chunkSize), maximumCapacity)
+            let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+            bigger.update(from: base, count: end)
+            base.deallocate()
+            base = bigger
+            capacity = grown
+        }
+        if !reachedEnd && end < capacity {
+            let count = try source.read(into: base + end, count: capacity - end)
+            if count == 0 {
+                reachedEnd = true
+            } else {
+                end += count
+            }
+        }
+        return keep
+    }
+}

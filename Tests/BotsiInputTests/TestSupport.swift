@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import BotsiInput
+
+/// A per-test temporary directory, removed when the test ends.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("botsi-input-XXXXXX").path
+        var bytes = Array(template.utf8CString)
+        guard mkdtemp(&bytes) != nil else { throw CocoaError(.fileWriteUnknown) }
+        url = URL(
+            fileURLWithPath: String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String {
+        try write(name, Array(text.utf8))
+    }
+
+    @discardableResult
+    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let path = path(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Compresses `bytes` with the system's gzip into `name`.
+    @discardableResult
+    func writeGzip(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let plain = try write(name + ".plain", bytes)
+        let output = try runTool("/usr/bin/env", ["gzip", "-c", "-n", plain])
+        try FileManager.default.removeItem(atPath: plain)
+        return try write(name, output)
+    }
+}
+
+/// Runs a command and returns its standard output; fails the test on a non-zero exit.
+func runTool(_ executable: String, _ arguments: [String]) throws -> [UInt8] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    // Read while it runs so a full pipe cannot stall the tool.
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "\(arguments) exited with \(process.terminationStatus)")
+    return Array(data)
+}
+
+func readAll(
+    _ path: String, format: InputFormat? = nil, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
+) throws -> [InputRecord] {
+    let reader = try InputReader(path: path, format: format, columns: columns, maxRecordBytes: maxRecordBytes)
+    defer { reader.close() }
+    var records: [InputRecord] = []
+    while let record = try reader.next() { records.append(record) }
+    return records
+}
+
+/// Expects that opening (or reading) fails with `kind`, and returns the error.
+@discardableResult
+func expectInputError(
+    _ kind: InputError.Kind, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) -> InputError? {
+    do {
+        try body()
+        Issue.record("expected an InputError of kind \(kind)", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as InputError {
+        #expect(error.kind == kind, "\(error.message)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+extension InputRecord {
+    var asRow: InputRow? {
+        if case .row(let row) = self { return row }
+        return nil
+    }
+
+    var asRejected: RejectedRow? {
+        if case .rejected(let rejected) = self { return rejected }
+        return nil
+    }
+}
+
+func row(_ profileId: String, _ transactionId: String, line: Int) -> InputRecord {
+    .row(InputRow(profileId: profileId, originalTransactionId: transactionId, line: line))
+}

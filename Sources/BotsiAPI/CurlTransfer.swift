@@ -92,8 +92,12 @@ final class Transfer {
         // Older libcurl builds lack these two; both only narrow what is allowed, so failing to set them is harmless.
         _ = ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        // With HTTP/2 a new request waits to share a connection instead of opening another one.
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        // Over TLS, ALPN tells within the handshake whether HTTP/2 can multiplex, so a new request may wait
+        // for it rather than open another connection. Over plain http:// curl would only learn that from
+        // the first reply, and every request would queue behind it.
+        if template.url.hasPrefix("https://") {
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        }
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")

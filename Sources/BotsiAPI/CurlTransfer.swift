@@ -51,6 +51,8 @@ final class Transfer {
     var body: [UInt8] = []
     var retryAfter: String?
     var bodyTooLarge = false
+    var headerBytes = 0
+    var headersTooLarge = false
     var request: RestoreRequest?
     var startedAt = Date()
     var startedUptime: UInt64 = 0
@@ -89,11 +91,17 @@ final class Transfer {
             try check(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caCertificatePath), "the CA certificate file")
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "redirect handling")
+        // Refuses up front a reply whose Content-Length is over the limit; the write callback catches the rest.
+        _ = ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes))
         // Older libcurl builds lack these two; both only narrow what is allowed, so failing to set them is harmless.
         _ = ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        // With HTTP/2 a new request waits to share a connection instead of opening another one.
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        // Over TLS, ALPN tells within the handshake whether HTTP/2 can multiplex, so a new request may wait
+        // for it rather than open another connection. Over plain http:// curl would only learn that from
+        // the first reply, and every request would queue behind it.
+        if template.url.hasPrefix("https://") {
+            _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        }
         _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
@@ -109,8 +117,7 @@ final class Transfer {
         try check(
             ccurl_easy_setopt_header_callback(easy) { data, size, count, userdata in
                 let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
-                transfer.receiveHeader(data, byteCount: size * count)
-                return size * count
+                return transfer.receiveHeader(data, byteCount: size * count)
             }, "the header callback")
     }
 
@@ -127,6 +134,8 @@ final class Transfer {
         body.removeAll(keepingCapacity: true)
         retryAfter = nil
         bodyTooLarge = false
+        headerBytes = 0
+        headersTooLarge = false
         errorBuffer[0] = 0
         let payload = restoreRequestBody(
             profileId: request.profileId, originalTransactionId: request.originalTransactionId)
@@ -156,19 +165,28 @@ final class Transfer {
     }
 
     /// Keeps only `Retry-After`; other headers (and anything they might echo) are never stored.
-    fileprivate func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) {
-        guard let data, byteCount > 0 else { return }
+    /// Returns `byteCount` to go on; anything else aborts the transfer.
+    fileprivate func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) -> Int {
+        guard let data, byteCount > 0 else { return byteCount }
+        headerBytes += byteCount
+        // libcurl 7.x bounds each header line but not their sum; a server that never ends its header
+        // section would otherwise hold the request until the timeout.
+        guard headerBytes <= maxHeaderBytes else {
+            headersTooLarge = true
+            return 0
+        }
         let line = UnsafeRawBufferPointer(start: data, count: byteCount)
         if line.starts(with: "HTTP/".utf8) {
             retryAfter = nil  // a new response (after a 1xx) starts over
-            return
+            return byteCount
         }
         let name = "retry-after:".utf8
         guard byteCount > name.count, byteCount < 512,
             zip(line, name).allSatisfy({ lowercasedASCII($0) == $1 })
-        else { return }
+        else { return byteCount }
         let value = String(decoding: line.dropFirst(name.count), as: UTF8.self)
         retryAfter = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return byteCount
     }
 
     /// Turns the finished transfer into a result; `code` is the transfer's CURLcode.
@@ -179,7 +197,11 @@ final class Transfer {
         let reply: RestoreReply
         if code == CURLE_OK {
             reply = classifyReply(httpStatus: status, body: body, retryAfterHeader: retryAfter, now: now)
-        } else if code == CURLE_WRITE_ERROR && bodyTooLarge {
+        } else if code == CURLE_WRITE_ERROR && headersTooLarge {
+            reply = .retryable(
+                code: "invalid_response", httpStatus: httpStatus, retryAfter: nil,
+                message: "The server's reply headers were larger than \(maxHeaderBytes) bytes and were not read.")
+        } else if (code == CURLE_WRITE_ERROR && bodyTooLarge) || code == CURLE_FILESIZE_EXCEEDED {
             if (200..<300).contains(status) {
                 reply = .retryable(
                     code: "invalid_response", httpStatus: status, retryAfter: nil,
@@ -198,6 +220,9 @@ final class Transfer {
         return RestoreResult(tag: tag, reply: reply, httpStatus: httpStatus, startedAt: startedAt, duration: elapsed)
     }
 }
+
+/// Far above any real reply's header section, far below what would hurt memory.
+private let maxHeaderBytes = 256 << 10
 
 private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
     byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte

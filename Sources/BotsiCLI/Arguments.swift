@@ -17,10 +17,12 @@ struct CommandSpec {
     let name: String
     let options: [Option]
     let takesPositionals: Bool
+}
 
-    static func flag(_ name: String) -> Option { Option(name: name, takesValue: false, repeatable: false) }
-    static func value(_ name: String, repeatable: Bool = false) -> Option {
-        Option(name: name, takesValue: true, repeatable: repeatable)
+extension CommandSpec.Option {
+    static func flag(_ name: String) -> Self { Self(name: name, takesValue: false, repeatable: false) }
+    static func value(_ name: String, repeatable: Bool = false) -> Self {
+        Self(name: name, takesValue: true, repeatable: repeatable)
     }
 }
 
@@ -88,7 +90,8 @@ struct ParsedArguments {
         guard let text = value(name) else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw UsageError(
-                message: "option '\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+                message:
+                    "option '\(name)' needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
             )
         }
         return number

@@ -64,7 +64,8 @@ enum Output {
 enum APIKey {
     static func load(variable: String) throws(UsageError) -> String {
         guard let value = ProcessInfo.processInfo.environment[variable] else {
-            throw UsageError(message: "the API key is not set: export it as \(variable) (or name another variable with --key-env)")
+            throw UsageError(
+                message: "the API key is not set: export it as \(variable) (or name another variable with --key-env)")
         }
         let key = value.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !key.isEmpty else {

@@ -70,14 +70,16 @@ enum RunCommand {
     static func execute(options: RunOptions, apiKey: String, quiet: Bool, logInterval: Double) -> Int32 {
         let printer = ProgressPrinter(
             isTerminal: Output.stderrIsTerminal, quiet: quiet, logInterval: logInterval)
+        var onProgress: (@Sendable (RunProgress) -> Void)?
+        if !quiet { onProgress = { @Sendable progress in printer.show(progress) } }
         let runner = Runner(
-            options: options, apiKey: apiKey, toolVersion: CLI.version,
-            progressInterval: printer.tickInterval,
-            onProgress: quiet ? nil : { progress in printer.show(progress) })
+            options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
+            onProgress: onProgress)
         let signals = SignalWatcher { signal, count in
             if count == 1 {
                 Output.error(
-                    "\nbotsi-restore: stopping — letting in-flight requests finish; send the signal again to exit at once")
+                    "\nbotsi-restore: stopping — letting in-flight requests finish; send the signal again to exit at once"
+                )
                 runner.requestStop(signal: signal)
             } else {
                 // The journal stays consistent: SQLite rolls back the unfinished batch, whose rows
@@ -99,12 +101,13 @@ enum RunCommand {
 }
 
 /// SIGINT/SIGTERM through Dispatch, counting how many arrived.
-final class SignalWatcher: Sendable {
+final class SignalWatcher {
     private let sources: [DispatchSourceSignal]
     private let queue = DispatchQueue(label: "botsi-restore.signals")
 
     init(handler: @escaping @Sendable (Int32, Int) -> Void) {
         let counter = Counter()
+        let queue = self.queue
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)

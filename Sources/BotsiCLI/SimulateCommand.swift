@@ -132,8 +132,11 @@ enum DemoCommand {
         let directory = NSTemporaryDirectory() + "botsi-restore-demo-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let journal = parsed.value("--keep-journal") ?? directory + "/demo.sqlite"
-        Output.error("demo: simulator on \(simulator.baseURL) (20–60 ms latency, 20% faults: 429, 5xx, resets, truncated replies)")
-        Output.error("demo: botsi-restore run \(sample) --journal \(journal) --base-url \(simulator.baseURL) --concurrency 16\n")
+        Output.error(
+            "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 20% faults: 429, 5xx, resets, truncated replies)"
+        )
+        Output.error(
+            "demo: botsi-restore run \(sample) --journal \(journal) --base-url \(simulator.baseURL) --concurrency 16\n")
 
         var options = RunOptions()
         options.inputs = [sample]

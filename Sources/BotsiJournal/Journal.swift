@@ -1,6 +1,5 @@
-import Foundation
-
 internal import CSQLite
+import Foundation
 
 /// The status a journal row is in. Every row ends in one of the final ones; `pending` and
 /// `inFlight` mean the next run sends it again.
@@ -169,8 +168,9 @@ public final class Journal {
         if connection.isInTransaction { try? connection.execute("ROLLBACK") }
     }
 
-    /// Runs `body` in its own transaction.
+    /// Runs `body` in its own transaction, or inside the one already open (whose owner commits).
     public func transaction<T>(_ body: () throws(JournalError) -> T) throws(JournalError) -> T {
+        if isInTransaction { return try body() }
         try begin()
         do {
             let result = try body()

@@ -95,7 +95,8 @@ extension Journal {
             }
         }
         let wantsRejections =
-            filter.statuses.isEmpty || filter.statuses.contains("rejected") || filter.statuses.contains("rejected_input")
+            filter.statuses.isEmpty || filter.statuses.contains("rejected")
+            || filter.statuses.contains("rejected_input")
         if wantsRejections {
             var conditions: [String] = []
             var values: [SQLiteValue] = []

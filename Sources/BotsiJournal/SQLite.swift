@@ -1,6 +1,5 @@
-import Foundation
-
 internal import CSQLite
+import Foundation
 
 /// An SQLite failure: the result code, SQLite's own message and the statement that failed.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
@@ -120,11 +119,12 @@ final class SQLiteStatement {
         case .int(let int): rc = sqlite3_bind_int64(handle, index, int)
         case .double(let double): rc = sqlite3_bind_double(handle, index, double)
         case .text(let text):
-            rc = text.utf8.withContiguousStorageIfAvailable { bytes in
-                sqlite3_bind_text(
-                    handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
-                    Int32(bytes.count), csqlite_transient())
-            } ?? sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+            rc =
+                text.utf8.withContiguousStorageIfAvailable { bytes in
+                    sqlite3_bind_text(
+                        handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                        Int32(bytes.count), csqlite_transient())
+                } ?? sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
         }
         if rc != SQLITE_OK { throw SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql) }
     }

@@ -102,7 +102,8 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
         try settle(journal, item: item, .nothingToRestore, code: "nothing_to_restore")
         let policy = ResendPolicy(retryFailed: true, refreshRestoredBefore: Date().addingTimeInterval(10))
-        #expect(try admit(journal, "p", "1", run: try startRun(journal), policy: policy) == .finished(.nothingToRestore))
+        #expect(
+            try admit(journal, "p", "1", run: try startRun(journal), policy: policy) == .finished(.nothingToRestore))
     }
 
     @Test func refreshResendsOnlyRestoredRowsOlderThanTheCutoff() throws {

@@ -102,11 +102,13 @@ import Testing
 
     @Test func budgetEmptiesUnderFailuresAndRefillsOnSuccess() {
         var budget = RetryBudget(capacity: 20)
-        #expect(budget.spend(isTimeout: false))
-        #expect(budget.spend(isTimeout: true))
+        let first = budget.spend(isTimeout: false)
+        let second = budget.spend(isTimeout: true)
+        #expect(first && second)
         #expect(budget.tokens == 5)
-        #expect(budget.spend(isTimeout: false))
-        #expect(!budget.spend(isTimeout: false))
+        let third = budget.spend(isTimeout: false)
+        let refused = budget.spend(isTimeout: false)
+        #expect(third && !refused)
         #expect(budget.exhaustedCount == 1)
         budget.succeeded(afterRetry: true, wasTimeout: false)
         #expect(budget.tokens == 5)

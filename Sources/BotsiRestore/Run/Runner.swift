@@ -95,7 +95,8 @@ public final class Runner: @unchecked Sendable {
         self.toolVersion = toolVersion
         self.onProgress = onProgress
         self.progressInterval = progressInterval
-        backoff = BackoffPolicy(base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap)
+        backoff = BackoffPolicy(
+            base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap)
         random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
     }
@@ -458,7 +459,8 @@ public final class Runner: @unchecked Sendable {
             .tlsFailure(let message), .journalFailure(let message), .inputFailure(let message):
             return message
         case .signal(let number):
-            return "\(number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"); in-flight requests were allowed to finish"
+            return
+                "\(number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"); in-flight requests were allowed to finish"
         }
     }
 
@@ -565,7 +567,11 @@ public final class Runner: @unchecked Sendable {
         let current = readerIndex < readers.count ? readers[readerIndex] : nil
         var totalBytes: Int64? = 0
         for reader in readers {
-            if let total = reader.totalBytes, let sum = totalBytes { totalBytes = sum + total } else { totalBytes = nil }
+            if let total = reader.totalBytes, let sum = totalBytes {
+                totalBytes = sum + total
+            } else {
+                totalBytes = nil
+            }
         }
         return RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead,

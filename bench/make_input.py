@@ -1,0 +1,11 @@
+#!/usr/bin/env python3
+"""Writes a benchmark input: N distinct (profileId, originalTransactionId) rows as CSV.
+
+Every transaction id ends in 2..8, so the simulator's deterministic rule restores them all."""
+import sys
+
+count = int(sys.argv[1])
+out = sys.stdout
+out.write("profileId,originalTransactionId\n")
+for i in range(count):
+    out.write(f"profile-{i:09d},{2000000000000000 + i * 10 + 2 + (i % 7)}\n")

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The run benchmarks of issue 2: throughput at --concurrency 256 against a server that answers
+# after 50 ms, client CPU per 10,000 requests, peak RSS with a 1,000,000-row input, and how fast a
+# rerun skips a journal of 1,000,000 finished rows. Prints a table; bench/README.md has the
+# latest figures. Timing belongs here, not in tests: the machines are shared and noisy.
+#
+#   bash bench/run.sh [THROUGHPUT_ROWS] [BIG_ROWS]      (defaults 100000 and 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+throughput_rows=${1:-100000}
+big_rows=${2:-1000000}
+work=$(mktemp -d /tmp/botsi-bench.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+swift build -c release --product botsi-restore >/dev/null
+bin=.build/release/botsi-restore
+export BENCH_KEY=bench-key
+
+start_simulator() { # latency_ms -> sets sim_url
+    "$bin" simulate --port 0 --latency "$1" --key bench-key >"$work/sim-$1.out" 2>&1 &
+    for _ in $(seq 100); do
+        sim_url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/sim-$1.out" | head -n1 || true)
+        [ -n "$sim_url" ] && return 0
+        sleep 0.1
+    done
+    echo "simulator did not start" >&2; exit 1
+}
+
+measure() { # label, then the command; prints elapsed user sys maxrss_kb
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" "${@:2}" >/dev/null 2>"$work/$1.err" || {
+        code=$?; [ "$code" = 75 ] || { cat "$work/$1.err" >&2; exit 1; }
+    }
+    cat "$work/time"
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), swift $(swift --version 2>&1 | grep -o 'version [0-9.]*' | head -n1)"
+
+python3 bench/make_input.py "$throughput_rows" >"$work/throughput.csv"
+start_simulator 50
+read -r elapsed user sys rss < <(measure throughput "$bin" run "$work/throughput.csv" --journal "$work/t.sqlite" \
+    --base-url "$sim_url" --key-env BENCH_KEY --concurrency 256 --quiet)
+rate=$(python3 -c "print(round($throughput_rows/$elapsed))")
+echo "throughput, concurrency 256, 50 ms server: $throughput_rows requests in ${elapsed}s = $rate/s" \
+    "= $(python3 -c "print(round($rate/5120, 3))") of the ideal 5,120/s"
+echo "client CPU per 10,000 requests: $(python3 -c "print(round(($user+$sys)*10000/$throughput_rows, 3))") s" \
+    "(user ${user}s + sys ${sys}s for $throughput_rows)"
+
+python3 bench/make_input.py "$big_rows" >"$work/big.csv"
+start_simulator 0
+read -r elapsed user sys rss < <(measure big "$bin" run "$work/big.csv" --journal "$work/big.sqlite" \
+    --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet)
+echo "1,000,000-row input: ${elapsed}s, peak RSS $((rss / 1024)) MB ($(python3 -c "print(round($big_rows/$elapsed))") requests/s at 0 ms latency)"
+
+read -r elapsed user sys rss < <(measure rerun "$bin" run "$work/big.csv" --journal "$work/big.sqlite" \
+    --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet)
+echo "rerun over $big_rows finished rows: ${elapsed}s = $(python3 -c "print(round($big_rows/$elapsed))") rows/s skipped, peak RSS $((rss / 1024)) MB"

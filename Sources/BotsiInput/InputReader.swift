@@ -23,8 +23,15 @@ public final class InputReader {
     /// `path` "-" reads standard input. `format` nil takes it from the name: `.csv`, `.jsonl`
     /// or `.ndjson`, each optionally followed by `.gz`. Gzip is recognised by its magic bytes
     /// (1f 8b), whatever the name.
-    public init(
+    public convenience init(
         path: String, format: InputFormat?, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
+    ) throws(InputError) {
+        try self.init(path: path, format: format, columns: columns, maxRecordBytes: maxRecordBytes, readLimit: .max)
+    }
+
+    /// `readLimit` caps each read from the decoded stream (tests use tiny reads).
+    init(
+        path: String, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
     ) throws(InputError) {
         precondition(maxRecordBytes > 0, "maxRecordBytes must be positive")
         self.path = path
@@ -41,7 +48,7 @@ public final class InputReader {
         self.format = resolved
         do {
             source = try DecodedSource(raw: raw)
-            let window = ByteWindow(source: source, maxRecordBytes: maxRecordBytes)
+            let window = ByteWindow(source: source, maxRecordBytes: maxRecordBytes, readLimit: readLimit)
             cursor = StreamCursor(window: window)
             try cursor.skipByteOrderMark()
             let context = ParserContext(

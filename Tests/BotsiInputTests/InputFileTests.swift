@@ -152,7 +152,8 @@ import Testing
     }
 
     @Test func corruptGzipDataFailsWhileReading() throws {
-        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory.writeGzip("ok.gz", Array(Self.csv.utf8)))))
+        var bytes = Array(
+            try Data(contentsOf: URL(fileURLWithPath: directory.writeGzip("ok.gz", Array(Self.csv.utf8)))))
         for index in 12..<bytes.count - 8 { bytes[index] ^= 0x5A }
         let path = try directory.write("bad.csv.gz", bytes)
         expectInputError(.unreadable) { _ = try readAll(path) }

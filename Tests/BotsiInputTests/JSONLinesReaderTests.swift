@@ -42,7 +42,8 @@ import Testing
 
     @Test func usesTheUsersKeyNames() throws {
         let records = try read(
-            "{\"user_id\":\"u1\",\"original_id\":7}\n", columns: ColumnNames(profile: "user_id", transaction: "original_id"))
+            "{\"user_id\":\"u1\",\"original_id\":7}\n",
+            columns: ColumnNames(profile: "user_id", transaction: "original_id"))
         #expect(records == [row("u1", "7", line: 1)])
     }
 
@@ -62,10 +63,18 @@ import Testing
     }
 
     @Test func numbersThatAreNotIdsAreRejected() throws {
-        #expect(try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":2.0E15}").asRejected?.reason == .scientificNotation)
-        #expect(try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":2e15}").asRejected?.reason == .scientificNotation)
-        #expect(try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":-5}").asRejected?.reason == .invalidTransactionId)
-        #expect(try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":12.5}").asRejected?.reason == .invalidTransactionId)
+        #expect(
+            try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":2.0E15}").asRejected?.reason
+                == .scientificNotation)
+        #expect(
+            try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":2e15}").asRejected?.reason
+                == .scientificNotation)
+        #expect(
+            try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":-5}").asRejected?.reason
+                == .invalidTransactionId)
+        #expect(
+            try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":12.5}").asRejected?.reason
+                == .invalidTransactionId)
         #expect(
             try readSecond("{\"profileId\":\"p\",\"originalTransactionId\":18446744073709551616}").asRejected?.reason
                 == .invalidTransactionId)
@@ -184,7 +193,9 @@ import Testing
     @Test func skipsTheByteOrderMarkBlankLinesAndCRLF() throws {
         let bytes: [UInt8] =
             [0xEF, 0xBB, 0xBF]
-            + Array("\r\n  \r\n{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"}\r\n\t\r\n{\"profileId\":\"p2\",\"originalTransactionId\":\"2\"}".utf8)
+            + Array(
+                "\r\n  \r\n{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"}\r\n\t\r\n{\"profileId\":\"p2\",\"originalTransactionId\":\"2\"}"
+                    .utf8)
         let records = try readAll(directory.write("bom.jsonl", bytes))
         #expect(records == [row("p1", "1", line: 3), row("p2", "2", line: 5)])
     }

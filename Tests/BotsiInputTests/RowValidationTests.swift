@@ -93,11 +93,15 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
     }
 
     static let profileCases: [ProfileCase] = [
-        ProfileCase(field: "fff3c120-0ca8-480f-9b19-3955a5428e39", accepted: "fff3c120-0ca8-480f-9b19-3955a5428e39", reason: nil),
+        ProfileCase(
+            field: "fff3c120-0ca8-480f-9b19-3955a5428e39", accepted: "fff3c120-0ca8-480f-9b19-3955a5428e39", reason: nil
+        ),
         ProfileCase(field: "  p1 \t", accepted: "p1", reason: nil),
         ProfileCase(field: "Ωmega café", accepted: "Ωmega café", reason: nil),
-        ProfileCase(field: String(repeating: "a", count: 128), accepted: String(repeating: "a", count: 128), reason: nil),
-        ProfileCase(field: String(repeating: "é", count: 128), accepted: String(repeating: "é", count: 128), reason: nil),
+        ProfileCase(
+            field: String(repeating: "a", count: 128), accepted: String(repeating: "a", count: 128), reason: nil),
+        ProfileCase(
+            field: String(repeating: "é", count: 128), accepted: String(repeating: "é", count: 128), reason: nil),
         ProfileCase(field: "'; DROP TABLE items; --", accepted: "'; DROP TABLE items; --", reason: nil),
         ProfileCase(field: "", accepted: nil, reason: .missingProfileId),
         ProfileCase(field: " \u{3000} ", accepted: nil, reason: .missingProfileId),

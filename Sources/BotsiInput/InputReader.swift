@@ -8,8 +8,14 @@
 /// `originalTransactionId`/`original_transaction_id`, or the user's overrides) after trimming
 /// and ignoring ASCII case, because database exports often upper-case them (`PROFILE_ID`).
 /// In a CSV header the first matching column wins; in a JSON object the last matching key wins.
+/// A JSON-lines file whose first object lacks either key is refused like a CSV header that
+/// lacks a column (`missingColumns`); later objects without a key are rejected rows.
 ///
-/// Not `Sendable`: one owner reads it.
+/// Records longer than `maxRecordBytes` (the bytes of a record, without its line end) are
+/// rejected as `line_too_long` and skipped without being buffered; see `CSVScanner` for how an
+/// unbalanced CSV quote is contained. Values of `maxRecordBytes` below 1 are taken as 1.
+///
+/// Not `Sendable`: one owner reads it. Create it on the thread or queue that reads it.
 public final class InputReader {
     public let displayName: String
     public let format: InputFormat
@@ -33,7 +39,8 @@ public final class InputReader {
     init(
         path: String, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
     ) throws(InputError) {
-        precondition(maxRecordBytes > 0, "maxRecordBytes must be positive")
+        // Bounded above so that offsets past a record's start cannot overflow.
+        let maxRecordBytes = min(max(maxRecordBytes, 1), 1 << 40)
         self.path = path
         displayName = path == "-" ? "stdin" : path
         raw = try RawFile(path: path)

@@ -164,6 +164,13 @@ import Testing
         #expect(try readAll(path) == Self.csvRows)
     }
 
+    @Test func extremeRecordLimitsDoNotTrap() throws {
+        let path = try directory.write("rows.csv", Self.csv)
+        #expect(try readAll(path, maxRecordBytes: Int.max) == Self.csvRows)
+        // A limit of 0 is taken as 1: the header itself is then too long.
+        expectInputError(.notTabular) { _ = try readAll(path, maxRecordBytes: 0) }
+    }
+
     @Test func aFIFOHasNoKnownSize() throws {
         let path = directory.path("pipe.csv")
         try #require(mkfifo(path, 0o600) == 0)

@@ -32,18 +32,32 @@ public final class InputReader {
     public convenience init(
         path: String, format: InputFormat?, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
     ) throws(InputError) {
-        try self.init(path: path, format: format, columns: columns, maxRecordBytes: maxRecordBytes, readLimit: .max)
+        try self.init(
+            raw: RawFile(path: path), format: format, columns: columns, maxRecordBytes: maxRecordBytes,
+            readLimit: .max)
+    }
+
+    /// Reads `bytes` as if they were the content of a file named `name` (which may end in
+    /// `.csv`, `.jsonl`…, and appears in messages): for tests, fuzzing and inputs built in memory.
+    public convenience init(
+        bytes: [UInt8], name: String, format: InputFormat?, columns: ColumnNames = .init(),
+        maxRecordBytes: Int = 1 << 20
+    ) throws(InputError) {
+        try self.init(
+            raw: RawFile(bytes: bytes, name: name), format: format, columns: columns,
+            maxRecordBytes: maxRecordBytes, readLimit: .max)
     }
 
     /// `readLimit` caps each read from the decoded stream (tests use tiny reads).
     init(
-        path: String, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
+        raw: RawFile, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
     ) throws(InputError) {
         // Bounded above so that offsets past a record's start cannot overflow.
         let maxRecordBytes = min(max(maxRecordBytes, 1), 1 << 40)
+        let path = raw.path
         self.path = path
-        displayName = path == "-" ? "stdin" : path
-        raw = try RawFile(path: path)
+        displayName = raw.displayName
+        self.raw = raw
         guard let resolved = format ?? Self.format(fromName: path) else {
             raw.close()
             let message =

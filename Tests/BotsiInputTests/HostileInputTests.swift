@@ -32,7 +32,8 @@ struct SplitMix64: RandomNumberGenerator {
         for readLimit in [1, 2, 3, 7, 64, Int.max] {
             do {
                 let reader = try InputReader(
-                    path: path, format: nil, columns: .init(), maxRecordBytes: maxRecordBytes, readLimit: readLimit)
+                    raw: RawFile(path: path), format: nil, columns: .init(), maxRecordBytes: maxRecordBytes,
+                    readLimit: readLimit)
                 var records: [InputRecord] = []
                 while let record = try reader.next() { records.append(record) }
                 results.append(.success(records))

@@ -164,6 +164,28 @@ import Testing
         #expect(try readAll(path) == Self.csvRows)
     }
 
+    @Test func readsBytesFromMemoryLikeAFile() throws {
+        let bytes = Array(Self.csv.utf8)
+        let reader = try InputReader(bytes: bytes, name: "memory.csv", format: nil)
+        #expect(reader.displayName == "memory.csv")
+        #expect(reader.totalBytes == Int64(bytes.count))
+        var records: [InputRecord] = []
+        while let record = try reader.next() { records.append(record) }
+        #expect(records == Self.csvRows)
+        #expect(reader.bytesRead == Int64(bytes.count))
+        #expect(reader.sha256Hex == SHA256.hex(of: bytes))
+
+        let gzipped = Array(try Data(contentsOf: URL(fileURLWithPath: directory.writeGzip("m.gz", bytes))))
+        let fromGzip = try InputReader(bytes: gzipped, name: "memory", format: .csv)
+        #expect(fromGzip.isCompressed)
+        var gzipRecords: [InputRecord] = []
+        while let record = try fromGzip.next() { gzipRecords.append(record) }
+        #expect(gzipRecords == Self.csvRows)
+
+        let error = expectInputError(.unknownFormat) { _ = try InputReader(bytes: bytes, name: "memory", format: nil) }
+        #expect(error?.message.contains("'memory'") == true)
+    }
+
     @Test func extremeRecordLimitsDoNotTrap() throws {
         let path = try directory.write("rows.csv", Self.csv)
         #expect(try readAll(path, maxRecordBytes: Int.max) == Self.csvRows)

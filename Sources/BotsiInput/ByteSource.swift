@@ -1,11 +1,14 @@
 internal import CZlib
 import Glibc
 
-/// Raw bytes of one file descriptor, counted and hashed as they are read.
+/// Raw bytes of one file descriptor (or of bytes in memory), counted and hashed as they are read.
 final class RawFile {
     let path: String
     private var descriptor: Int32
     private let ownsDescriptor: Bool
+    /// Content given in memory instead of a descriptor, and how much of it was read.
+    private var memory: [UInt8]?
+    private var memoryOffset = 0
     private(set) var bytesRead: Int64 = 0
     private(set) var hasher = SHA256()
     /// Size of a regular file; `nil` for pipes, terminals and other streams.
@@ -47,10 +50,31 @@ final class RawFile {
         }
     }
 
+    /// Serves `bytes` as if they were a regular file named `name`.
+    init(bytes: [UInt8], name: String) {
+        path = name
+        descriptor = -1
+        ownsDescriptor = false
+        memory = bytes
+        totalBytes = Int64(bytes.count)
+    }
+
     deinit { close() }
 
     /// Reads at most `count` bytes; 0 means end of file.
     func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(InputError) -> Int {
+        if let memory {
+            let taken = min(count, memory.count - memoryOffset)
+            guard taken > 0 else { return 0 }
+            memory.withUnsafeBytes { source in
+                let slice = UnsafeRawBufferPointer(rebasing: source[memoryOffset..<memoryOffset + taken])
+                buffer.copyMemory(from: slice.baseAddress!, byteCount: taken)
+                hasher.update(slice)
+            }
+            memoryOffset += taken
+            bytesRead += Int64(taken)
+            return taken
+        }
         guard descriptor >= 0 else { return 0 }
         while true {
             let result = Glibc.read(descriptor, buffer, count)
@@ -74,6 +98,7 @@ final class RawFile {
     var displayName: String { path == "-" ? "stdin" : path }
 
     func close() {
+        memory = nil
         if ownsDescriptor && descriptor >= 0 {
             _ = Glibc.close(descriptor)
         }

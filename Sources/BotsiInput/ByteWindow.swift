@@ -16,8 +16,12 @@ final class ByteWindow {
     private let maximumCapacity: Int
     private let source: DecodedSource
 
-    init(source: DecodedSource, maxRecordBytes: Int) {
+    /// Most bytes one refill asks for; tests make it tiny so every record boundary meets a refill.
+    private let readLimit: Int
+
+    init(source: DecodedSource, maxRecordBytes: Int, readLimit: Int = .max) {
         self.source = source
+        self.readLimit = readLimit
         let (sum, overflow) = maxRecordBytes.addingReportingOverflow(2 * Self.chunkSize)
         maximumCapacity = overflow ? Int.max / 2 : sum
         capacity = min(4 * Self.chunkSize, maximumCapacity)
@@ -45,7 +49,7 @@ final class ByteWindow {
             capacity = grown
         }
         if !reachedEnd && end < capacity {
-            let count = try source.read(into: base + end, count: capacity - end)
+            let count = try source.read(into: base + end, count: min(capacity - end, readLimit))
             if count == 0 {
                 reachedEnd = true
             } else {

@@ -8,8 +8,14 @@
 /// `originalTransactionId`/`original_transaction_id`, or the user's overrides) after trimming
 /// and ignoring ASCII case, because database exports often upper-case them (`PROFILE_ID`).
 /// In a CSV header the first matching column wins; in a JSON object the last matching key wins.
+/// A JSON-lines file whose first object lacks either key is refused like a CSV header that
+/// lacks a column (`missingColumns`); later objects without a key are rejected rows.
 ///
-/// Not `Sendable`: one owner reads it.
+/// Records longer than `maxRecordBytes` (the bytes of a record, without its line end) are
+/// rejected as `line_too_long` and skipped without being buffered; see `CSVScanner` for how an
+/// unbalanced CSV quote is contained. Values of `maxRecordBytes` below 1 are taken as 1.
+///
+/// Not `Sendable`: one owner reads it. Create it on the thread or queue that reads it.
 public final class InputReader {
     public let displayName: String
     public let format: InputFormat
@@ -23,13 +29,35 @@ public final class InputReader {
     /// `path` "-" reads standard input. `format` nil takes it from the name: `.csv`, `.jsonl`
     /// or `.ndjson`, each optionally followed by `.gz`. Gzip is recognised by its magic bytes
     /// (1f 8b), whatever the name.
-    public init(
+    public convenience init(
         path: String, format: InputFormat?, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
     ) throws(InputError) {
-        precondition(maxRecordBytes > 0, "maxRecordBytes must be positive")
+        try self.init(
+            raw: RawFile(path: path), format: format, columns: columns, maxRecordBytes: maxRecordBytes,
+            readLimit: .max)
+    }
+
+    /// Reads `bytes` as if they were the content of a file named `name` (which may end in
+    /// `.csv`, `.jsonl`…, and appears in messages): for tests, fuzzing and inputs built in memory.
+    public convenience init(
+        bytes: [UInt8], name: String, format: InputFormat?, columns: ColumnNames = .init(),
+        maxRecordBytes: Int = 1 << 20
+    ) throws(InputError) {
+        try self.init(
+            raw: RawFile(bytes: bytes, name: name), format: format, columns: columns,
+            maxRecordBytes: maxRecordBytes, readLimit: .max)
+    }
+
+    /// `readLimit` caps each read from the decoded stream (tests use tiny reads).
+    init(
+        raw: RawFile, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
+    ) throws(InputError) {
+        // Bounded above so that offsets past a record's start cannot overflow.
+        let maxRecordBytes = min(max(maxRecordBytes, 1), 1 << 40)
+        let path = raw.path
         self.path = path
-        displayName = path == "-" ? "stdin" : path
-        raw = try RawFile(path: path)
+        displayName = raw.displayName
+        self.raw = raw
         guard let resolved = format ?? Self.format(fromName: path) else {
             raw.close()
             let message =
@@ -41,7 +69,7 @@ public final class InputReader {
         self.format = resolved
         do {
             source = try DecodedSource(raw: raw)
-            let window = ByteWindow(source: source, maxRecordBytes: maxRecordBytes)
+            let window = ByteWindow(source: source, maxRecordBytes: maxRecordBytes, readLimit: readLimit)
             cursor = StreamCursor(window: window)
             try cursor.skipByteOrderMark()
             let context = ParserContext(

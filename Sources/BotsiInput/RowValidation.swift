@@ -159,6 +159,11 @@ enum RowValidation {
             }
             value = String(decoding: digits, as: UTF8.self)
         case .unicode(let text):
+            // Trimming non-ASCII whitespace (a no-break space) may leave plain digits.
+            if text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                var digits = text
+                return digits.withUTF8 { checkDigits($0) }
+            }
             value = text
         }
         if looksLikeScientificNotation(value) {

@@ -67,12 +67,22 @@ enum Help {
           --backoff-base DUR            first retry waits up to this (default 500ms), doubling
           --backoff-cap DUR             longest backoff (default 30s)
           --retry-after-cap DUR         longest wait a Retry-After can impose (default 120s)
+          --rate N                      requests per second at most, evenly spaced (Apple allows ~50/s per app)
+          --no-adaptive                 do not slow down on 429/503 (adaptive throttling is on by default)
+          --max-failure-rate PCT        stop (exit 69) when more than PCT% of rows sent failed or ran out of
+                                        attempts (default 50), once --min-sample rows were sent (default 1000)
+        Time window:
+          --max-duration DUR            stop dispatching after DUR (e.g. 6h), drain, exit 75; rerun continues
+          --stop-at HH:MM               the same at the next local HH:MM
+        Sharding:
+          --shard I/N                   only rows whose profileId hashes to shard I of N (0 <= I < N)
         Output:
           --quiet                       no progress, only the summary and errors
           --log-interval DUR            progress log line period when stderr is not a terminal (default 30s)
 
-        Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure;
-        73 journal unusable; 75 rows remain pending or the journal is in use; 77 key refused;
+        Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure or
+        failure threshold; 73 journal unusable; 75 rows remain pending, the time window ended, or the
+        journal is in use; 77 key refused;
         78 App Store connection not set up in Botsi; 130/143 stopped by SIGINT/SIGTERM.
         """
 

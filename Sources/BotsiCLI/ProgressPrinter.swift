@@ -70,6 +70,9 @@ final class ProgressPrinter: Sendable {
         if progress.retries > 0 { parts.append("\(progress.retries) retries") }
         if progress.rejected > 0 { parts.append("\(progress.rejected) rejected") }
         if progress.skipped > 0 { parts.append("\(progress.skipped) already done") }
+        if let rate = progress.throttledRate {
+            parts.append(String(format: "throttled to %.1f/s, concurrency %d", rate, progress.concurrencyLimit))
+        }
         if progress.stopping != nil { parts.append("stopping") }
         return parts.joined(separator: " | ")
     }

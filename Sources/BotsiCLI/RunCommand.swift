@@ -11,7 +11,9 @@ enum RunCommand {
             .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
-            .value("--log-interval"), .value("--seed"),
+            .value("--log-interval"), .value("--seed"), .value("--rate"), .flag("--no-adaptive"),
+            .value("--max-duration"),
+            .value("--stop-at"), .value("--max-failure-rate"), .value("--min-sample"), .value("--shard"),
         ],
         takesPositionals: true)
 
@@ -59,11 +61,61 @@ enum RunCommand {
         options.dryRun = parsed.has("--dry-run")
         options.caCertificatePath = parsed.value("--cacert")
         options.insecureSkipTLSVerify = parsed.has("--insecure-skip-tls-verify")
+        if let rate = parsed.value("--rate") {
+            guard let value = Double(rate), value > 0, value.isFinite else {
+                throw UsageError(
+                    message: "option '--rate' needs a number of requests per second above 0, not '\(rate)'")
+            }
+            options.rate = value
+        }
+        options.adaptive = !parsed.has("--no-adaptive")
+        options.deadline = try deadline(parsed, now: Date())
+        if let text = parsed.value("--max-failure-rate") {
+            guard let value = Double(text.hasSuffix("%") ? String(text.dropLast()) : text), (0...100).contains(value)
+            else {
+                throw UsageError(message: "option '--max-failure-rate' needs a percentage from 0 to 100, not '\(text)'")
+            }
+            options.maxFailureRate = value
+        }
+        options.minSample = try parsed.int("--min-sample", in: 1...Int(Int32.max)) ?? options.minSample
+        if let shard = parsed.value("--shard") {
+            let parts = shard.split(separator: "/")
+            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
+                (0..<count).contains(index)
+            else {
+                throw UsageError(
+                    message:
+                        "option '--shard' needs I/N with 0 <= I < N (e.g. 0/4, as JOB_COMPLETION_INDEX counts), not '\(shard)'"
+                )
+            }
+            options.shardIndex = index
+            options.shardCount = count
+        }
         if let seed = parsed.value("--seed") {
             guard let number = UInt64(seed) else { throw UsageError(message: "option '--seed' needs a number") }
             options.seed = number
         }
         return options
+    }
+
+    /// The earlier of --max-duration from now and the next local --stop-at HH:MM.
+    static func deadline(_ parsed: ParsedArguments, now: Date) throws(UsageError) -> Date? {
+        var deadline = try parsed.seconds("--max-duration", minimum: 0.001).map { now.addingTimeInterval($0) }
+        if let text = parsed.value("--stop-at") {
+            let parts = text.split(separator: ":")
+            guard parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour),
+                (0..<60).contains(minute)
+            else {
+                throw UsageError(message: "option '--stop-at' needs a local time HH:MM such as 06:30, not '\(text)'")
+            }
+            let calendar = Calendar.current
+            let stopAt =
+                calendar.nextDate(
+                    after: now, matching: DateComponents(hour: hour, minute: minute, second: 0),
+                    matchingPolicy: .nextTime) ?? now
+            deadline = min(deadline ?? stopAt, stopAt)
+        }
+        return deadline
     }
 
     /// Runs with signal handling and progress output; shared by `run` and `demo`.

@@ -25,6 +25,19 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var insecureSkipTLSVerify = false
     /// Random seed for backoff jitter; nil draws one from the system.
     public var seed: UInt64?
+    /// Requests per second at most, across all workers, evenly spaced.
+    public var rate: Double?
+    /// Lower rate and concurrency on throttling replies, raise them slowly after.
+    public var adaptive = true
+    /// Stop dispatching at this instant (from --max-duration / --stop-at), drain, exit 75.
+    public var deadline: Date?
+    /// Stop (exit 69) when more than this percentage of the rows sent failed or ran out of
+    /// attempts, once at least `minSample` rows were sent.
+    public var maxFailureRate: Double = 50
+    public var minSample = 1000
+    /// Keep only the rows whose profileId hashes to shard `shardIndex` of `shardCount`.
+    public var shardIndex = 0
+    public var shardCount = 1
 
     public init() {}
 }
@@ -38,4 +51,6 @@ public enum StopReason: Sendable, Equatable {
     case signal(Int32)
     case journalFailure(message: String)
     case inputFailure(message: String)
+    case deadline(message: String)
+    case failureThreshold(message: String)
 }

@@ -26,6 +26,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var exitCode: Int32 = 0
     public var stopMessage: String?
     public var dryRun = false
+    /// Rows skipped because they belong to another shard.
+    public var otherShards = 0
+    /// Adaptive throttling: how many times the run slowed down, how low it went, where it ended.
+    public var throttleEvents = 0
+    public var lowestThrottledRate: Double?
+    public var finalThrottledRate: Double?
 
     public init() {}
 
@@ -71,6 +77,14 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "  retries refused because the retry budget ran out: \(retryBudgetExhausted) (the service was failing most requests)"
             )
         }
+        if otherShards > 0 { lines.append("  rows of other shards, skipped: \(otherShards)") }
+        if throttleEvents > 0 {
+            let lowest = String(format: "%.1f", lowestThrottledRate ?? 0)
+            let final = finalThrottledRate.map { String(format: "%.1f/s", $0) } ?? "unthrottled"
+            lines.append(
+                "  throttled \(throttleEvents) times by 429/503 replies: slowed to \(lowest) requests/s at the lowest, \(final) at the end"
+            )
+        }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
         if pending > 0 && !dryRun {
             lines.append(
@@ -110,4 +124,7 @@ public struct RunProgress: Sendable {
     /// Requests per second over the last few seconds.
     public var recentRate: Double
     public var stopping: String?
+    /// The adaptive send-rate limit while throttled.
+    public var throttledRate: Double?
+    public var concurrencyLimit: Int
 }

@@ -77,7 +77,19 @@ public final class Runner: @unchecked Sendable {
     private var summary = RunSummary()
     private let startedAt = Date()
     private var rateSamples: [(time: Double, requests: Int)] = []
-    private var progressTimer: DispatchSourceTimer?
+    private var housekeepingTimer: DispatchSourceTimer?
+    private var lastProgressAt = 0.0
+    private var pacer = Pacer()
+    private var sendMeter = SendMeter()
+    /// Replies that were not throttling ones, per second: where the upstream limit lies.
+    private var acceptedMeter = SendMeter()
+    /// Typical request duration (exponentially weighted), for sizing concurrency to a rate.
+    private var latencyAverage = 0.05
+    private var throttle: AdaptiveThrottle
+    private var paceWakeScheduled = false
+    /// Rows sent and settled this run, and how many of them failed or ran out of attempts.
+    private var settledSent = 0
+    private var settledBad = 0
     private let snapshotEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -99,6 +111,8 @@ public final class Runner: @unchecked Sendable {
             base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap)
         random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
+        throttle = AdaptiveThrottle(
+            enabled: options.adaptive, rateCap: options.rate, concurrencyCap: options.concurrency)
     }
 
     /// Asks the run to stop dispatching, let in-flight requests end and journal (SIGINT/SIGTERM).
@@ -129,7 +143,7 @@ public final class Runner: @unchecked Sendable {
         if !options.dryRun {
             try startClient()
         }
-        if onProgress != nil { startProgressTimer() }
+        startHousekeeping()
         queue.async { [self] in pump() }
         done.wait()
         return summary
@@ -144,7 +158,12 @@ public final class Runner: @unchecked Sendable {
             do {
                 readers.append(try InputReader(path: path, format: format, columns: columns))
             } catch {
-                let code = error.kind == .fileMissing ? ExitCode.noInput : ExitCode.dataError
+                let code: Int32
+                switch error.kind {
+                case .fileMissing, .unreadable: code = ExitCode.noInput
+                case .unknownFormat: code = ExitCode.usage
+                case .notTabular, .missingColumns: code = ExitCode.dataError
+                }
                 throw RunSetupError(exitCode: code, message: error.message)
             }
         }
@@ -257,12 +276,16 @@ public final class Runner: @unchecked Sendable {
             if !journal.isInTransaction { try journal.begin() }
             summary.rowsRead += 1
             switch record {
+            case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
+                summary.otherShards += 1
             case .rejected(let rejected):
                 summary.rejectedByReason[rejected.reason.rawValue, default: 0] += 1
                 try journal.recordRejection(
                     file: reader.displayName, line: rejected.line, reason: rejected.reason.rawValue,
                     message: rejected.message, profileId: rejected.profileId,
                     originalTransactionId: rejected.originalTransactionId, runID: runID, now: now)
+            case .row(let row) where !isMine(row.profileId):
+                summary.otherShards += 1
             case .row(let row):
                 let source = "\(reader.displayName):\(row.line)"
                 let admission = try journal.admit(
@@ -290,6 +313,13 @@ public final class Runner: @unchecked Sendable {
         if budgetForSlice == 0 { schedulePump() }
     }
 
+    /// Sharding: each row belongs to the shard its profileId hashes to (rejected rows without a
+    /// profileId to shard 0), so one profile's rows stay in order on one machine.
+    private func isMine(_ profileId: String) -> Bool {
+        options.shardCount <= 1
+            || shardIndex(profileId: profileId, shardCount: options.shardCount) == options.shardIndex
+    }
+
     private func finishReader(_ reader: InputReader, complete: Bool) {
         inputsRecord.append([
             "path": reader.displayName, "sha256": reader.sha256Hex, "bytes": String(reader.bytesRead),
@@ -303,8 +333,14 @@ public final class Runner: @unchecked Sendable {
     private func dispatchReady() throws(JournalError) {
         guard let journal, stopReason == nil else { return }
         var now: String?
-        while inFlight < options.concurrency, let sequence = window.takeReady() {
-            guard var entry = window[sequence] else { continue }
+        while inFlight < throttle.concurrency, window.readyCount > 0 {
+            let clock = monotonicSeconds()
+            guard pacer.take(now: clock, rate: throttle.effectiveRate) else {
+                wakeForPacing()
+                break
+            }
+            guard let sequence = window.takeReady(), var entry = window[sequence] else { continue }
+            sendMeter.record(now: clock)
             if !journal.isInTransaction { try journal.begin() }
             let timestamp = now ?? Timestamp.string(Date())
             now = timestamp
@@ -315,6 +351,17 @@ public final class Runner: @unchecked Sendable {
                 RestoreRequest(
                     tag: sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
             inFlight += 1
+        }
+    }
+
+    /// Pumps again when the pacer allows the next send.
+    private func wakeForPacing() {
+        guard !paceWakeScheduled else { return }
+        paceWakeScheduled = true
+        let delay = max(0, pacer.nextSendAt - monotonicSeconds())
+        queue.asyncAfter(deadline: .now() + delay) { [self] in
+            paceWakeScheduled = false
+            pump()
         }
     }
 
@@ -351,6 +398,10 @@ public final class Runner: @unchecked Sendable {
         if !journal.isInTransaction { try journal.begin() }
         let row = entry.payload
         let number = row.attemptsBefore + row.attemptsThisRun
+        if !result.reply.isThrottling {
+            acceptedMeter.record(now: monotonicSeconds())
+            latencyAverage = latencyAverage * 0.9 + result.duration * 0.1
+        }
         let now = Timestamp.string(Date())
         func attempt(_ outcome: String, code: String?, profile: ProfileRecord? = nil) throws(JournalError) {
             try journal.recordAttempt(
@@ -367,6 +418,7 @@ public final class Runner: @unchecked Sendable {
                 now: now, profile: profile)
             summary.count(status: status.rawValue, code: code)
             window.remove(entry.sequence)
+            countTowardFailureThreshold(status)
         }
         switch result.reply {
         case .restored(let snapshot):
@@ -383,13 +435,23 @@ public final class Runner: @unchecked Sendable {
         case .fatal(let reason, _, let message):
             stop(Self.stopReason(for: reason, message: message))
             try settle(.pending, code: reason.rawValue, message: message)
-        case .retryable(let code, _, let retryAfter, let message):
+        case .retryable(let code, let httpStatus, let retryAfter, let message):
+            let clock = monotonicSeconds()
+            let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
+            if httpStatus == 429 {
+                throttle.throttled(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
+            } else if httpStatus == 503 {
+                throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
+            }
             let isTimeout = code == "timeout"
             guard stopReason == nil, row.attemptsThisRun < options.maxAttempts else {
                 try settle(.pending, code: code, message: message)
                 return
             }
-            guard budget.spend(isTimeout: isTimeout) else {
+            // With adaptive throttling on, a 429 is answered by slowing down, which already keeps the
+            // service from being hammered; the budget guards against services that fail.
+            let answeredBySlowingDown = httpStatus == 429 && options.adaptive
+            guard answeredBySlowingDown || budget.spend(isTimeout: isTimeout) else {
                 summary.retryBudgetExhausted += 1
                 try settle(.pending, code: code, message: "retry budget exhausted; last error: \(message ?? code)")
                 return
@@ -408,6 +470,23 @@ public final class Runner: @unchecked Sendable {
             let sequence = entry.sequence
             queue.asyncAfter(deadline: .now() + delay) { [self] in retryDue(sequence) }
         }
+    }
+
+    /// S3 Batch Operations style: never keep going (or report success) when most rows fail.
+    private func countTowardFailureThreshold(_ status: ItemStatus) {
+        guard stopReason == nil else { return }
+        settledSent += 1
+        if status == .failed || status == .pending { settledBad += 1 }
+        guard settledSent >= options.minSample else { return }
+        let percent = Double(settledBad) * 100 / Double(settledSent)
+        guard percent > options.maxFailureRate else { return }
+        let share = String(format: "%.0f%%", percent)
+        let threshold = String(format: "%.0f%%", options.maxFailureRate)
+        stop(
+            .failureThreshold(
+                message:
+                    "\(share) of the \(settledSent) rows sent failed or ran out of attempts (threshold \(threshold) after \(options.minSample) rows); the unsent rows stay pending — see the codes with 'botsi-restore report --status failed --status pending', fix the cause, then rerun"
+            ))
     }
 
     private func retryDue(_ sequence: Int64) {
@@ -456,7 +535,8 @@ public final class Runner: @unchecked Sendable {
     private static func describe(_ reason: StopReason) -> String {
         switch reason {
         case .unauthorized(let message), .forbidden(let message), .iosSettingsMissing(let message),
-            .tlsFailure(let message), .journalFailure(let message), .inputFailure(let message):
+            .tlsFailure(let message), .journalFailure(let message), .inputFailure(let message),
+            .deadline(let message), .failureThreshold(let message):
             return message
         case .signal(let number):
             return
@@ -479,6 +559,8 @@ public final class Runner: @unchecked Sendable {
         case .signal(let number): return number == SIGINT ? ExitCode.interrupted : ExitCode.terminated
         case .journalFailure: return ExitCode.cannotCreate
         case .inputFailure: return ExitCode.dataError
+        case .deadline: return ExitCode.temporaryFailure
+        case .failureThreshold: return ExitCode.unavailable
         case nil: return summary.pending > 0 ? ExitCode.temporaryFailure : ExitCode.success
         }
     }
@@ -495,7 +577,10 @@ public final class Runner: @unchecked Sendable {
 
     private func finish(exitCode: Int32, recordRun: Bool = true) {
         isFinished = true
-        progressTimer?.cancel()
+        housekeepingTimer?.cancel()
+        summary.throttleEvents = throttle.events
+        summary.lowestThrottledRate = throttle.lowestRate
+        summary.finalThrottledRate = throttle.isThrottled ? throttle.effectiveRate : nil
         client?.shutdown()
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
         summary.exitCode = exitCode
@@ -543,14 +628,31 @@ public final class Runner: @unchecked Sendable {
 
     // MARK: Progress
 
-    private func startProgressTimer() {
+    /// Four times a second: raise a throttled rate after quiet spells, enforce the deadline, and
+    /// report progress when its interval has passed.
+    private func startHousekeeping() {
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + progressInterval, repeating: progressInterval)
+        timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
         timer.setEventHandler { [self] in
-            guard !isFinished, let onProgress else { return }
-            onProgress(progress())
+            guard !isFinished else { return }
+            let rateBefore = throttle.effectiveRate
+            throttle.tick(now: monotonicSeconds())
+            if throttle.effectiveRate != rateBefore { schedulePump() }
+            if let deadline = options.deadline, Date() >= deadline, stopReason == nil {
+                stop(
+                    .deadline(
+                        message:
+                            "the time window ended (\(Timestamp.string(deadline))); in-flight requests were allowed to finish — the next run continues with the rest"
+                    ))
+                schedulePump()
+            }
+            let elapsed = Date().timeIntervalSince(startedAt)
+            if let onProgress, elapsed - lastProgressAt >= progressInterval {
+                lastProgressAt = elapsed
+                onProgress(progress())
+            }
         }
-        progressTimer = timer
+        housekeepingTimer = timer
         timer.resume()
     }
 
@@ -579,7 +681,16 @@ public final class Runner: @unchecked Sendable {
             finished: summary.sent, inFlight: inFlight, waitingToRetry: waitingToRetry, requests: summary.requests,
             retries: summary.retries, statuses: summary.statuses, rejected: summary.rejectedRows,
             skipped: summary.alreadyFinished.values.reduce(0, +), duplicates: summary.duplicates,
-            recentRate: recentRate, stopping: summary.stopMessage)
+            recentRate: recentRate, stopping: summary.stopMessage,
+            throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil, concurrencyLimit: throttle.concurrency)
+    }
+}
+
+extension RestoreReply {
+    /// 429, or a 503 (which may be a burst of overload): replies that say "slow down".
+    var isThrottling: Bool {
+        if case .retryable(_, let status, _, _) = self { return status == 429 || status == 503 }
+        return false
     }
 }
 

@@ -1,0 +1,178 @@
+import BotsiJournal
+import BotsiSimulator
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+
+@Suite struct PacerUnitTests {
+    @Test func sendsAreSpacedByOneOverTheRateWithNoBurstAfterAPause() {
+        var pacer = Pacer()
+        let sends = [100, 100.05, 100.1, 200, 200].map { pacer.take(now: $0, rate: 10) }
+        // A long pause saves nothing up: only one send is allowed at its end.
+        #expect(sends == [true, false, true, true, false])
+    }
+
+    @Test func unlimitedWithoutARate() {
+        var pacer = Pacer()
+        let sends = (0..<1000).map { _ in pacer.take(now: 1, rate: nil) }
+        #expect(sends.allSatisfy { $0 })
+    }
+
+    @Test func throttleCutsOnceASecondAndClimbsBackSlowlyNeverAboveTheCap() {
+        var throttle = AdaptiveThrottle(enabled: true, rateCap: 100, concurrencyCap: 64)
+        #expect(throttle.effectiveRate == 100)
+        throttle.throttled(now: 10, acceptedRate: 80, latency: 0.05)
+        #expect(throttle.effectiveRate == 64)
+        #expect(throttle.concurrency < 64)
+        throttle.throttled(now: 10.5, acceptedRate: 10, latency: 0.05)
+        #expect(throttle.effectiveRate == 64, "a second 429 of the same burst does not cut again")
+        throttle.tick(now: 11)
+        #expect(throttle.effectiveRate == 64, "no increase before a quiet spell")
+        for second in 13...400 { throttle.tick(now: Double(second)) }
+        #expect(throttle.effectiveRate == 100)
+        #expect(throttle.concurrency == 64)
+        #expect(throttle.events == 1)
+    }
+
+    @Test func disabledThrottleNeverChangesTheLimits() {
+        var throttle = AdaptiveThrottle(enabled: false, rateCap: nil, concurrencyCap: 8)
+        throttle.throttled(now: 1, acceptedRate: 5, latency: 0.1)
+        #expect(throttle.effectiveRate == nil)
+        #expect(throttle.concurrency == 8)
+    }
+
+    @Test func aBurstOf503sCountsAsThrottlingButOneDoesNot() {
+        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
+        throttle.unavailable(now: 1, acceptedRate: 50, latency: 0.01)
+        #expect(throttle.effectiveRate == nil)
+        throttle.unavailable(now: 1.1, acceptedRate: 50, latency: 0.01)
+        throttle.unavailable(now: 1.2, acceptedRate: 50, latency: 0.01)
+        #expect(throttle.effectiveRate == 40)
+    }
+
+    @Test func shardsAreStableDisjointAndCoverEveryProfile() {
+        // Fixed values: the hash is documented and must never change between versions.
+        #expect(shardIndex(profileId: "fff3c120-0ca8-480f-9b19-3955a5428e39", shardCount: 4) == 0)
+        #expect(shardIndex(profileId: "", shardCount: 4) == 1, "the FNV-1a offset basis modulo 4")
+        var counts = [0, 0, 0, 0]
+        for index in 0..<4000 { counts[shardIndex(profileId: "profile-\(index)", shardCount: 4)] += 1 }
+        #expect(counts.allSatisfy { $0 > 800 })
+    }
+}
+
+@Suite(.serialized) struct PacingRunTests {
+    @Test func theRateCapIsNeverExceededByMoreThanTenPercent() throws {
+        // A server that refuses anything above 110/s over any one-second window: not one 429
+        // means the 100/s cap held within 10% throughout.
+        let harness = try Harness { $0.limitRate = 110 }
+        defer { harness.simulator.stop() }
+        let rows = (0..<300).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let started = Date()
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { options in
+            options.rate = 100
+            options.adaptive = false
+            options.concurrency = 32
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(summary.exitCode == 0)
+        #expect(harness.simulator.stats().rateLimited == 0)
+        #expect(elapsed >= 300.0 / 110, "300 requests at 100/s cannot finish sooner")
+    }
+
+    @Test func adaptiveThrottlingSettlesUnderAnUpstreamLimitWithFewThrottledRequests() throws {
+        let harness = try Harness { options in
+            options.limitRate = 100
+            options.retryAfterSeconds = 1
+        }
+        defer { harness.simulator.stop() }
+        let rows = (0..<2000).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { options in
+            options.concurrency = 32
+            options.maxAttempts = 10
+            options.retryAfterCap = 2
+        }
+        #expect(summary.exitCode == 0)
+        #expect(summary.throttleEvents >= 1)
+        // Count 429s among the requests sent after the first 10 seconds.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [
+            harness.journalPath,
+            """
+            SELECT count(*), sum(http_status = 429) FROM attempts
+            WHERE started_at > strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT started_at FROM runs WHERE id = 1), '+10 seconds')
+            """,
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let numbers = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").compactMap {
+            Int($0)
+        }
+        try #require(numbers.count == 2)
+        let (late, throttled) = (numbers[0], numbers[1])
+        #expect(late > 300, "the run must last well past 10 s at ~100/s")
+        #expect(Double(throttled) < Double(late) * 0.05)
+    }
+
+    @Test func theTimeWindowDrainsExitsSeventyFiveAndTheNextRunFinishes() throws {
+        let harness = try Harness { $0.latencyMilliseconds = 20 }
+        defer { harness.simulator.stop() }
+        let rows = (0..<400).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let input = harness.scratch.csv(rows: rows)
+        let first = try harness.run([input]) { options in
+            options.rate = 100
+            options.deadline = Date().addingTimeInterval(1)
+        }
+        #expect(first.exitCode == 75)
+        #expect(first.sent > 0 && first.sent < 400)
+        #expect(try harness.records().allSatisfy { $0.status != "in_flight" })
+        let second = try harness.run([input])
+        #expect(second.exitCode == 0)
+        #expect(try harness.records().allSatisfy { $0.status == "restored" })
+        #expect(harness.simulator.stats().pairs.allSatisfy { $0.requests == 1 })
+    }
+
+    @Test func theFailureThresholdStopsTheRunWithSixtyNine() throws {
+        let harness = try Harness { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+            options.retryAfterSeconds = 0
+        }
+        defer { harness.simulator.stop() }
+        let rows = (0..<300).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let summary = try harness.run([harness.scratch.csv(rows: rows)]) { options in
+            options.maxAttempts = 1
+            options.minSample = 50
+            options.maxFailureRate = 20
+            options.concurrency = 4
+        }
+        #expect(summary.exitCode == 69)
+        #expect(summary.requests < 100)
+        let records = try harness.records()
+        #expect(records.allSatisfy { $0.status == "pending" }, "unsent rows stay pending, never failed")
+    }
+
+    @Test func shardsOfOneInputAreDisjointAndTogetherCoverIt() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let rows = (0..<200).map { ("profile-\($0 % 60)", String(2_000_000_000_000_002 + $0 * 10)) }
+        let input = harness.scratch.csv(rows: rows)
+        var sent = 0
+        for shard in 0..<3 {
+            let summary = try harness.run([input]) { options in
+                options.shardIndex = shard
+                options.shardCount = 3
+                options.journalPath = harness.scratch.file("shard-\(shard).sqlite")
+            }
+            #expect(summary.exitCode == 0)
+            #expect(summary.otherShards + summary.requests == 200)
+            sent += summary.requests
+        }
+        #expect(sent == 200)
+        #expect(harness.simulator.stats().pairs.allSatisfy { $0.requests == 1 })
+    }
+}

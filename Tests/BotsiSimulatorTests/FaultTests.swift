@@ -168,7 +168,9 @@ struct FaultTests {
         }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
-        return try (0..<60).map { index in try client.restoreResponse("p-\(index % 5)", "20000000000000\(index)2").status }
+        return try (0..<60).map { index in
+            try client.restoreResponse("p-\(index % 5)", "20000000000000\(index)2").status
+        }
     }
 
     @Test("the same seed and request order give the same faults; another seed does not")

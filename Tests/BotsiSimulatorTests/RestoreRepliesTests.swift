@@ -92,7 +92,8 @@ struct RestoreRepliesTests {
         let (simulator, port) = try startSimulator()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
-        let body = " { \"note\": [1, {\"a\": null}, -2.5e3, true],\n \"profileId\": \"p\\u002d\\\"x\\\"\",\n"
+        let body =
+            " { \"note\": [1, {\"a\": null}, -2.5e3, true],\n \"profileId\": \"p\\u002d\\\"x\\\"\",\n"
             + " \"originalTransactionId\": \"2000000000000002\" } "
         try client.send(TestClient.request(body: body))
         let reply = try client.require(client.readResponse())
@@ -213,7 +214,8 @@ struct RestoreRepliesTests {
 
         let owner = try client.restoreResponse("owner", "2000000000000006")
         let ownerData = try #require(owner.json["data"] as? [String: Any])
-        #expect(((ownerData["accessLevels"] as? [String: Any])?["premium"] as? [String: Any])?["isActive"] as? Bool == true)
+        #expect(
+            ((ownerData["accessLevels"] as? [String: Any])?["premium"] as? [String: Any])?["isActive"] as? Bool == true)
         #expect(simulator.stats().restoreCases == ["rebuilt": 1, "linked": 1, "alreadyOwned": 1])
     }
 
@@ -228,12 +230,18 @@ struct RestoreRepliesTests {
     @Test(
         "the last digit decides product and state",
         arguments: [
-            ProductCase(transactionId: "1000000000000001", state: "subscribed", productId: "premium_monthly", isActive: true),
-            ProductCase(transactionId: "1000000000000002", state: "subscribed", productId: "premium_annual", isActive: true),
-            ProductCase(transactionId: "1000000000000003", state: "billing-issue", productId: "premium_monthly", isActive: true),
-            ProductCase(transactionId: "1000000000000005", state: "expired", productId: "premium_annual", isActive: false),
-            ProductCase(transactionId: "1000000000000007", state: "active-trial", productId: "premium_weekly", isActive: true),
-            ProductCase(transactionId: "1000000000000009", state: "subscribed", productId: "premium_lifetime", isActive: true),
+            ProductCase(
+                transactionId: "1000000000000001", state: "subscribed", productId: "premium_monthly", isActive: true),
+            ProductCase(
+                transactionId: "1000000000000002", state: "subscribed", productId: "premium_annual", isActive: true),
+            ProductCase(
+                transactionId: "1000000000000003", state: "billing-issue", productId: "premium_monthly", isActive: true),
+            ProductCase(
+                transactionId: "1000000000000005", state: "expired", productId: "premium_annual", isActive: false),
+            ProductCase(
+                transactionId: "1000000000000007", state: "active-trial", productId: "premium_weekly", isActive: true),
+            ProductCase(
+                transactionId: "1000000000000009", state: "subscribed", productId: "premium_lifetime", isActive: true),
         ])
     func productRule(_ testCase: ProductCase) throws {
         let (simulator, port) = try startSimulator()

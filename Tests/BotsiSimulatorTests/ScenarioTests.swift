@@ -84,7 +84,8 @@ struct ScenarioTests {
             BadScenario(
                 name: "missing id", json: #"{"transactions": [{"productId": "x"}]}"#,
                 mentions: ["transactions[0].originalTransactionId is required"]),
-            BadScenario(name: "duplicate profile", json: #"{"profiles": ["a", "a"]}"#, mentions: ["'a' is listed twice"]),
+            BadScenario(
+                name: "duplicate profile", json: #"{"profiles": ["a", "a"]}"#, mentions: ["'a' is listed twice"]),
         ])
     func badScenario(_ testCase: BadScenario) throws {
         try withTemporaryDirectory { directory in

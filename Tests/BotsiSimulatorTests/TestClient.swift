@@ -160,7 +160,8 @@ final class TestClient {
 
     private func find(_ pattern: [UInt8]) -> Int? {
         guard buffer.count >= pattern.count else { return nil }
-        for start in 0...(buffer.count - pattern.count) where buffer[start..<(start + pattern.count)].elementsEqual(pattern) {
+        for start in 0...(buffer.count - pattern.count)
+        where buffer[start..<(start + pattern.count)].elementsEqual(pattern) {
             return start
         }
         return nil

@@ -1,0 +1,434 @@
+import Dispatch
+import Glibc
+
+/// The HTTP/1.1 server: a listener and its connections, all driven by Dispatch sources that target one
+/// serial queue.
+///
+/// Why Dispatch sources on one serial queue (and not an epoll loop of our own): Glibc's Swift module does
+/// not export epoll, and the package gives this target no C shim. Dispatch already multiplexes with epoll
+/// underneath, and one serial queue makes the queue the single owner of every connection, so connection
+/// state needs no locks and the shared mutex is taken only to decide a request. Delays use one timer
+/// source over a min-heap of deadlines instead of a timer per reply, so 256 connections at 50 ms cost a
+/// heap push and pop per request, not a kernel timer each.
+final class ServerLoop: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: every `var` below is read and written only on `queue`. Source
+    // handlers and the timer all target `queue`; `start` and `stop` hop onto it with `queue.sync`.
+    let queue = DispatchQueue(label: "botsi.simulator.loop")
+    private let core: SimulatorCore
+    private let openDescriptors = DispatchGroup()
+    private var listenerSource: DispatchSourceRead?
+    private var connections: [UInt64: Connection] = [:]
+    private var nextConnectionId: UInt64 = 1
+    private var timers = DeadlineHeap()
+    private var timerSource: DispatchSourceTimer?
+    private var armedDeadline: UInt64 = .max
+    private var timerLateness: UInt64 = 0
+    private var stopped = false
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+    init(core: SimulatorCore) {
+        self.core = core
+    }
+
+    deinit {
+        scratch.deallocate()
+    }
+
+    func start(host: String, port: Int) throws -> Int {
+        let listener = try Socket.listen(host: host, port: port)
+        let boundPort: Int
+        do {
+            boundPort = try Socket.localPort(listener)
+        } catch {
+            Glibc.close(listener)
+            throw error
+        }
+        queue.sync {
+            openDescriptors.enter()
+            let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
+            source.setEventHandler { [self] in acceptPending(listener) }
+            source.setCancelHandler { [self] in
+                Glibc.close(listener)
+                openDescriptors.leave()
+            }
+            listenerSource = source
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [self] in fireDueTimers() }
+            timer.schedule(deadline: .distantFuture, leeway: .nanoseconds(0))
+            timerSource = timer
+            timer.resume()
+            source.resume()
+        }
+        return boundPort
+    }
+
+    /// Cancels everything and waits (bounded) until every descriptor is closed.
+    func stop() {
+        queue.sync {
+            guard !stopped else { return }
+            stopped = true
+            listenerSource?.cancel()
+            listenerSource = nil
+            for connection in Array(connections.values) { close(connection) }
+            timerSource?.cancel()
+            timerSource = nil
+            timers = DeadlineHeap()
+        }
+        _ = openDescriptors.wait(timeout: .now() + 10)
+    }
+
+    // MARK: Accepting
+
+    private func acceptPending(_ listener: Int32) {
+        var accepted = 0
+        while !stopped {
+            let descriptor = accept(listener, nil, nil)
+            if descriptor < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                break
+            }
+            Socket.prepareAccepted(descriptor)
+            accepted += 1
+            open(descriptor)
+        }
+        if accepted > 0 { core.recordAccepted(accepted) }
+    }
+
+    private func open(_ descriptor: Int32) {
+        let connection = Connection(id: nextConnectionId, descriptor: descriptor)
+        nextConnectionId += 1
+        connections[connection.id] = connection
+        openDescriptors.enter()
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+        source.setEventHandler { [self] in readAvailable(connection) }
+        source.setCancelHandler { [self] in sourceCancelled(connection) }
+        connection.readSource = source
+        connection.liveSources += 1
+        source.resume()
+    }
+
+    // MARK: Reading and dispatching requests
+
+    private func readAvailable(_ connection: Connection) {
+        guard !connection.closed else { return }
+        while true {
+            let count = recv(connection.descriptor, scratch.baseAddress, scratch.count, 0)
+            if count > 0 {
+                connection.inbound.append(
+                    contentsOf: UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
+                if connection.inbound.count > HTTPParser.maximumHeadBytes + HTTPParser.maximumBodyBytes {
+                    close(connection)
+                    return
+                }
+                // A short read drained the socket; more data will raise a new event, so skip the
+                // extra recv that would only say EAGAIN (one syscall less per request).
+                if count < scratch.count { break }
+                continue
+            }
+            if count == 0 {
+                // The peer is gone: nobody will read a reply, so drop whatever is pending.
+                close(connection)
+                return
+            }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            close(connection)
+            return
+        }
+        processInbound(connection)
+    }
+
+    /// Serves the requests buffered on a connection one at a time (pipelined ones wait their turn).
+    /// A loop rather than recursion, so a long pipeline cannot grow the stack.
+    private func processInbound(_ connection: Connection) {
+        guard !connection.insideProcessing else { return }
+        connection.insideProcessing = true
+        defer { connection.insideProcessing = false }
+        while connection.phase == .reading, !connection.closed, !connection.inbound.isEmpty {
+            let result = connection.inbound.withUnsafeBufferPointer { HTTPParser.parse($0) }
+            switch result {
+            case .needMore(let expectsContinue):
+                if expectsContinue, !connection.sentContinue {
+                    connection.sentContinue = true
+                    _ = Responses.continueLine.withUnsafeBytes {
+                        send(connection.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
+                }
+                return
+            case .failure(let status, let message):
+                let body = Responses.errorBody(message, code: status == 400 ? "bad_request" : "invalid_request")
+                connection.inbound.removeAll()
+                perform(
+                    .send(Responses.make(status: status, body: body, keepAlive: false), closeAfter: true),
+                    on: connection)
+            case .request(let head, let body, let consumed):
+                if consumed == connection.inbound.count {
+                    connection.inbound.removeAll(keepingCapacity: true)
+                } else {
+                    connection.inbound.removeFirst(consumed)
+                }
+                connection.sentContinue = false
+                dispatch(head, body: body, on: connection)
+            }
+        }
+    }
+
+    private func dispatch(_ head: HTTPRequestHead, body: [UInt8], on connection: Connection) {
+        let plan: ReplyPlan
+        switch (head.route, head.method) {
+        case (.restore, .post):
+            plan = core.planRestore(authorization: head.authorization, body: body, keepAlive: head.keepAlive)
+        case (.stats, .get):
+            plan = ReplyPlan(action: .send(core.statsReply(keepAlive: head.keepAlive), closeAfter: !head.keepAlive))
+        case (.restore, _), (.stats, _):
+            let body = Responses.errorBody("Method \(head.methodName) is not allowed here", code: "method_not_allowed")
+            let allow: StaticString = head.route.isRestore ? "Allow: POST\r\n" : "Allow: GET\r\n"
+            let reply = Responses.make(status: 405, body: body, keepAlive: head.keepAlive, extraHeader: allow)
+            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: core.drawDelay())
+        case (.other(let path), _):
+            let body = Responses.errorBody("No route for \(head.methodName) \(path)", code: "not_found")
+            let reply = Responses.make(status: 404, body: body, keepAlive: head.keepAlive)
+            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: core.drawDelay())
+        }
+        connection.inFlight = plan.inFlight
+        connection.generation &+= 1
+        if case .stall = plan.action {
+            connection.phase = .stalled
+            let seconds = min(core.options.stallSeconds, 1e9)
+            schedule(after: UInt64(seconds * 1_000_000_000), connection)
+        } else if plan.delayNanoseconds > 0 {
+            connection.phase = .waiting
+            connection.pendingAction = plan.action
+            schedule(after: plan.delayNanoseconds, connection)
+        } else {
+            perform(plan.action, on: connection)
+        }
+    }
+
+    private func perform(_ action: ReplyPlan.Action, on connection: Connection) {
+        switch action {
+        case .send(let bytes, let closeAfter):
+            write(bytes, closeAfter: closeAfter, on: connection)
+        case .truncated(let bytes):
+            write(bytes, closeAfter: true, on: connection)
+        case .reset:
+            close(connection, reset: true)
+        case .stall:
+            close(connection)
+        }
+    }
+
+    // MARK: Writing
+
+    private func write(_ bytes: [UInt8], closeAfter: Bool, on connection: Connection) {
+        connection.phase = .writing
+        connection.outbound = bytes
+        connection.outboundOffset = 0
+        connection.closeAfterWrite = closeAfter
+        flush(connection)
+    }
+
+    private func flush(_ connection: Connection) {
+        while connection.outboundOffset < connection.outbound.count {
+            let written = connection.outbound.withUnsafeBytes { bytes in
+                send(
+                    connection.descriptor, bytes.baseAddress! + connection.outboundOffset,
+                    bytes.count - connection.outboundOffset, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                connection.outboundOffset += written
+            } else if written < 0, errno == EINTR {
+                continue
+            } else if written < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                waitUntilWritable(connection)
+                return
+            } else {
+                close(connection)
+                return
+            }
+        }
+        connection.outbound = []
+        if let source = connection.writeSource {
+            connection.writeSource = nil
+            source.cancel()
+        }
+        if let token = connection.inFlight {
+            connection.inFlight = nil
+            core.finish(token)
+        }
+        if connection.closeAfterWrite {
+            close(connection)
+        } else {
+            connection.phase = .reading
+            processInbound(connection)
+        }
+    }
+
+    private func waitUntilWritable(_ connection: Connection) {
+        guard connection.writeSource == nil else { return }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: connection.descriptor, queue: queue)
+        source.setEventHandler { [self] in
+            if !connection.closed, connection.phase == .writing { flush(connection) }
+        }
+        source.setCancelHandler { [self] in sourceCancelled(connection) }
+        connection.writeSource = source
+        connection.liveSources += 1
+        source.resume()
+    }
+
+    // MARK: Closing
+
+    /// Closes at once: the descriptor itself is closed once Dispatch has let go of it (the last cancel
+    /// handler), as Dispatch requires.
+    private func close(_ connection: Connection, reset: Bool = false) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        connections[connection.id] = nil
+        connection.pendingAction = nil
+        connection.inbound = []
+        connection.outbound = []
+        if let token = connection.inFlight {
+            connection.inFlight = nil
+            core.finish(token)
+        }
+        if reset { Socket.setResetOnClose(connection.descriptor) }
+        connection.readSource?.cancel()
+        connection.readSource = nil
+        connection.writeSource?.cancel()
+        connection.writeSource = nil
+    }
+
+    private func sourceCancelled(_ connection: Connection) {
+        connection.liveSources -= 1
+        if connection.liveSources == 0, connection.closed {
+            Glibc.close(connection.descriptor)
+            openDescriptors.leave()
+        }
+    }
+
+    // MARK: Timers
+
+    /// Arms a reply (or a stall's end) `nanoseconds` from now. The timer source wakes a little late (the
+    /// wake-up travels through Dispatch's event thread to this queue), so the deadline is brought forward by
+    /// the lateness measured so far, capped at a tenth of the delay: replies then leave on average after
+    /// the configured latency rather than a millisecond after it, which 256 connections at 50 ms notice.
+    private func schedule(after nanoseconds: UInt64, _ connection: Connection) {
+        let compensation = min(timerLateness, nanoseconds / 10)
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ nanoseconds &- compensation
+        timers.push(Deadline(time: deadline, connectionId: connection.id, generation: connection.generation))
+        if deadline < armedDeadline { arm(deadline) }
+    }
+
+    private func arm(_ deadline: UInt64) {
+        armedDeadline = deadline
+        timerSource?.schedule(deadline: DispatchTime(uptimeNanoseconds: deadline), leeway: .nanoseconds(0))
+    }
+
+    private func fireDueTimers() {
+        armedDeadline = .max
+        let now = DispatchTime.now().uptimeNanoseconds
+        while let next = timers.peek(), next.time <= now + 100_000 {
+            timers.pop()
+            // Moving average of how late timers fire (1/16 weight for the newest sample).
+            let lateness = now > next.time ? now - next.time : 0
+            timerLateness = timerLateness - timerLateness / 16 + min(lateness, 5_000_000) / 16
+            guard let connection = connections[next.connectionId], connection.generation == next.generation else {
+                continue
+            }
+            switch connection.phase {
+            case .waiting:
+                if let action = connection.pendingAction {
+                    connection.pendingAction = nil
+                    perform(action, on: connection)
+                }
+            case .stalled:
+                close(connection)
+            case .reading, .writing:
+                break
+            }
+        }
+        if let next = timers.peek() { arm(next.time) }
+    }
+}
+
+/// One client connection; owned by the loop's queue.
+final class Connection: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue.
+    enum Phase {
+        case reading, waiting, stalled, writing
+    }
+
+    let id: UInt64
+    let descriptor: Int32
+    var readSource: DispatchSourceRead?
+    var writeSource: DispatchSourceWrite?
+    var liveSources = 0
+    var inbound: [UInt8] = []
+    var outbound: [UInt8] = []
+    var outboundOffset = 0
+    var closeAfterWrite = false
+    var phase = Phase.reading
+    var pendingAction: ReplyPlan.Action?
+    var generation: UInt64 = 0
+    var inFlight: InFlightToken?
+    var sentContinue = false
+    var insideProcessing = false
+    var closed = false
+
+    init(id: UInt64, descriptor: Int32) {
+        self.id = id
+        self.descriptor = descriptor
+        inbound.reserveCapacity(1024)
+    }
+}
+
+extension HTTPRequestHead.Route {
+    var isRestore: Bool {
+        if case .restore = self { return true }
+        return false
+    }
+}
+
+struct Deadline {
+    let time: UInt64
+    let connectionId: UInt64
+    let generation: UInt64
+}
+
+/// A binary min-heap of deadlines; stale entries (closed connections, replies already sent) are skipped
+/// when they come due instead of being searched out.
+struct DeadlineHeap {
+    private var items: [Deadline] = []
+
+    func peek() -> Deadline? {
+        items.first
+    }
+
+    mutating func push(_ item: Deadline) {
+        items.append(item)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].time < items[parent].time else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < items.count, items[left].time < items[smallest].time { smallest = left }
+            if right < items.count, items[right].time < items[smallest].time { smallest = right }
+            guard smallest != parent else { return }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

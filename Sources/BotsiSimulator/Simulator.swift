@@ -1,0 +1,178 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A fault the simulator injects instead of the real reply. Raw values are what `--faults` accepts.
+public enum SimulatorFault: String, Sendable, CaseIterable {
+    /// 429 with `Retry-After` and JSON code `rate_limited`.
+    case tooManyRequests = "429"
+    /// 500 with JSON code `internal_error`.
+    case internalError = "500"
+    /// 502 with an nginx-style HTML body.
+    case badGateway = "502"
+    /// 503 with an empty body and `Retry-After`.
+    case unavailable = "503"
+    /// The connection is reset (RST) without a reply.
+    case reset
+    /// No reply for `stallSeconds`, then the connection closes.
+    case stall
+    /// A 200 whose `Content-Length` promises more than is sent, then the connection closes.
+    case truncated
+}
+
+public enum SimulatorMode: String, Sendable {
+    case normal
+    /// Every authorized restore answers 400 `No ios settings found`, as Botsi does for an app whose
+    /// App Store connection is not set up.
+    case noIOSSettings = "no-ios-settings"
+}
+
+public struct SimulatorOptions: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port: Int = 0
+    public var latencyMilliseconds: Double = 0
+    /// Uniform extra delay in 0..<jitter on top of the latency.
+    public var jitterMilliseconds: Double = 0
+    /// Probability per restore request, 0...1.
+    public var faultRate: Double = 0
+    public var faults: [SimulatorFault] = SimulatorFault.allCases
+    /// Sent with 429 and 503.
+    public var retryAfterSeconds: Int = 1
+    /// How long a stall holds the reply (longer than any sane client timeout) before closing.
+    public var stallSeconds: Double = 300
+    public var seed: UInt64 = 1
+    public var scenario: SimulatorScenario? = nil
+    public var mode: SimulatorMode = .normal
+    /// Accepted `Authorization` values.
+    public var keys: [String] = [Simulator.defaultKey]
+    /// Above this many restore requests in any sliding one-second window, answer 429 + `Retry-After`.
+    public var limitRate: Double? = nil
+
+    public init() {}
+}
+
+/// Why the simulator could not start.
+public struct SimulatorError: Error, CustomStringConvertible, LocalizedError {
+    public let message: String
+
+    init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+    public var errorDescription: String? { message }
+}
+
+/// A local stand-in for Botsi's `POST /v2/purchases/apple-store/restore`, over real TCP.
+///
+/// Order of checks for a restore request: `Authorization` (401), body (400 `bad_request`), mode
+/// (400 `No ios settings found`), `limitRate` (429), injected fault, then the restore itself (404
+/// `not_found`, 404 `nothing_to_restore` or 200). So faults are drawn only for authorized, well-formed
+/// requests, one draw per such request in arrival order: the same seed and the same request order give
+/// the same faults. A faulted request changes no restore state.
+///
+/// Without a scenario the outcome is fixed by the ids (a test can predict every row):
+/// - a `profileId` starting with `unknown` does not exist (404 `not_found`); every other profile exists;
+/// - the last digit of `originalTransactionId` decides the purchase:
+///   `0` Apple has no subscription (404 `nothing_to_restore`; also any id not ending in a digit);
+///   `1` Botsi has a record with no profile (attached on restore), `premium_monthly`, active;
+///   `2 4 6 8` never seen by Botsi (rebuilt from Apple), `premium_annual`, active for a year, renewing;
+///   `3` `premium_monthly` in a billing-issue grace period (state `billing-issue`);
+///   `5` `premium_annual` expired 30 days ago (`isActive` false, state `expired`);
+///   `7` `premium_weekly` free trial (state `active-trial`);
+///   `9` `premium_lifetime`, a lifetime purchase (in `accessLevels` and `nonSubscriptions`).
+/// Once restored, a transaction belongs to the profile that restored it. The owner restoring again gets
+/// its profile as it is; another profile restoring it receives the same access and the two are linked,
+/// while the owner keeps its access.
+public final class Simulator: Sendable {
+    public static let defaultKey = "sim_secret_key"
+
+    private enum Phase {
+        case idle
+        case running(ServerLoop, port: Int)
+        case stopped
+    }
+
+    private let options: SimulatorOptions
+    private let core: SimulatorCore
+    private let phase = Mutex<Phase>(.idle)
+
+    public init(options: SimulatorOptions) {
+        self.options = options
+        core = SimulatorCore(options: options)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Binds and listens; returns the port (useful with port 0). Calling it again while running returns
+    /// the same port; after `stop()` it throws.
+    public func start() throws -> Int {
+        try phase.withLock { phase in
+            switch phase {
+            case .running(_, let port): return port
+            case .stopped: throw SimulatorError("the simulator was stopped and cannot be restarted")
+            case .idle: break
+            }
+            try validate(options)
+            let loop = ServerLoop(core: core)
+            let port = try loop.start(host: options.host, port: options.port)
+            phase = .running(loop, port: port)
+            return port
+        }
+    }
+
+    public var port: Int {
+        phase.withLock { phase in
+            if case .running(_, let port) = phase { return port }
+            return 0
+        }
+    }
+
+    public var baseURL: String {
+        let host = options.host == "0.0.0.0" || options.host == "localhost" ? "127.0.0.1" : options.host
+        return "http://\(host):\(port)"
+    }
+
+    public func stats() -> SimulatorStats {
+        core.stats()
+    }
+
+    /// Closes the listener and every connection (stalled ones included) and waits until their sockets
+    /// are closed. Idempotent. Must not be called from the simulator's own queue.
+    public func stop() {
+        let loop: ServerLoop? = phase.withLock { phase in
+            defer { phase = .stopped }
+            if case .running(let loop, _) = phase { return loop }
+            return nil
+        }
+        loop?.stop()
+    }
+
+    private func validate(_ options: SimulatorOptions) throws {
+        if let scenario = options.scenario {
+            do {
+                try scenario.validate()
+            } catch let error as SimulatorScenarioError {
+                throw SimulatorError(error.message)
+            }
+        }
+        guard (0...65_535).contains(options.port) else { throw SimulatorError("port must be in 0...65535") }
+        guard options.faultRate >= 0, options.faultRate <= 1 else {
+            throw SimulatorError("fault rate must be between 0 and 1")
+        }
+        guard options.faultRate == 0 || !options.faults.isEmpty else {
+            throw SimulatorError("a fault rate above 0 needs at least one fault kind")
+        }
+        guard options.latencyMilliseconds >= 0, options.jitterMilliseconds >= 0, options.stallSeconds >= 0 else {
+            throw SimulatorError("latency, jitter and stall time must not be negative")
+        }
+        guard options.retryAfterSeconds >= 0 else { throw SimulatorError("retry-after must not be negative") }
+        guard !options.keys.isEmpty, options.keys.allSatisfy({ !$0.isEmpty }) else {
+            throw SimulatorError("at least one non-empty key is needed")
+        }
+        if let limit = options.limitRate, !(limit > 0) { throw SimulatorError("limit rate must be above 0") }
+    }
+}

@@ -1,0 +1,229 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What the connection layer does with a request once it is decided.
+struct ReplyPlan {
+    enum Action {
+        case send([UInt8], closeAfter: Bool)
+        case reset
+        case stall
+        /// Sent in full, then the connection closes; the bytes promise more than they hold.
+        case truncated([UInt8])
+    }
+
+    var action: Action
+    var delayNanoseconds: UInt64 = 0
+    var inFlight: InFlightToken? = nil
+}
+
+/// The simulator's decisions and state, shared by every connection. All mutable state sits behind one
+/// mutex that is held only while deciding, never while a socket is written.
+final class SimulatorCore: Sendable {
+    private struct State: Sendable {
+        var store: RestoreStore
+        var stats = StatsCounters()
+        var faultRandom: SplitMix64
+        var jitterRandom: SplitMix64
+        var recentAccepted: [UInt64] = []
+        var recentStart = 0
+    }
+
+    private enum Authorization {
+        case accepted, missing, unknown, bearer
+    }
+
+    private enum Decision {
+        case failure(status: Int, code: StaticString, message: String, retryAfter: Int?)
+        case restored(body: [UInt8])
+        case fault(SimulatorFault, partialBody: [UInt8])
+    }
+
+    let options: SimulatorOptions
+    private let keys: [[UInt8]]
+    private let state: Mutex<State>
+
+    init(options: SimulatorOptions) {
+        self.options = options
+        keys = options.keys.map { Array($0.utf8) }
+        let baseTime = Int64(Date().timeIntervalSince1970.rounded(.down))
+        // Separate streams, so changing the jitter does not move which requests fault.
+        state = Mutex(
+            State(
+                store: RestoreStore(scenario: options.scenario, baseTime: baseTime),
+                faultRandom: SplitMix64(seed: options.seed),
+                jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908)))
+    }
+
+    func stats() -> SimulatorStats {
+        state.withLock { $0.stats.snapshot() }
+    }
+
+    func statsReply(keepAlive: Bool) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = (try? encoder.encode(stats())).map { Array($0) } ?? []
+        return Responses.make(status: 200, body: body, keepAlive: keepAlive)
+    }
+
+    func recordAccepted(_ count: Int) {
+        state.withLock { $0.stats.connectionsAccepted += count }
+    }
+
+    func finish(_ token: InFlightToken) {
+        state.withLock { $0.stats.finish(token) }
+    }
+
+    /// Decides a restore request: checks, fault draw and restore under the lock; reply bytes after it.
+    func planRestore(authorization: [UInt8]?, body: [UInt8], keepAlive: Bool) -> ReplyPlan {
+        let authorizationResult = classify(authorization)
+        let parsedBody = authorizationResult == .accepted ? RestoreBodyScanner.scan(body) : nil
+        var pair: PairKey?
+        if case .valid(let profileId, let transactionId)? = parsedBody {
+            pair = PairKey(profileId: profileId, originalTransactionId: transactionId)
+        }
+        let token = InFlightToken(pair: pair)
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (decision, delay) = state.withLock { state in
+            state.stats.begin(token)
+            let decision = decide(authorizationResult, parsedBody, pair, now: now, state: &state)
+            let key: String
+            switch decision {
+            case .failure(let status, _, _, _): key = String(status)
+            case .restored:
+                key = "200"
+                if let pair { state.stats.pairs[pair]?.successes += 1 }
+            case .fault(let fault, _):
+                key = fault.rawValue
+                state.stats.faultsInjected[fault.rawValue, default: 0] += 1
+            }
+            state.stats.statusCounts[key, default: 0] += 1
+            return (decision, drawDelay(&state.jitterRandom))
+        }
+        return ReplyPlan(action: action(for: decision, keepAlive: keepAlive), delayNanoseconds: delay, inFlight: token)
+    }
+
+    /// Delay for replies that are not restores (unknown paths, wrong methods): the same latency model.
+    func drawDelay() -> UInt64 {
+        state.withLock { drawDelay(&$0.jitterRandom) }
+    }
+
+    private func decide(
+        _ authorization: Authorization, _ body: RestoreBody?, _ pair: PairKey?, now: UInt64, state: inout State
+    ) -> Decision {
+        switch authorization {
+        case .missing:
+            return .failure(status: 401, code: "unauthorized", message: "Missing Authorization header", retryAfter: nil)
+        case .unknown:
+            return .failure(status: 401, code: "unauthorized", message: "Unknown API key", retryAfter: nil)
+        case .bearer:
+            return .failure(
+                status: 401, code: "unauthorized", message: "Send the API key without a Bearer prefix", retryAfter: nil)
+        case .accepted:
+            break
+        }
+        guard let pair else {
+            var message = "Request body is not valid JSON"
+            if case .invalid(let reason)? = body { message = reason }
+            return .failure(status: 400, code: "bad_request", message: message, retryAfter: nil)
+        }
+        if options.mode == .noIOSSettings {
+            return .failure(status: 400, code: "bad_request", message: "No ios settings found", retryAfter: nil)
+        }
+        if let limit = options.limitRate, !admit(now: now, limit: limit, state: &state) {
+            state.stats.rateLimited += 1
+            return .failure(
+                status: 429, code: "rate_limited", message: "Rate limit exceeded, slow down",
+                retryAfter: options.retryAfterSeconds)
+        }
+        if options.faultRate > 0, !options.faults.isEmpty, state.faultRandom.nextUnit() < options.faultRate {
+            let fault = options.faults[state.faultRandom.nextIndex(below: options.faults.count)]
+            let partial = fault == .truncated ? state.store.currentReply(profileId: pair.profileId) : []
+            return .fault(fault, partialBody: partial)
+        }
+        switch state.store.restore(profileId: pair.profileId, originalTransactionId: pair.originalTransactionId) {
+        case .restored(let restoreCase, let body):
+            state.stats.restoreCases[restoreCase.rawValue, default: 0] += 1
+            return .restored(body: body)
+        case .profileNotFound:
+            return .failure(
+                status: 404, code: "not_found", message: "Profile not found: \(pair.profileId)", retryAfter: nil)
+        case .nothingToRestore:
+            return .failure(
+                status: 404, code: "nothing_to_restore",
+                message: "Apple has no subscription for originalTransactionId: \(pair.originalTransactionId)",
+                retryAfter: nil)
+        }
+    }
+
+    /// Sliding one-second window over admitted requests, kept as a queue of arrival times.
+    private func admit(now: UInt64, limit: Double, state: inout State) -> Bool {
+        let capacity = max(1, Int(limit.rounded(.down)))
+        let windowStart = now >= 1_000_000_000 ? now - 1_000_000_000 : 0
+        while state.recentStart < state.recentAccepted.count, state.recentAccepted[state.recentStart] <= windowStart {
+            state.recentStart += 1
+        }
+        if state.recentStart > 4096, state.recentStart * 2 > state.recentAccepted.count {
+            state.recentAccepted.removeFirst(state.recentStart)
+            state.recentStart = 0
+        }
+        guard state.recentAccepted.count - state.recentStart < capacity else { return false }
+        state.recentAccepted.append(now)
+        return true
+    }
+
+    private func drawDelay(_ random: inout SplitMix64) -> UInt64 {
+        var milliseconds = options.latencyMilliseconds
+        if options.jitterMilliseconds > 0 { milliseconds += random.nextUnit() * options.jitterMilliseconds }
+        return milliseconds > 0 ? UInt64(milliseconds * 1_000_000) : 0
+    }
+
+    private func classify(_ authorization: [UInt8]?) -> Authorization {
+        guard let authorization, !authorization.isEmpty else { return .missing }
+        let bearer: [UInt8] = Array("bearer ".utf8)
+        if authorization.count >= bearer.count,
+            zip(authorization.prefix(bearer.count), bearer).allSatisfy({ $0 | 0x20 == $1 })
+        {
+            return .bearer
+        }
+        return keys.contains(authorization) ? .accepted : .unknown
+    }
+
+    private func action(for decision: Decision, keepAlive: Bool) -> ReplyPlan.Action {
+        switch decision {
+        case .failure(let status, let code, let message, let retryAfter):
+            let body = Responses.errorBody(message, code: code)
+            return .send(
+                Responses.make(status: status, body: body, keepAlive: keepAlive, retryAfter: retryAfter),
+                closeAfter: !keepAlive)
+        case .restored(let body):
+            return .send(Responses.make(status: 200, body: body, keepAlive: keepAlive), closeAfter: !keepAlive)
+        case .fault(.tooManyRequests, _):
+            let body = Responses.errorBody("Too many requests, retry later", code: "rate_limited")
+            return .send(
+                Responses.make(status: 429, body: body, keepAlive: keepAlive, retryAfter: options.retryAfterSeconds),
+                closeAfter: !keepAlive)
+        case .fault(.internalError, _):
+            let body = Responses.errorBody("Internal server error", code: "internal_error")
+            return .send(Responses.make(status: 500, body: body, keepAlive: keepAlive), closeAfter: !keepAlive)
+        case .fault(.badGateway, _):
+            return .send(
+                Responses.make(status: 502, contentType: .html, body: Responses.badGatewayPage, keepAlive: keepAlive),
+                closeAfter: !keepAlive)
+        case .fault(.unavailable, _):
+            return .send(
+                Responses.make(
+                    status: 503, contentType: .none, body: [], keepAlive: keepAlive,
+                    retryAfter: options.retryAfterSeconds),
+                closeAfter: !keepAlive)
+        case .fault(.reset, _):
+            return .reset
+        case .fault(.stall, _):
+            return .stall
+        case .fault(.truncated, let full):
+            let sent = Array(full.prefix(max(1, full.count / 2)))
+            return .truncated(
+                Responses.make(status: 200, body: sent, keepAlive: true, declaredLength: full.count))
+        }
+    }
+}

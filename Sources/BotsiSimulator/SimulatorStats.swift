@@ -1,0 +1,103 @@
+/// What the simulator saw, for tests and rehearsals. All counts cover the restore route only.
+public struct SimulatorStats: Sendable, Codable {
+    public struct Pair: Sendable, Codable {
+        public let profileId: String
+        public let originalTransactionId: String
+        /// Authorized, well-formed requests for the pair, whatever their outcome.
+        public let requests: Int
+        /// 200 replies for the pair.
+        public let successes: Int
+    }
+
+    /// Restore requests received (all outcomes).
+    public let requests: Int
+    /// Sorted by profileId, then originalTransactionId.
+    public let pairs: [Pair]
+    /// Most restore requests in flight at once (from request fully read to reply written).
+    public let maxInFlight: Int
+    public let maxInFlightPerProfile: Int
+    public let maxInFlightPerTransaction: Int
+    /// "200", "404", ... and "reset", "stall", "truncated".
+    public let statusCounts: [String: Int]
+    /// Keyed by `SimulatorFault.rawValue`.
+    public let faultsInjected: [String: Int]
+    public let connectionsAccepted: Int
+    /// Which of the four restore cases the 200 replies took: alreadyOwned, linked, attached, rebuilt.
+    public let restoreCases: [String: Int]
+    /// 429 replies caused by `limitRate` (not by injected faults).
+    public let rateLimited: Int
+    /// Restore requests in flight when the stats were taken.
+    public let inFlight: Int
+}
+
+struct PairKey: Hashable, Sendable {
+    let profileId: String
+    let originalTransactionId: String
+}
+
+/// What a request in flight holds, so finishing it decrements exactly what starting it incremented.
+struct InFlightToken: Sendable {
+    let pair: PairKey?
+}
+
+struct StatsCounters: Sendable {
+    var requests = 0
+    var pairs: [PairKey: (requests: Int, successes: Int)] = [:]
+    var inFlight = 0
+    var maxInFlight = 0
+    var inFlightByProfile: [String: Int] = [:]
+    var inFlightByTransaction: [String: Int] = [:]
+    var maxInFlightPerProfile = 0
+    var maxInFlightPerTransaction = 0
+    var statusCounts: [String: Int] = [:]
+    var faultsInjected: [String: Int] = [:]
+    var connectionsAccepted = 0
+    var restoreCases: [String: Int] = [:]
+    var rateLimited = 0
+
+    mutating func begin(_ token: InFlightToken) {
+        requests += 1
+        inFlight += 1
+        maxInFlight = max(maxInFlight, inFlight)
+        guard let pair = token.pair else { return }
+        pairs[pair, default: (0, 0)].requests += 1
+        let forProfile = inFlightByProfile[pair.profileId, default: 0] + 1
+        inFlightByProfile[pair.profileId] = forProfile
+        maxInFlightPerProfile = max(maxInFlightPerProfile, forProfile)
+        let forTransaction = inFlightByTransaction[pair.originalTransactionId, default: 0] + 1
+        inFlightByTransaction[pair.originalTransactionId] = forTransaction
+        maxInFlightPerTransaction = max(maxInFlightPerTransaction, forTransaction)
+    }
+
+    mutating func finish(_ token: InFlightToken) {
+        inFlight -= 1
+        guard let pair = token.pair else { return }
+        Self.decrement(&inFlightByProfile, pair.profileId)
+        Self.decrement(&inFlightByTransaction, pair.originalTransactionId)
+    }
+
+    /// Drops zero entries so the maps stay as small as what is in flight.
+    private static func decrement(_ counts: inout [String: Int], _ key: String) {
+        guard let count = counts[key] else { return }
+        counts[key] = count > 1 ? count - 1 : nil
+    }
+
+    func snapshot() -> SimulatorStats {
+        let sortedPairs = pairs.sorted { left, right in
+            (left.key.profileId, left.key.originalTransactionId) < (
+                right.key.profileId, right.key.originalTransactionId
+            )
+        }
+        return SimulatorStats(
+            requests: requests,
+            pairs: sortedPairs.map { key, counts in
+                SimulatorStats.Pair(
+                    profileId: key.profileId, originalTransactionId: key.originalTransactionId,
+                    requests: counts.requests, successes: counts.successes)
+            },
+            maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
+            maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
+            faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,
+            rateLimited: rateLimited, inFlight: inFlight)
+    }
+}

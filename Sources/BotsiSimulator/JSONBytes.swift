@@ -74,7 +74,8 @@ enum ISODate {
         let hour = secondOfDay / 3600
         let minute = secondOfDay / 60 % 60
         let second = secondOfDay % 60
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).000Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).000Z"
     }
 
     /// Howard Hinnant's days-to-civil algorithm.

@@ -158,7 +158,9 @@ final class ServerLoop: @unchecked Sendable {
             case .failure(let status, let message):
                 let body = Responses.errorBody(message, code: status == 400 ? "bad_request" : "invalid_request")
                 connection.inbound.removeAll()
-                perform(.send(Responses.make(status: status, body: body, keepAlive: false), closeAfter: true), on: connection)
+                perform(
+                    .send(Responses.make(status: status, body: body, keepAlive: false), closeAfter: true),
+                    on: connection)
             case .request(let head, let body, let consumed):
                 if consumed == connection.inbound.count {
                     connection.inbound.removeAll(keepingCapacity: true)

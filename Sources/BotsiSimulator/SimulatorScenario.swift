@@ -137,7 +137,8 @@ public struct SimulatorScenario: Sendable, Codable {
             profiles: try container.decodeIfPresent([Profile].self, forKey: .profiles) ?? [],
             transactions: try container.decodeIfPresent([Transaction].self, forKey: .transactions) ?? [],
             createUnknownProfiles: try container.decodeIfPresent(Bool.self, forKey: .createUnknownProfiles) ?? false,
-            unlistedTransactions: try container.decodeIfPresent(UnlistedTransactions.self, forKey: .unlistedTransactions)
+            unlistedTransactions: try container.decodeIfPresent(
+                UnlistedTransactions.self, forKey: .unlistedTransactions)
                 ?? .nothingToRestore)
     }
 
@@ -214,23 +215,29 @@ public struct SimulatorScenario: Sendable, Codable {
         guard let top = object as? [String: Any] else {
             throw SimulatorScenarioError("\(source): the top level must be a JSON object")
         }
-        try rejectUnknown(Set(top.keys), known: Set(CodingKeys.allCases.map(\.stringValue)), at: "the top level", source)
+        try rejectUnknown(
+            Set(top.keys), known: Set(CodingKeys.allCases.map(\.stringValue)), at: "the top level", source)
         for (position, entry) in (top["transactions"] as? [Any] ?? []).enumerated() {
             if let fields = entry as? [String: Any] {
-                try rejectUnknown(Set(fields.keys), known: Transaction.knownKeys, at: "transactions[\(position)]", source)
+                try rejectUnknown(
+                    Set(fields.keys), known: Transaction.knownKeys, at: "transactions[\(position)]", source)
             }
         }
         for (position, entry) in (top["profiles"] as? [Any] ?? []).enumerated() {
             if let fields = entry as? [String: Any] {
-                try rejectUnknown(Set(fields.keys), known: ["profileId", "appUserId"], at: "profiles[\(position)]", source)
+                try rejectUnknown(
+                    Set(fields.keys), known: ["profileId", "appUserId"], at: "profiles[\(position)]", source)
             }
         }
     }
 
-    private static func rejectUnknown(_ keys: Set<String>, known: Set<String>, at place: String, _ source: String) throws {
+    private static func rejectUnknown(_ keys: Set<String>, known: Set<String>, at place: String, _ source: String)
+        throws
+    {
         if let unknown = keys.subtracting(known).sorted().first {
             throw SimulatorScenarioError(
-                "\(source): unknown key '\(unknown)' in \(place); known keys: \(known.sorted().joined(separator: ", "))")
+                "\(source): unknown key '\(unknown)' in \(place); known keys: \(known.sorted().joined(separator: ", "))"
+            )
         }
     }
 

@@ -84,7 +84,9 @@ struct StatsCounters: Sendable {
 
     func snapshot() -> SimulatorStats {
         let sortedPairs = pairs.sorted { left, right in
-            (left.key.profileId, left.key.originalTransactionId) < (right.key.profileId, right.key.originalTransactionId)
+            (left.key.profileId, left.key.originalTransactionId) < (
+                right.key.profileId, right.key.originalTransactionId
+            )
         }
         return SimulatorStats(
             requests: requests,

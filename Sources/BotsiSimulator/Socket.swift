@@ -10,7 +10,8 @@ enum Socket {
         guard inet_pton(AF_INET, numericHost, &address.sin_addr) == 1 else {
             throw SimulatorError("host '\(host)' is not an IPv4 address")
         }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(
+            AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw failure("socket") }
         var enable: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &enable, socklen_t(MemoryLayout<Int32>.size))

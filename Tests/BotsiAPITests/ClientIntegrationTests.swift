@@ -1,0 +1,246 @@
+import BotsiAPI
+import BotsiSimulator
+import Foundation
+import Synchronization
+import Testing
+
+/// Collects results delivered on the client's driver thread.
+private final class ResultCollector: Sendable {
+    private let results = Mutex<[RestoreResult]>([])
+
+    var count: Int { results.withLock { $0.count } }
+    var all: [RestoreResult] { results.withLock { $0 } }
+
+    func add(_ result: RestoreResult) {
+        results.withLock { $0.append(result) }
+    }
+
+    /// Waits until `expected` results arrived or a generous sanity deadline passes.
+    func wait(for expected: Int, seconds: Double = 60) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while count < expected && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+private func configuration(for simulator: Simulator, key: String = Simulator.defaultKey) -> ClientConfiguration {
+    ClientConfiguration(baseURL: simulator.baseURL, apiKey: key, userAgent: "botsi-restore/test")
+}
+
+private func startSimulator(_ adjust: (inout SimulatorOptions) -> Void = { _ in }) throws -> Simulator {
+    var options = SimulatorOptions()
+    adjust(&options)
+    let simulator = Simulator(options: options)
+    _ = try simulator.start()
+    return simulator
+}
+
+/// Sends `requests` through a fresh client and returns their results keyed by tag.
+private func send(
+    _ requests: [RestoreRequest], with configuration: ClientConfiguration
+) async throws -> [Int64: RestoreResult] {
+    let collector = ResultCollector()
+    let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+    for request in requests { client.submit(request) }
+    try await collector.wait(for: requests.count)
+    #expect(client.inFlight == 0)
+    client.shutdown()
+    #expect(collector.count == requests.count)
+    return Dictionary(collector.all.map { ($0.tag, $0) }, uniquingKeysWith: { first, _ in first })
+}
+
+private func sendOne(
+    profileId: String = "profile-1", transactionId: String = "2000000261699241", with configuration: ClientConfiguration
+) async throws -> RestoreResult {
+    let results = try await send(
+        [RestoreRequest(tag: 1, profileId: profileId, originalTransactionId: transactionId)], with: configuration)
+    return try #require(results[1])
+}
+
+@Suite("RestoreClient over loopback against the simulator", .serialized)
+struct ClientIntegrationTests {
+    @Test func deterministicOutcomes() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let requests = [
+            RestoreRequest(tag: 1, profileId: "profile-a", originalTransactionId: "2000000261699241"),
+            RestoreRequest(tag: 2, profileId: "profile-b", originalTransactionId: "2000000261699240"),
+            RestoreRequest(tag: 3, profileId: "unknown-c", originalTransactionId: "2000000261699243"),
+            RestoreRequest(tag: 4, profileId: #"quote"and\backslash"#, originalTransactionId: "17"),
+        ]
+        let results = try await send(requests, with: configuration(for: simulator))
+        guard case .restored(let snapshot) = results[1]?.reply else {
+            Issue.record("expected restored, got \(String(describing: results[1]?.reply))")
+            return
+        }
+        #expect(snapshot.profileId == "profile-a")
+        #expect(results[1]?.httpStatus == 200)
+        #expect(results[2]?.reply.code == "nothing_to_restore")
+        #expect(results[2]?.httpStatus == 404)
+        #expect(results[3]?.reply.code == "not_found")
+        guard case .restored(let escaped) = results[4]?.reply else {
+            Issue.record("an escaped profile id should restore, got \(String(describing: results[4]?.reply))")
+            return
+        }
+        #expect(escaped.profileId == #"quote"and\backslash"#)
+        #expect(simulator.stats().requests == 4)
+    }
+
+    @Test func unknownKeyStopsTheRunWithoutLeakingIt() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let secret = "sk_wrong_key_0123456789"
+        let result = try await sendOne(with: configuration(for: simulator, key: secret))
+        guard case .fatal(.unauthorized, 401, let message) = result.reply else {
+            Issue.record("expected fatal unauthorized, got \(result.reply)")
+            return
+        }
+        #expect(!message.contains(secret))
+        #expect(!String(describing: result).contains(secret))
+    }
+
+    /// The raw key succeeds (other tests) and the same key behind "Bearer " is refused:
+    /// so the header carries exactly what the configuration holds.
+    @Test func bearerPrefixedKeyIsRefused() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let result = try await sendOne(with: configuration(for: simulator, key: "Bearer \(Simulator.defaultKey)"))
+        #expect(result.reply.code == "unauthorized")
+        #expect(result.httpStatus == 401)
+    }
+
+    @Test func missingIOSSettingsStopsTheRun() async throws {
+        let simulator = try startSimulator { $0.mode = .noIOSSettings }
+        defer { simulator.stop() }
+        let result = try await sendOne(with: configuration(for: simulator))
+        guard case .fatal(.iosSettingsMissing, 400, _) = result.reply else {
+            Issue.record("expected fatal ios_settings_missing, got \(result.reply)")
+            return
+        }
+    }
+
+    struct FaultCase: Sendable, CustomStringConvertible {
+        let fault: SimulatorFault
+        let codes: Set<String>
+        let httpStatus: Int?
+        let retryAfter: Double?
+        var description: String { fault.rawValue }
+    }
+
+    @Test(arguments: [
+        FaultCase(fault: .tooManyRequests, codes: ["rate_limited"], httpStatus: 429, retryAfter: 3),
+        FaultCase(fault: .internalError, codes: ["internal_error"], httpStatus: 500, retryAfter: nil),
+        FaultCase(fault: .badGateway, codes: ["http_502"], httpStatus: 502, retryAfter: nil),
+        FaultCase(fault: .unavailable, codes: ["http_503"], httpStatus: 503, retryAfter: 3),
+        FaultCase(fault: .reset, codes: ["connection_error"], httpStatus: nil, retryAfter: nil),
+        FaultCase(fault: .stall, codes: ["timeout"], httpStatus: nil, retryAfter: nil),
+        FaultCase(
+            fault: .truncated, codes: ["invalid_response", "connection_error"], httpStatus: 200, retryAfter: nil),
+    ])
+    func faultsAreRetryable(_ faultCase: FaultCase) async throws {
+        let simulator = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [faultCase.fault]
+            options.retryAfterSeconds = 3
+            options.stallSeconds = 5
+        }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.requestTimeout = 1
+        let result = try await sendOne(with: configuration)
+        guard case .retryable(let code, let httpStatus, let retryAfter, _) = result.reply else {
+            Issue.record("\(faultCase.fault): expected retryable, got \(result.reply)")
+            return
+        }
+        #expect(faultCase.codes.contains(code), "\(faultCase.fault) gave \(code)")
+        if faultCase.fault != .truncated {
+            #expect(httpStatus == faultCase.httpStatus)
+        }
+        #expect(retryAfter == faultCase.retryAfter)
+    }
+
+    @Test func replyLargerThanTheLimitIsNotRead() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxResponseBytes = 16
+        let result = try await sendOne(with: configuration)
+        #expect(result.reply.code == "invalid_response")
+        #expect(result.httpStatus == 200)
+    }
+
+    @Test func refusedConnectionIsRetryable() async throws {
+        let simulator = try startSimulator()
+        let configuration = configuration(for: simulator)
+        simulator.stop()
+        let result = try await sendOne(with: configuration)
+        #expect(result.reply.code == "connection_error")
+        #expect(result.httpStatus == nil)
+    }
+
+    @Test func hundredsInFlightShareBoundedConnections() async throws {
+        let simulator = try startSimulator { $0.latencyMilliseconds = 50 }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 64
+        let requests = (0..<300).map { index in
+            RestoreRequest(tag: Int64(index), profileId: "profile-\(index)", originalTransactionId: "\(index * 10 + 1)")
+        }
+        let results = try await send(requests, with: configuration)
+        #expect(results.count == 300)
+        #expect(results.values.allSatisfy { if case .restored = $0.reply { true } else { false } })
+        let stats = simulator.stats()
+        #expect(stats.requests == 300)
+        #expect(stats.maxInFlight <= 64)
+        #expect(stats.maxInFlight > 1)
+        #expect(stats.connectionsAccepted <= 64)
+    }
+
+    @Test func shutdownCancelsRequestsInFlight() async throws {
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20_000 }
+        defer { simulator.stop() }
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration(for: simulator)) { collector.add($0) }
+        for index in 0..<50 {
+            client.submit(
+                RestoreRequest(tag: Int64(index), profileId: "p\(index)", originalTransactionId: "1\(index)1"))
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while simulator.stats().inFlight < 8 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // All 8 default connections carry a request before any reply: none waits behind another.
+        #expect(simulator.stats().inFlight == 8)
+        #expect(client.inFlight == 50)
+        let started = Date()
+        client.shutdown()
+        // A sanity bound far below the 20 s latency: shutdown cancelled rather than waited.
+        #expect(Date().timeIntervalSince(started) < 10)
+        client.shutdown()
+        client.submit(RestoreRequest(tag: 99, profileId: "late", originalTransactionId: "11"))
+        #expect(client.inFlight == 0)
+        #expect(collector.count == 0)
+    }
+
+    @Test func shutdownFromTheResultHandlerStopsDelivery() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let collector = ResultCollector()
+        let holder = Mutex<RestoreClient?>(nil)
+        let client = try RestoreClient(configuration: configuration(for: simulator)) { result in
+            collector.add(result)
+            holder.withLock { $0 }?.shutdown()
+        }
+        holder.withLock { $0 = client }
+        for index in 0..<20 {
+            client.submit(
+                RestoreRequest(tag: Int64(index), profileId: "p\(index)", originalTransactionId: "1\(index)1"))
+        }
+        try await collector.wait(for: 1)
+        try await Task.sleep(for: .milliseconds(200))
+        client.shutdown()
+        holder.withLock { $0 = nil }
+        #expect(collector.count == 1)
+    }
+}

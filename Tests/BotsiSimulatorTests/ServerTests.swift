@@ -1,0 +1,218 @@
+import BotsiSimulator
+import Foundation
+import Testing
+
+@Suite("HTTP server behaviour")
+struct ServerTests {
+    @Test("start on port 0 reports the bound port and base URL; stop is idempotent")
+    func lifecycle() throws {
+        let simulator = Simulator(options: SimulatorOptions())
+        let port = try simulator.start()
+        #expect(port > 0)
+        #expect(simulator.port == port)
+        #expect(simulator.baseURL == "http://127.0.0.1:\(port)")
+        #expect(try simulator.start() == port)
+        simulator.stop()
+        simulator.stop()
+        #expect(throws: SimulatorError.self) { try simulator.start() }
+        #expect(throws: (any Error).self) { try TestClient(port: port) }
+    }
+
+    @Test("invalid options are refused at start")
+    func invalidOptions() {
+        var options = SimulatorOptions()
+        options.faultRate = 1.5
+        #expect(throws: SimulatorError.self) { try Simulator(options: options).start() }
+        options = SimulatorOptions()
+        options.host = "not-an-address"
+        #expect(throws: SimulatorError.self) { try Simulator(options: options).start() }
+    }
+
+    @Test("keep-alive: several requests on one connection")
+    func keepAlive() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        for index in 0..<5 {
+            #expect(try client.restoreResponse("p-\(index)", "200000000000000\(index)2").status == 200)
+        }
+        let stats = simulator.stats()
+        #expect(stats.connectionsAccepted == 1)
+        #expect(stats.requests == 5)
+    }
+
+    @Test("pipelined requests are answered in order")
+    func pipelined() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send(
+            TestClient.request(body: TestClient.restoreBody("unknown-1", "2000000000000002"))
+                + TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000002")))
+        #expect(try client.require(client.readResponse()).status == 404)
+        #expect(try client.require(client.readResponse()).status == 200)
+    }
+
+    @Test("Connection: close is honoured")
+    func connectionClose() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send(
+            TestClient.request(
+                body: TestClient.restoreBody("p-1", "2000000000000002"), extraHeaders: ["Connection: close"]))
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 200)
+        #expect(reply.headers["connection"] == "close")
+        guard case .closed = client.readUntilClosed() else {
+            Issue.record("the connection stayed open")
+            return
+        }
+    }
+
+    @Test("unknown path: 404 JSON; wrong method: 405")
+    func routing() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send(TestClient.request(path: "/v2/nowhere", body: "{}"))
+        let missing = try client.require(client.readResponse())
+        #expect(missing.status == 404)
+        #expect(missing.code == "not_found")
+        try client.send(TestClient.request(method: "GET"))
+        let wrongMethod = try client.require(client.readResponse())
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers["allow"] == "POST")
+        #expect(simulator.stats().requests == 0, "stats count the restore route only")
+    }
+
+    @Test("a malformed request gets 400 and the connection closes")
+    func malformed() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send("THIS IS NOT HTTP\r\n\r\n")
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 400)
+        #expect(reply.code == "bad_request")
+        guard case .closed = client.readUntilClosed() else {
+            Issue.record("the connection stayed open")
+            return
+        }
+    }
+
+    @Test("a chunked request body is refused with 411")
+    func chunked() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send(
+            "POST /v2/purchases/apple-store/restore HTTP/1.1\r\nAuthorization: \(Simulator.defaultKey)\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        #expect(try client.require(client.readResponse()).status == 411)
+    }
+
+    @Test("a body split across several writes is read whole")
+    func splitBody() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let request = TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000002"))
+        let bytes = Array(request.utf8)
+        try client.send(Array(bytes[0..<40]))
+        usleep(20_000)
+        try client.send(Array(bytes[40..<(bytes.count - 10)]))
+        usleep(20_000)
+        try client.send(Array(bytes[(bytes.count - 10)...]))
+        #expect(try client.require(client.readResponse()).status == 200)
+    }
+
+    @Test("latency delays each reply")
+    func latency() throws {
+        let (simulator, port) = try startSimulator { $0.latencyMilliseconds = 300 }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let started = Date()
+        #expect(try client.restoreResponse("p-1", "2000000000000002").status == 200)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+    }
+
+    @Test("the stats endpoint reports requests, pairs and successes as JSON")
+    func statsEndpoint() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        _ = try client.restoreResponse("p-1", "2000000000000002")
+        _ = try client.restoreResponse("p-1", "2000000000000002")
+        _ = try client.restoreResponse("p-2", "2000000000000000")
+        try client.send(TestClient.request(method: "GET", path: "/__simulator/stats", authorization: nil))
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 200)
+        let stats = try JSONDecoder().decode(SimulatorStats.self, from: Data(reply.body))
+        #expect(stats.requests == 3)
+        #expect(stats.statusCounts == ["200": 2, "404": 1])
+        #expect(stats.pairs.map(\.profileId) == ["p-1", "p-2"])
+        #expect(stats.pairs.map(\.requests) == [2, 1])
+        #expect(stats.pairs.map(\.successes) == [2, 0])
+        #expect(stats.maxInFlight == 1)
+    }
+
+    @Test("in-flight maxima per profile and per transaction")
+    func inFlightMaxima() throws {
+        // Stalled requests stay in flight until stop(), so the overlap is certain, not a matter of timing.
+        let (simulator, port) = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.stall]
+        }
+        defer { simulator.stop() }
+        let clients = try (0..<8).map { _ in try TestClient(port: port) }
+        for (index, client) in clients.enumerated() {
+            try client.send(
+                TestClient.request(body: TestClient.restoreBody("shared-profile", "300000000000000\(index)")))
+        }
+        let extra = try TestClient(port: port)
+        try extra.send(TestClient.request(body: TestClient.restoreBody("other-profile", "3000000000000001")))
+        #expect(waitUntil { simulator.stats().requests == 9 })
+        let stats = simulator.stats()
+        #expect(stats.maxInFlight == 9)
+        #expect(stats.inFlight == 9)
+        #expect(stats.maxInFlightPerProfile == 8)
+        #expect(stats.maxInFlightPerTransaction == 2)
+    }
+
+    @Test("concurrent requests with latency overlap and are all answered")
+    func concurrentWithLatency() async throws {
+        let (simulator, port) = try startSimulator { $0.latencyMilliseconds = 400 }
+        defer { simulator.stop() }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    let client = try TestClient(port: port)
+                    return try client.restoreResponse("same-profile", "40000000000000\(index)2").status
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 6))
+        #expect(simulator.stats().maxInFlightPerProfile >= 2)
+        // The server counts a request finished just after its last byte is handed to the kernel.
+        #expect(waitUntil { simulator.stats().inFlight == 0 })
+    }
+
+    @Test("limitRate answers 429 with Retry-After above the rate")
+    func limitRate() throws {
+        let (simulator, port) = try startSimulator { options in
+            options.limitRate = 3
+            options.retryAfterSeconds = 2
+        }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let replies = try (0..<10).map { _ in try client.restoreResponse("p-1", "2000000000000002") }
+        let limited = replies.filter { $0.status == 429 }
+        #expect(!limited.isEmpty)
+        #expect(limited.allSatisfy { $0.headers["retry-after"] == "2" && $0.code == "rate_limited" })
+        #expect(replies.filter { $0.status == 200 }.count >= 3)
+        #expect(simulator.stats().rateLimited == limited.count)
+        #expect(simulator.stats().faultsInjected.isEmpty)
+    }
+}

@@ -25,13 +25,20 @@ final class ServerLoop: @unchecked Sendable {
     private var timerLateness: UInt64 = 0
     private var stopped = false
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    private let control = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+    /// With a latency configured, the delay runs from the kernel's receive timestamp of the request, not
+    /// from the moment this queue got round to reading it, so the time the event spent travelling through
+    /// Dispatch's threads is part of the latency instead of added to it.
+    private let timesArrivals: Bool
 
     init(core: SimulatorCore) {
         self.core = core
+        timesArrivals = core.options.latencyMilliseconds > 0 || core.options.jitterMilliseconds > 0
     }
 
     deinit {
         scratch.deallocate()
+        control.deallocate()
     }
 
     func start(host: String, port: Int) throws -> Int {
@@ -88,6 +95,7 @@ final class ServerLoop: @unchecked Sendable {
                 break
             }
             Socket.prepareAccepted(descriptor)
+            if timesArrivals { Socket.enableReceiveTimestamps(descriptor) }
             accepted += 1
             open(descriptor)
         }
@@ -112,8 +120,13 @@ final class ServerLoop: @unchecked Sendable {
     private func readAvailable(_ connection: Connection) {
         guard !connection.closed else { return }
         while true {
-            let count = recv(connection.descriptor, scratch.baseAddress, scratch.count, 0)
+            var arrival: UInt64?
+            let count =
+                timesArrivals
+                ? receiveTimed(connection.descriptor, arrival: &arrival)
+                : recv(connection.descriptor, scratch.baseAddress, scratch.count, 0)
             if count > 0 {
+                if connection.inbound.isEmpty, connection.phase == .reading { connection.requestArrival = arrival }
                 connection.inbound.append(
                     contentsOf: UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
                 if connection.inbound.count > HTTPParser.maximumHeadBytes + HTTPParser.maximumBodyBytes {
@@ -136,6 +149,35 @@ final class ServerLoop: @unchecked Sendable {
             return
         }
         processInbound(connection)
+    }
+
+    /// `recvmsg` with the kernel's receive timestamp, converted to the uptime clock the timers use.
+    private func receiveTimed(_ descriptor: Int32, arrival: inout UInt64?) -> Int {
+        var vector = iovec(iov_base: scratch.baseAddress, iov_len: scratch.count)
+        var message = msghdr()
+        let count = withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            message.msg_iov = vectorPointer
+            message.msg_iovlen = 1
+            message.msg_control = control.baseAddress
+            message.msg_controllen = control.count
+            return recvmsg(descriptor, &message, 0)
+        }
+        guard count > 0, message.msg_controllen >= MemoryLayout<cmsghdr>.size + MemoryLayout<timespec>.size else {
+            return count
+        }
+        let header = control.load(as: cmsghdr.self)
+        guard header.cmsg_level == SOL_SOCKET, header.cmsg_type == SO_TIMESTAMPNS_OLD else { return count }
+        // CMSG_DATA: the payload follows the header, which is already 8-byte aligned on 64-bit Linux.
+        let stamp = control.load(fromByteOffset: MemoryLayout<cmsghdr>.size, as: timespec.self)
+        var wallNow = timespec()
+        clock_gettime(CLOCK_REALTIME, &wallNow)
+        let age =
+            (Int64(wallNow.tv_sec) - Int64(stamp.tv_sec)) * 1_000_000_000
+            + (Int64(wallNow.tv_nsec) - Int64(stamp.tv_nsec))
+        let uptimeNow = DispatchTime.now().uptimeNanoseconds
+        // A stepped wall clock could make the age absurd; trust it only within a second.
+        if age >= 0, age < 1_000_000_000, UInt64(age) < uptimeNow { arrival = uptimeNow - UInt64(age) }
+        return count
     }
 
     /// Serves the requests buffered on a connection one at a time (pipelined ones wait their turn).
@@ -192,14 +234,16 @@ final class ServerLoop: @unchecked Sendable {
         }
         connection.inFlight = plan.inFlight
         connection.generation &+= 1
+        let arrival = connection.requestArrival
+        connection.requestArrival = nil
         if case .stall = plan.action {
             connection.phase = .stalled
             let seconds = min(core.options.stallSeconds, 1e9)
-            schedule(after: UInt64(seconds * 1_000_000_000), connection)
+            schedule(after: UInt64(seconds * 1_000_000_000), from: nil, connection)
         } else if plan.delayNanoseconds > 0 {
             connection.phase = .waiting
             connection.pendingAction = plan.action
-            schedule(after: plan.delayNanoseconds, connection)
+            schedule(after: plan.delayNanoseconds, from: arrival, connection)
         } else {
             perform(plan.action, on: connection)
         }
@@ -312,9 +356,11 @@ final class ServerLoop: @unchecked Sendable {
     /// wake-up travels through Dispatch's event thread to this queue), so the deadline is brought forward by
     /// the lateness measured so far, capped at a tenth of the delay: replies then leave on average after
     /// the configured latency rather than a millisecond after it, which 256 connections at 50 ms notice.
-    private func schedule(after nanoseconds: UInt64, _ connection: Connection) {
+    private func schedule(after nanoseconds: UInt64, from arrival: UInt64?, _ connection: Connection) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let start = min(arrival ?? now, now)
         let compensation = min(timerLateness, nanoseconds / 10)
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ nanoseconds &- compensation
+        let deadline = max(start &+ nanoseconds &- compensation, now)
         timers.push(Deadline(time: deadline, connectionId: connection.id, generation: connection.generation))
         if deadline < armedDeadline { arm(deadline) }
     }
@@ -370,6 +416,8 @@ final class Connection: @unchecked Sendable {
     var phase = Phase.reading
     var pendingAction: ReplyPlan.Action?
     var generation: UInt64 = 0
+    /// Kernel receive time (uptime clock) of the chunk that began the buffered request, when known.
+    var requestArrival: UInt64?
     var inFlight: InFlightToken?
     var sentContinue = false
     var insideProcessing = false

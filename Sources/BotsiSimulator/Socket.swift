@@ -52,6 +52,13 @@ enum Socket {
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &enable, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Asks the kernel to stamp each received segment (SO_TIMESTAMPNS; on 64-bit Linux that is the
+    /// `_OLD` constant, the only spelling Glibc's Swift module exports).
+    static func enableReceiveTimestamps(_ descriptor: Int32) {
+        var enable: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &enable, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Linger with a zero timeout: `close` then sends RST instead of FIN.
     static func setResetOnClose(_ descriptor: Int32) {
         var option = linger(l_onoff: 1, l_linger: 0)

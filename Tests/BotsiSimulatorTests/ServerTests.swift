@@ -112,6 +112,38 @@ struct ServerTests {
         #expect(try client.require(client.readResponse()).status == 411)
     }
 
+    @Test("Expect: 100-continue gets an interim reply before the body")
+    func expectContinue() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let body = TestClient.restoreBody("p-1", "2000000000000002")
+        try client.send(
+            "POST /v2/purchases/apple-store/restore HTTP/1.1\r\nAuthorization: \(Simulator.defaultKey)\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n")
+        #expect(try client.require(client.readResponse()).status == 100)
+        try client.send(body)
+        #expect(try client.require(client.readResponse()).status == 200)
+    }
+
+    @Test("HTTP/1.0 closes after the reply unless it asks for keep-alive")
+    func http10() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let body = TestClient.restoreBody("p-1", "2000000000000002")
+        let head =
+            "POST /v2/purchases/apple-store/restore HTTP/1.0\r\nAuthorization: \(Simulator.defaultKey)\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n"
+        let closing = try TestClient(port: port)
+        try closing.send(head + "\r\n" + body)
+        #expect(try closing.require(closing.readResponse()).headers["connection"] == "close")
+        let keeping = try TestClient(port: port)
+        try keeping.send(head + "Connection: keep-alive\r\n\r\n" + body)
+        #expect(try keeping.require(keeping.readResponse()).headers["connection"] == nil)
+        try keeping.send(head + "Connection: keep-alive\r\n\r\n" + body)
+        #expect(try keeping.require(keeping.readResponse()).status == 200)
+    }
+
     @Test("a body split across several writes is read whole")
     func splitBody() throws {
         let (simulator, port) = try startSimulator()

@@ -208,7 +208,8 @@ struct Harness {
         let second = try harness.run([input])
         #expect(second.exitCode == 0)
         #expect(second.requests == 0)
-        #expect(second.alreadyFinished["restored"] == 2)
+        // A finished row costs no journal write on a rerun, so its repeat is not told apart.
+        #expect(second.alreadyFinished["restored"] == 3)
         #expect(harness.simulator.stats().requests == 2)
     }
 

@@ -3,6 +3,7 @@ import BotsiInput
 import BotsiJournal
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A run that could not start: bad options, unusable input, or a journal that cannot be used.
 public struct RunSetupError: Error, CustomStringConvertible, Sendable {
@@ -51,6 +52,7 @@ public final class Runner: @unchecked Sendable {
     private let progressInterval: Double
     private let queue = DispatchQueue(label: "botsi-restore.runner")
     private let done = DispatchSemaphore(value: 0)
+    private let arrivals = Mutex<[RestoreResult]>([])
 
     private var readers: [InputReader] = []
     private var readerIndex = 0
@@ -210,7 +212,7 @@ public final class Runner: @unchecked Sendable {
         configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
         do {
             client = try RestoreClient(configuration: configuration) { [self] result in
-                queue.async { self.handle(result) }
+                deliver(result)
             }
         } catch {
             throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
@@ -378,6 +380,24 @@ public final class Runner: @unchecked Sendable {
         pendingSends.removeAll(keepingCapacity: true)
     }
 
+    /// Results arrive on the curl thread. They are handed over in batches: one hop to the
+    /// runner's queue per batch instead of a thread wake-up per request.
+    private func deliver(_ result: RestoreResult) {
+        let first = arrivals.withLock { arrivals in
+            arrivals.append(result)
+            return arrivals.count == 1
+        }
+        guard first else { return }
+        queue.async { [self] in
+            let batch = arrivals.withLock { arrivals in
+                let batch = arrivals
+                arrivals.removeAll(keepingCapacity: true)
+                return batch
+            }
+            for result in batch { handle(result) }
+        }
+    }
+
     private func handle(_ result: RestoreResult) {
         guard !isFinished, var entry = window[result.tag] else { return }
         inFlight -= 1
@@ -504,8 +524,21 @@ public final class Runner: @unchecked Sendable {
     }
 
     private func profileRecord(_ snapshot: ProfileSnapshot) -> ProfileRecord {
-        let levels = (try? snapshotEncoder.encode(snapshot.accessLevels)).map { String(decoding: $0, as: UTF8.self) }
-        return ProfileRecord(state: snapshot.state, accessLevelsJSON: levels)
+        ProfileRecord(state: snapshot.state, accessLevelsJSON: Self.accessLevelsJSON(snapshot.accessLevels))
+    }
+
+    /// Access levels as compact JSON with sorted keys and nulls left out (written by hand: an
+    /// encoder per reply was a visible cost at thousands of replies per second).
+    static func accessLevelsJSON(_ levels: [String: AccessLevelSnapshot]) -> String {
+        let entries = levels.sorted { $0.key < $1.key }.map { name, level in
+            var fields: [String] = []
+            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONText.quote(expiresAt))") }
+            if let isActive = level.isActive { fields.append("\"isActive\":\(isActive)") }
+            if let product = level.sourceProductId { fields.append("\"sourceProductId\":\(JSONText.quote(product))") }
+            if let willRenew = level.willRenew { fields.append("\"willRenew\":\(willRenew)") }
+            return "\(JSONText.quote(name)):{\(fields.joined(separator: ","))}"
+        }
+        return "{\(entries.joined(separator: ","))}"
     }
 
     private static func stopReason(for reason: FatalReason, message: String) -> StopReason {

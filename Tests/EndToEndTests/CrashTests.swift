@@ -1,3 +1,4 @@
+import BotsiJournal
 import BotsiSimulator
 import Foundation
 import Testing
@@ -93,9 +94,11 @@ struct CrashTests {
             let requests = simulator.requestsByPair()
             let finalPairs = view.finalPairs
             inFlightAtKills += view.pairs { $0 == "in_flight" }.count
-            for (pair, count) in frozen where requests[pair] != count || !finalPairs.contains(pair) {
-                Issue.record("\(pair) was final with \(count) requests and now has \(requests[pair] ?? 0)")
-            }
+            let disturbed = frozen.filter { requests[$0.key] != $0.value || !finalPairs.contains($0.key) }
+            #expect(
+                disturbed.isEmpty,
+                "\(disturbed.count) rows final at an earlier kill were sent again or lost their outcome, e.g. \(disturbed.keys.prefix(5))"
+            )
             for pair in finalPairs where frozen[pair] == nil {
                 frozen[pair] = requests[pair] ?? 0
                 #expect((requests[pair] ?? 0) > 0, "\(pair) is final without a request")
@@ -146,7 +149,12 @@ struct CrashTests {
         let second = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
         #expect(second.status == 75, "stderr: \(second.stderr)")
         #expect(second.stderr.contains("pid \(first.pid)"), "stderr: \(second.stderr)")
+        #expect(second.stderr.contains(ProcessInfo.processInfo.hostName), "no host: \(second.stderr)")
+        #expect(second.stderr.contains("started"), "no start time: \(second.stderr)")
         #expect(first.isRunning, "the refused run disturbed the first")
+        first.send(SIGKILL)
+        _ = first.wait(timeout: 30)
+        #expect(try recordedRuns(workspace.journal).count == 1, "the refused run recorded itself in the journal")
     }
 
     @Test(arguments: zip([SIGTERM, SIGINT], [Int32(143), Int32(130)]))
@@ -177,6 +185,8 @@ struct CrashTests {
         #expect(unrecorded.isEmpty, "sent but not final after the drain: \(unrecorded.prefix(10))")
         #expect(journal.finalPairs.count < rows.count, "the run finished before the signal: nothing was drained")
         #expect(!journal.pairs { $0 == "pending" }.isEmpty)
+        let run = try #require(try recordedRuns(workspace.journal).last)
+        #expect(run.exitCode == Int(expectedStatus) && run.endedAt != nil, "the journal's run record: \(run)")
     }
 
     @Test func aSecondSignalExitsAtOnceAndTheJournalStaysSound() throws {
@@ -204,5 +214,11 @@ struct CrashTests {
         let rerun = try botsi(runArguments([input], workspace, fast), key: Simulator.defaultKey, in: workspace)
         #expect(rerun.status == 0, "stderr: \(rerun.stderr)")
         #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+    }
+
+    private func recordedRuns(_ path: String) throws -> [RunRecord] {
+        let journal = try Journal(path: path, create: false, readOnly: true)
+        defer { journal.close() }
+        return try journal.runs()
     }
 }

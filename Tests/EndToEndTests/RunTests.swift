@@ -15,6 +15,8 @@ struct RunTests {
         #expect(first.status == 0 && !first.killedBySignal, "stderr: \(first.stderr)")
         #expect(first.stdout.isEmpty, "a run writes only to stderr: \(first.stdout)")
         #expect(first.stderr.contains("200 rows read, 200 requests"), "stderr: \(first.stderr)")
+        // Duration and rate.
+        #expect(first.stderr.contains(/run finished in [0-9.]+s.*\([0-9]+\/s\)/), "stderr: \(first.stderr)")
         // Ids ending in 0 have nothing to restore (20 of 200); the simulator restores the rest.
         #expect(first.stderr.contains("restored: 180"), "stderr: \(first.stderr)")
         #expect(first.stderr.contains("nothing_to_restore (nothing_to_restore): 20"), "stderr: \(first.stderr)")

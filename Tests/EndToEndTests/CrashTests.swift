@@ -189,7 +189,8 @@ struct CrashTests {
         #expect(run.exitCode == Int(expectedStatus) && run.endedAt != nil, "the journal's run record: \(run)")
     }
 
-    @Test func aSecondSignalExitsAtOnceAndTheJournalStaysSound() throws {
+    @Test(arguments: zip([SIGTERM, SIGINT], [Int32(143), Int32(130)]))
+    func aSecondSignalExitsAtOnceAndTheJournalStaysSound(signal: Int32, expectedStatus: Int32) throws {
         let workspace = Workspace()
         // Replies that take 5 s: a drain would wait for them, an immediate exit does not.
         let slow = try startSimulator { $0.latencyMilliseconds = 5000 }
@@ -199,12 +200,12 @@ struct CrashTests {
         let child = try Child(
             runArguments([input], workspace, slow, ["--concurrency", "8"]), key: Simulator.defaultKey, in: workspace)
         let inFlight = eventually(timeout: 60) { slow.stats().inFlight >= 8 }
-        child.send(SIGTERM)
+        child.send(signal)
         usleep(100_000)
-        child.send(SIGTERM)
+        child.send(signal)
         let ended = child.wait(timeout: 60)
         try #require(inFlight, "requests never went out: \(ended.stderr)")
-        #expect(ended.status == 143 && !ended.killedBySignal, "stderr: \(ended.stderr)")
+        #expect(ended.status == expectedStatus && !ended.killedBySignal, "stderr: \(ended.stderr)")
         #expect(!ended.stderr.contains("run finished"), "the run drained instead of exiting: \(ended.stderr)")
         let journal = try #require(JournalView.read(workspace.journal, integrity: true))
         #expect(journal.integrity == "ok")

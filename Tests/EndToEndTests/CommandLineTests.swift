@@ -126,4 +126,24 @@ struct CommandLineTests {
         #expect(finished.stderr.contains("https://"), "stderr: \(finished.stderr)")
         #expect(!FileManager.default.fileExists(atPath: workspace.journal))
     }
+
+    @Test func aDryRunSendsNothingAndLeavesNoFileBehind() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let temporary = workspace.file("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = temporary
+        let input = workspace.write(
+            "in.csv", "profileId,originalTransactionId\np-1,2000000000000002\np-1,2000000000000002\np-2,12x\n")
+        let finished = try botsi(
+            runArguments([input], workspace, simulator, ["--dry-run"]), key: nil, in: workspace,
+            environment: environment)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("would send: 1"), "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 0)
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal), "a dry run created the journal")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "a dry run left files")
+    }
 }

@@ -1,0 +1,149 @@
+import BotsiSimulator
+import Foundation
+import Testing
+
+@Suite("the command line")
+struct CommandLineTests {
+    @Test func aMisspeltOptionIsNamedWithASuggestion() throws {
+        let workspace = Workspace()
+        let input = workspace.csv(Pair.generate(3))
+        let finished = try botsi(
+            ["run", input, "--journal", workspace.journal, "--concurency", "4"], key: Simulator.defaultKey,
+            in: workspace)
+        #expect(finished.status == 64, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("'--concurency'"), "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("did you mean '--concurrency'"), "stderr: \(finished.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal))
+    }
+
+    @Test func aMissingInputFileExits66() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let missing = workspace.file("no-such-file.csv")
+        let finished = try botsi(
+            runArguments([missing], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 66, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("no-such-file.csv"), "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 0)
+    }
+
+    @Test(arguments: ["binary", "wrong-header"])
+    func anInputThatIsNotUsableExits65BeforeAnyRequest(kind: String) throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let path = workspace.file("input.csv")
+        if kind == "binary" {
+            var generator = SeededGenerator(seed: 3)
+            let bytes = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = FileManager.default.createFile(atPath: path, contents: Data([0, 0x89, 0x50, 0x4E, 0x47, 0] + bytes))
+        } else {
+            workspace.write("input.csv", "user,transaction,amount\np-1,2000000000000002,9.99\n")
+        }
+        // A valid file beside it: an unusable input must stop the run before that one is sent either.
+        let valid = workspace.csv(Pair.generate(5), name: "valid.csv")
+        let finished = try botsi(
+            runArguments([valid, path], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 65, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("input.csv"), "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 0)
+    }
+
+    @Test func aJournalPathThatIsATextFileExits73AndLeavesItAlone() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let text = "these are my notes, not a journal\n"
+        workspace.write("journal.sqlite", text)
+        let finished = try botsi(
+            runArguments([workspace.csv(Pair.generate(5))], workspace, simulator), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(finished.status == 73, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("journal.sqlite"), "stderr: \(finished.stderr)")
+        #expect(workspace.bytes("journal.sqlite") == Data(text.utf8), "the text file was changed")
+        #expect(simulator.stats().requests == 0)
+    }
+
+    @Test func helpGoesToStdoutAndExits0() throws {
+        let workspace = Workspace()
+        for arguments in [["--help"], ["run", "--help"], ["report", "--help"]] {
+            let finished = try botsi(arguments, key: nil, in: workspace)
+            #expect(finished.status == 0, "\(arguments): \(finished.stderr)")
+            #expect(finished.stdout.contains("botsi-restore"), "\(arguments): \(finished.stdout)")
+            #expect(finished.stderr.isEmpty, "\(arguments): \(finished.stderr)")
+        }
+        let run = try botsi(["run", "--help"], key: nil, in: workspace)
+        #expect(run.stdout.contains("--concurrency") && run.stdout.contains("--journal"))
+    }
+
+    @Test func versionPrintsTheToolAndItsVersion() throws {
+        let workspace = Workspace()
+        let finished = try botsi(["--version"], key: nil, in: workspace)
+        #expect(finished.status == 0)
+        let line = finished.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line.wholeMatch(of: /botsi-restore \d+\.\d+\.\d+.*/) != nil, "stdout: \(finished.stdout)")
+    }
+
+    @Test func aRunWithoutTheKeyInTheEnvironmentExits64AndNamesTheVariable() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let finished = try botsi(
+            runArguments([workspace.csv(Pair.generate(5))], workspace, simulator), key: nil, in: workspace)
+        #expect(finished.status == 64, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("BOTSI_SECRET_KEY"), "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 0)
+
+        let other = try botsi(
+            runArguments([workspace.csv(Pair.generate(5))], workspace, simulator, ["--key-env", "MY_BOTSI_KEY"]),
+            key: nil, in: workspace)
+        #expect(other.status == 64, "stderr: \(other.stderr)")
+        #expect(other.stderr.contains("MY_BOTSI_KEY"), "stderr: \(other.stderr)")
+    }
+
+    @Test func aKeyInAnotherVariableIsUsedWithKeyEnv() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(5)
+        let finished = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-env", "MY_BOTSI_KEY"]), key: nil,
+            in: workspace, environment: Child.environment(key: Simulator.defaultKey, variable: "MY_BOTSI_KEY"))
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 5)
+    }
+
+    @Test func plainHTTPToANonLoopbackHostExits64() throws {
+        let workspace = Workspace()
+        // Only rows the input checks reject: even if the URL check failed, nothing would be sent.
+        let input = workspace.write("in.csv", "profileId,originalTransactionId\np-1,not-a-number\n")
+        let finished = try botsi(
+            ["run", input, "--journal", workspace.journal, "--base-url", "http://example.com"],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 64, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("example.com"), "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("https://"), "stderr: \(finished.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal))
+    }
+
+    @Test func aDryRunSendsNothingAndLeavesNoFileBehind() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let temporary = workspace.file("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = temporary
+        let input = workspace.write(
+            "in.csv", "profileId,originalTransactionId\np-1,2000000000000002\np-1,2000000000000002\np-2,12x\n")
+        let finished = try botsi(
+            runArguments([input], workspace, simulator, ["--dry-run"]), key: nil, in: workspace,
+            environment: environment)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("would send: 1"), "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 0)
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal), "a dry run created the journal")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "a dry run left files")
+    }
+}

@@ -1,0 +1,83 @@
+import BotsiSimulator
+import Foundation
+import Testing
+
+@Suite("report, end to end")
+struct ReportTests {
+    /// A mixed run: restored, nothing_to_restore, an unknown profile, and three rows the input checks
+    /// refuse (lines 5, 6 and 7 of in.csv).
+    static let mixedInput = """
+        profileId,originalTransactionId
+        p-restored,2000000000000002
+        p-nothing,2000000000000010
+        unknown-profile,2000000000000004
+        ,2000000000000006
+        p-letters,12ab
+        p-sheet,2.00000000000001E+15
+        p-restored-2,2000000000000008
+
+        """
+
+    @Test func csvJSONLinesStatusAndRunFilters() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.write("in.csv", Self.mixedInput)
+        let run = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+
+        let csv = try botsi(["report", "--journal", workspace.journal, "--format", "csv"], key: nil, in: workspace)
+        #expect(csv.status == 0, "stderr: \(csv.stderr)")
+        let table = parseCSV(csv.stdout)
+        let header = try #require(table.first)
+        #expect(
+            Array(header.prefix(8)) == [
+                "profileId", "originalTransactionId", "status", "code", "httpStatus", "attempts", "source", "updatedAt",
+            ])
+        let body = table.dropFirst()
+        #expect(body.count == 7, "one line per row: \(csv.stdout)")
+        #expect(body.allSatisfy { $0.count == header.count }, "ragged CSV: \(csv.stdout)")
+        let statusByProfile = Dictionary(body.map { ($0[0], $0[2]) }, uniquingKeysWith: { first, _ in first })
+        #expect(statusByProfile["p-restored"] == "restored")
+        #expect(statusByProfile["p-nothing"] == "nothing_to_restore")
+        #expect(statusByProfile["unknown-profile"] == "profile_not_found")
+        #expect(statusByProfile["p-letters"] == "rejected")
+        #expect(statusByProfile["p-sheet"] == "rejected")
+
+        let rejected = try botsi(
+            ["report", "--journal", workspace.journal, "--status", "rejected"], key: nil, in: workspace)
+        #expect(rejected.status == 0, "stderr: \(rejected.stderr)")
+        let rejectedRecords = try jsonLines(rejected.stdout)
+        let sources = Set(rejectedRecords.compactMap { $0["source"] as? String })
+        #expect(sources == ["\(input):5", "\(input):6", "\(input):7"], "sources: \(sources)")
+        let codes = Set(rejectedRecords.compactMap { $0["code"] as? String })
+        #expect(codes == ["missing_profile_id", "invalid_transaction_id", "scientific_notation"], "codes: \(codes)")
+
+        let jsonl = try botsi(["report", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
+        #expect(jsonl.status == 0, "stderr: \(jsonl.stderr)")
+        let records = try jsonLines(jsonl.stdout)
+        #expect(records.count == 7)
+        for record in records {
+            #expect(Set(header).isSubset(of: Set(record.keys)), "keys differ from the CSV header: \(record.keys)")
+            #expect(record.keys.allSatisfy { !$0.contains("_") }, "not camelCase: \(record.keys)")
+        }
+
+        // A second run with new rows only: `--run latest` shows just those.
+        let more = workspace.csv(Pair.generate(3, prefix: "later"), name: "more.csv")
+        let second = try botsi(runArguments([more], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        let latest = try botsi(["report", "--journal", workspace.journal, "--run", "latest"], key: nil, in: workspace)
+        #expect(latest.status == 0, "stderr: \(latest.stderr)")
+        let latestProfiles = try jsonLines(latest.stdout).compactMap { $0["profileId"] as? String }
+        #expect(latestProfiles.sorted() == ["later-0", "later-1", "later-2"], "latest: \(latest.stdout)")
+        let first = try botsi(["report", "--journal", workspace.journal, "--run", "1"], key: nil, in: workspace)
+        #expect(try jsonLines(first.stdout).count == 7, "run 1: \(first.stdout)")
+    }
+
+    private func jsonLines(_ text: String) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+            return try #require(object as? [String: Any], "not a JSON object: \(line)")
+        }
+    }
+}

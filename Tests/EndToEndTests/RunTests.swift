@@ -1,0 +1,83 @@
+import BotsiSimulator
+import Foundation
+import Testing
+
+@Suite("run, end to end")
+struct RunTests {
+    @Test func aFirstRunRestoresEveryRowAndASecondRunSendsNothing() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(200)
+        let arguments = runArguments([workspace.csv(rows)], workspace, simulator)
+
+        let first = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0 && !first.killedBySignal, "stderr: \(first.stderr)")
+        #expect(first.stdout.isEmpty, "a run writes only to stderr: \(first.stdout)")
+        #expect(first.stderr.contains("200 rows read, 200 requests"), "stderr: \(first.stderr)")
+        // Duration and rate.
+        #expect(first.stderr.contains(/run finished in [0-9.]+s.*\([0-9]+\/s\)/), "stderr: \(first.stderr)")
+        // Ids ending in 0 have nothing to restore (20 of 200); the simulator restores the rest.
+        #expect(first.stderr.contains("restored: 180"), "stderr: \(first.stderr)")
+        #expect(first.stderr.contains("nothing_to_restore (nothing_to_restore): 20"), "stderr: \(first.stderr)")
+        #expect(simulator.stats().requests == 200)
+        let journal = try #require(JournalView.read(workspace.journal, integrity: true))
+        #expect(journal.integrity == "ok")
+        #expect(journal.finalPairs == Set(rows))
+
+        let second = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+        #expect(second.status == 0 && !second.killedBySignal, "stderr: \(second.stderr)")
+        #expect(simulator.stats().requests == 200, "the second run sent requests")
+        #expect(second.stderr.contains("0 requests"), "stderr: \(second.stderr)")
+        #expect(second.stderr.contains("already restored in the journal, skipped: 180"), "stderr: \(second.stderr)")
+    }
+
+    @Test func aGzipInputIsRead() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(50, prefix: "gz")
+        let plain = workspace.csv(rows, name: "rows.csv")
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+        gzip.arguments = ["-c", "gzip -c \"$0\" > \"$0.gz\"", plain]
+        try gzip.run()
+        gzip.waitUntilExit()
+        try #require(gzip.terminationStatus == 0, "gzip failed")
+        try FileManager.default.removeItem(atPath: plain)
+
+        let finished = try botsi(
+            runArguments([plain + ".gz"], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 50)
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+    }
+
+    @Test func stdinIsReadWhenTheInputIsADash() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(50, prefix: "stdin")
+        let text = "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined()
+
+        let finished = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, simulator), key: Simulator.defaultKey, in: workspace,
+            stdin: Data(text.utf8))
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 50)
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+    }
+
+    @Test func theDemoRetriesFaultedRowsUntilTheyAreRestored() throws {
+        let workspace = Workspace()
+        try #require(FileManager.default.fileExists(atPath: Locations.packageRoot + "/samples/demo.csv"))
+        // The demo keeps its journal in TMPDIR for the `report` lines it prints: keep it in the workspace.
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = workspace.path
+        let finished = try botsi(
+            ["demo"], key: nil, in: workspace, workingDirectory: Locations.packageRoot, environment: environment,
+            timeout: 120)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("were retried, and still ended restored"), "stderr: \(finished.stderr)")
+    }
+}

@@ -12,11 +12,12 @@ enum RunCommand {
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
             .value("--log-interval"), .value("--seed"),
+            .value("--job"),
         ],
         takesPositionals: true)
 
     static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
+        let parsed = try ParsedArguments(JobFile.expand(arguments, spec: spec), spec: spec)
         if parsed.has("--help") {
             Output.out(Help.run)
             return ExitCode.success

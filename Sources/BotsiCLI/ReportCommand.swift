@@ -129,6 +129,12 @@ final class ReportSink {
         guard descriptor >= 0 else {
             throw Failure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
+        // O_CREAT's mode applies only to a new file: an existing one is narrowed here.
+        guard fchmod(descriptor, 0o600) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            throw Failure(message: "cannot make \(path) private (mode 0600): \(reason)")
+        }
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         ownsHandle = true
     }

@@ -11,7 +11,8 @@ func levels(_ active: Bool, expires: String = "2027-01-01T00:00:00.000Z") -> Str
 
 func state(_ status: String, run: Int64 = 1, levels: String? = nil) -> RowState {
     RowState(
-        status: status, code: nil, httpStatus: nil, runID: run, attemptedAt: "", profileState: levels == nil ? nil : "x",
+        status: status, code: nil, httpStatus: nil, runID: run, attemptedAt: "",
+        profileState: levels == nil ? nil : "x",
         accessLevels: levels)
 }
 
@@ -27,7 +28,8 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
         ClassifyCase(before: nil, after: state("restored", levels: levels(true)), expected: .newlyRestored),
         ClassifyCase(before: nil, after: state("failed"), expected: .newlyFailing),
         ClassifyCase(before: nil, after: state("nothing_to_restore"), expected: .new),
-        ClassifyCase(before: state("pending"), after: state("restored", levels: levels(true)), expected: .newlyRestored),
+        ClassifyCase(
+            before: state("pending"), after: state("restored", levels: levels(true)), expected: .newlyRestored),
         ClassifyCase(before: state("restored", levels: levels(true)), after: state("pending"), expected: .newlyFailing),
         ClassifyCase(
             before: state("restored", levels: levels(true)), after: state("restored", levels: levels(false)),

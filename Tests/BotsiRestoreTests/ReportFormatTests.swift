@@ -1,7 +1,8 @@
-@testable import BotsiJournal
 import BotsiRestore
 import Foundation
 import Testing
+
+@testable import BotsiJournal
 
 struct CellCase: Sendable, CustomTestStringConvertible {
     let raw: String

@@ -57,8 +57,10 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         defer { journal.close() }
         let runs = try journal.runs()
         #expect(runs.map(\.id) == [1, 2])
-        #expect(runs[0].options.contains(#""mergedFrom":{"journal":"\#(journalA.replacingOccurrences(of: "/", with: "\\/"))""#)
-            || runs[0].options.contains(journalA))
+        #expect(
+            runs[0].options.contains(
+                #""mergedFrom":{"journal":"\#(journalA.replacingOccurrences(of: "/", with: "\\/"))""#)
+                || runs[0].options.contains(journalA))
         #expect(runs[1].options.contains("shard-1.sqlite"))
         var restoredWithSnapshot = 0
         try journal.forEachReportRecord(ReportFilter(runID: 2, statuses: ["restored"])) { record in
@@ -102,7 +104,8 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         let directory = OpsDirectory()
         let simulator = try RunningSimulator()
         let shard = directory.file("shard.sqlite")
-        _ = try runJob([directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
+        _ = try runJob(
+            [directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
 
         let existing = directory.write("exists.sqlite", "")
         #expect(throws: JournalError.self) { _ = try Journal.merge(shards: [shard], into: existing) }
@@ -118,7 +121,8 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         let directory = OpsDirectory()
         let simulator = try RunningSimulator()
         let shard = directory.file("shard.sqlite")
-        _ = try runJob([directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
+        _ = try runJob(
+            [directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
         let lock = try RunLock(journalPath: shard, holder: LockHolder(pid: getpid(), host: "here", startedAt: "now"))
         defer { lock.release() }
         let output = directory.file("out.sqlite")

@@ -1,9 +1,9 @@
 import BotsiJournal
-import Synchronization
 import BotsiRestore
 import BotsiSimulator
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 /// A temporary directory for one test, removed when the test ends.
@@ -26,6 +26,7 @@ final class OpsDirectory {
         return file(name)
     }
 
+    @discardableResult
     func csv(_ name: String, _ rows: [(String, String)]) -> String {
         write(name, "profileId,originalTransactionId\n" + rows.map { "\($0.0),\($0.1)\n" }.joined())
     }

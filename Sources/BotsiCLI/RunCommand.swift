@@ -6,13 +6,13 @@ enum RunCommand {
     static let spec = CommandSpec(
         name: "run",
         options: [
+            .value("--job"),
             .flag("--help"), .value("--journal"), .value("--base-url"), .value("--key-env"), .value("--concurrency"),
             .value("--max-attempts"), .value("--timeout"), .value("--connect-timeout"), .value("--format"),
             .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
             .value("--log-interval"), .value("--seed"),
-            .value("--job"),
         ],
         takesPositionals: true)
 

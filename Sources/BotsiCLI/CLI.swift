@@ -27,10 +27,13 @@ public enum CLI {
                 return ExitCode.success
             case "run": return try RunCommand.main(rest)
             case "report": return try ReportCommand.main(rest)
+            case "status": return try StatusCommand.main(rest)
+            case "runs": return try RunsCommand.main(rest)
+            case "merge": return try MergeCommand.main(rest)
             case "simulate": return try SimulateCommand.main(rest)
             case "demo": return try DemoCommand.main(rest)
             default:
-                let known = ["run", "report", "simulate", "demo", "help"]
+                let known = ["run", "report", "status", "runs", "merge", "simulate", "demo", "help"]
                 let best = known.min { editDistance($0, command) < editDistance($1, command) }
                 var message = "unknown command '\(command)'"
                 if let best, editDistance(best, command) <= 2 { message += "; did you mean '\(best)'?" }

@@ -3,6 +3,9 @@ enum Help {
     static let usageLines = """
         usage: botsi-restore run [INPUT ...] [options]      restore every pair in the inputs
                botsi-restore report [options]               print the journal, one record per row
+               botsi-restore status [options]               the run in progress or the last one
+               botsi-restore runs [options]                 one line per run
+               botsi-restore merge OUT SHARD...             combine shard journals into a new one
                botsi-restore simulate [options]             serve a local Botsi restore API for rehearsals
                botsi-restore demo                           run the bundled sample against the simulator
                botsi-restore --help | --version | <command> --help
@@ -22,6 +25,9 @@ enum Help {
         switch command {
         case "run": return "usage: botsi-restore run [INPUT ...] [options]; see 'botsi-restore run --help'"
         case "report": return "usage: botsi-restore report [options]; see 'botsi-restore report --help'"
+        case "status": return "usage: botsi-restore status [--journal PATH] [--format text|json]"
+        case "runs": return "usage: botsi-restore runs [--journal PATH] [--format table|jsonl]"
+        case "merge": return "usage: botsi-restore merge OUT.sqlite SHARD.sqlite..."
         case "simulate": return "usage: botsi-restore simulate [options]; see 'botsi-restore simulate --help'"
         case "demo": return "usage: botsi-restore demo [--keep-journal PATH]"
         default: return usageLines
@@ -32,6 +38,9 @@ enum Help {
         switch name {
         case "run": return run
         case "report": return report
+        case "status": return status
+        case "runs": return runs
+        case "merge": return merge
         case "simulate": return simulate
         case "demo": return demo
         default: return nil
@@ -45,6 +54,8 @@ enum Help {
         POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
         INPUT is a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin.
 
+        Job:
+          --job FILE                    take options from a job file (jobs/*.json); flags given here win
         Input:
           --format csv|jsonl            format, when the file name does not tell
           --profile-column NAME         CSV/JSON column holding the profile id (default profileId or profile_id)
@@ -90,7 +101,8 @@ enum Help {
         usage: botsi-restore report [options]
 
         Prints the journal, one record per row: profileId, originalTransactionId, status, code,
-        httpStatus, attempts, source (file:line), updatedAt, and the profile snapshot.
+        httpStatus, attempts, source (file:line), updatedAt, and the profile snapshot (profileState,
+        activeAccessLevels, expiresAt, willRenew, accessLevels). Safe while a run writes the journal.
 
           --journal PATH        journal to read (default botsi-restore.sqlite)
           --run ID|latest       only rows that run sent or rejected
@@ -98,8 +110,50 @@ enum Help {
                                 pending or in_flight (repeatable)
           --code CODE           only rows with this code (repeatable)
           --since TIME          only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)
-          --format jsonl|csv    default jsonl; CSV cells starting with = + - @ are prefixed with '
+          --format FORMAT       jsonl (default), csv, or table (aligned columns for a terminal);
+                                CSV cells starting with = + - @ tab or CR are prefixed with '
           --output FILE         write there (mode 0600) instead of stdout
+
+        Changes between two runs (the nightly audit):
+          --changes             rows whose status or profile snapshot differs between two runs, with
+                                before/after columns and a change: newly_failing, newly_restored,
+                                lost_access, gained_access, snapshot_changed, recovered, new,
+                                status_changed
+          --run ID|latest       the later run (default latest)
+          --since-run ID        the earlier run (default the run before --run)
+
+        See docs/reports.md for every column.
+        """
+
+    static let status = """
+        usage: botsi-restore status [--journal PATH] [--format text|json]
+
+        The run in progress or the last one: when it started, its options and inputs, whether a live
+        process still holds the journal, requests and retries so far, the rate over the last minute,
+        row counts by status and code, and an ETA for the pending rows. Reads the journal read-only,
+        so it is safe while a run writes it.
+
+          --journal PATH        journal to read (default botsi-restore.sqlite)
+          --format text|json    default text
+        """
+
+    static let runs = """
+        usage: botsi-restore runs [--journal PATH] [--format table|jsonl]
+
+        One line per run: id, start, duration, state (finished, stopped, running, killed), exit code,
+        rows by status, rejected input rows, requests and inputs.
+
+          --journal PATH        journal to read (default botsi-restore.sqlite)
+          --format table|jsonl  default table
+        """
+
+    static let merge = """
+        usage: botsi-restore merge OUT.sqlite SHARD.sqlite...
+
+        Combines the journals of sharded runs (run --shard I/N, each with its own journal) into a new
+        journal OUT for report, runs and status. OUT must not exist. Runs are renumbered by start time
+        and note their source journal in their options (mergedFrom); a pair found in several shards
+        keeps the record updated last. Refuses a shard a live run still holds (exit 75).
         """
 
     static let simulate = """

@@ -8,6 +8,7 @@ enum ReportCommand {
         options: [
             .flag("--help"), .value("--journal"), .value("--run"), .value("--status", repeatable: true),
             .value("--code", repeatable: true), .value("--since"), .value("--format"), .value("--output"),
+            .flag("--changes"), .value("--since-run"),
         ],
         takesPositionals: false)
 
@@ -19,7 +20,11 @@ enum ReportCommand {
         }
         let formatName = parsed.value("--format") ?? "jsonl"
         guard let format = ReportFormat(rawValue: formatName) else {
-            throw UsageError(message: "option '--format' must be jsonl or csv, not '\(formatName)'")
+            throw UsageError(message: "option '--format' must be jsonl, csv or table, not '\(formatName)'")
+        }
+        if parsed.has("--changes") { return try changes(parsed, format: format) }
+        if parsed.value("--since-run") != nil {
+            throw UsageError(message: "option '--since-run' goes with --changes")
         }
         let statuses = parsed.all("--status")
         let known = ItemStatus.allCases.map(\.rawValue)
@@ -48,12 +53,46 @@ enum ReportCommand {
             let writer = ReportWriter(format: format) { sink.write($0) }
             writer.header()
             try journal.forEachReportRecord(filter) { writer.write($0) }
+            writer.finish()
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
         } catch let error as UsageError {
             throw error
+        } catch let error as ReportSink.Failure {
+            Output.error("botsi-restore report: \(error.message)")
+            return ExitCode.cannotCreate
+        }
+    }
+
+    /// `--changes --run B --since-run A`: rows whose status or profile snapshot differs between
+    /// the two runs. B defaults to the latest run, A to the run before B.
+    static func changes(_ parsed: ParsedArguments, format: ReportFormat) throws -> Int32 {
+        for option in ["--status", "--code", "--since"] where parsed.value(option) != nil {
+            throw UsageError(message: "option '\(option)' does not apply to --changes; filter the output instead")
+        }
+        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+        do {
+            let journal = try Journal(path: path, create: false, readOnly: true)
+            defer { journal.close() }
+            let later = try resolveRun(parsed.value("--run") ?? "latest", journal: journal)
+            let earlier = try parsed.value("--since-run").map { try resolveRun($0, journal: journal) } ?? later - 1
+            guard earlier >= 1, earlier < later else {
+                throw UsageError(
+                    message: "--changes compares an earlier run (--since-run) with a later one (--run); "
+                        + "run \(later) has no earlier run \(earlier)")
+            }
+            let sink = try ReportSink(path: parsed.value("--output"))
+            defer { sink.close() }
+            let writer = ChangeWriter(format: format) { sink.write($0) }
+            writer.header()
+            try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
+            writer.finish()
+            return ExitCode.success
+        } catch let error as JournalError {
+            Output.error("botsi-restore report: \(error.description)")
+            return ExitCode.cannotCreate
         } catch let error as ReportSink.Failure {
             Output.error("botsi-restore report: \(error.message)")
             return ExitCode.cannotCreate
@@ -89,6 +128,12 @@ final class ReportSink {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw Failure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        // O_CREAT's mode applies only to a new file: an existing one is narrowed here.
+        guard fchmod(descriptor, 0o600) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            throw Failure(message: "cannot make \(path) private (mode 0600): \(reason)")
         }
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         ownsHandle = true

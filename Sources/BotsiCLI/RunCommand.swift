@@ -6,6 +6,7 @@ enum RunCommand {
     static let spec = CommandSpec(
         name: "run",
         options: [
+            .value("--job"),
             .flag("--help"), .value("--journal"), .value("--base-url"), .value("--key-env"), .value("--concurrency"),
             .value("--max-attempts"), .value("--timeout"), .value("--connect-timeout"), .value("--format"),
             .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
@@ -18,7 +19,7 @@ enum RunCommand {
         takesPositionals: true)
 
     static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
+        let parsed = try ParsedArguments(JobFile.expand(arguments, spec: spec), spec: spec)
         if parsed.has("--help") {
             Output.out(Help.run)
             return ExitCode.success

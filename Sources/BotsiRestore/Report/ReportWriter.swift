@@ -2,26 +2,37 @@ import BotsiJournal
 import Foundation
 
 public enum ReportFormat: String, Sendable, CaseIterable {
-    case jsonl, csv
+    /// `table`: aligned columns for a terminal, without the raw `accessLevels` JSON.
+    case jsonl, csv, table
 }
 
-/// Writes report records as JSON lines or CSV, with the same column names in both.
+/// Writes report records as JSON lines, CSV or an aligned table, with the same column names.
+/// Call `finish()` at the end: a table holds back its first page to size its columns.
 public struct ReportWriter {
     public static let columns = [
         "profileId", "originalTransactionId", "status", "code", "httpStatus", "attempts", "source", "updatedAt",
         "restoredAt", "profileState", "activeAccessLevels", "expiresAt", "willRenew", "accessLevels", "message",
     ]
 
+    /// The table leaves out the raw JSON: a terminal line cannot hold it.
+    public static let tableColumns = columns.filter { $0 != "accessLevels" }
+
     public let format: ReportFormat
     private let write: (String) -> Void
+    private let table: TextTable?
 
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
         self.format = format
         self.write = write
+        table = format == .table ? TextTable(columns: Self.tableColumns, write: write) : nil
     }
 
     public func header() {
         if format == .csv { write(Self.columns.joined(separator: ",") + "\r\n") }
+    }
+
+    public func finish() {
+        table?.finish()
     }
 
     public func write(_ record: ReportRecord) {
@@ -49,6 +60,8 @@ public struct ReportWriter {
             write("{\(body)}\n")
         case .csv:
             write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
+        case .table:
+            table?.add(fields.filter { $0.0 != "accessLevels" }.map(\.1.text))
         }
     }
 

@@ -1,0 +1,101 @@
+import Foundation
+
+/// Where a row stood as of a run: what its last attempt in that run or an earlier one says.
+public struct RowState: Sendable, Equatable {
+    /// The row's status after that attempt (`pending` for an attempt that was to be retried).
+    public var status: String
+    public var code: String?
+    public var httpStatus: Int?
+    /// The run that made the attempt.
+    public var runID: Int64
+    public var attemptedAt: String
+    /// For `restored`: the profile snapshot the 200 returned.
+    public var profileState: String?
+    public var accessLevels: String?
+
+    public init(
+        status: String, code: String?, httpStatus: Int?, runID: Int64, attemptedAt: String, profileState: String?,
+        accessLevels: String?
+    ) {
+        self.status = status
+        self.code = code
+        self.httpStatus = httpStatus
+        self.runID = runID
+        self.attemptedAt = attemptedAt
+        self.profileState = profileState
+        self.accessLevels = accessLevels
+    }
+}
+
+/// A row whose status or profile snapshot differs between two runs.
+public struct RowChange: Sendable, Equatable {
+    public var profileId: String
+    public var originalTransactionId: String
+    /// `file:line` where the row was last read.
+    public var source: String
+    /// nil: no run up to the earlier one had sent the row.
+    public var before: RowState?
+    public var after: RowState
+}
+
+extension Journal {
+    /// Streams the rows whose state as of run `later` differs from their state as of run `earlier`
+    /// (`earlier` < `later`), in item order. A row's state as of run R is its last attempt with
+    /// `run_id <= R`; only rows some run in (earlier, later] sent can differ, so only those are read.
+    public func forEachChange(
+        since earlier: Int64, until later: Int64, _ body: (RowChange) throws -> Void
+    ) throws {
+        let sql = """
+            WITH touched AS (
+                SELECT DISTINCT item_id FROM attempts WHERE run_id > ?1 AND run_id <= ?2
+            ),
+            ranked AS (
+                SELECT a.item_id, a.run_id, a.started_at, a.http_status, a.code,
+                    CASE a.outcome WHEN 'retry' THEN 'pending' ELSE a.outcome END AS status,
+                    a.profile_state, a.access_levels,
+                    row_number() OVER (PARTITION BY a.item_id ORDER BY a.run_id DESC, a.id DESC) AS position_after,
+                    row_number() OVER (
+                        PARTITION BY a.item_id, a.run_id <= ?1 ORDER BY a.run_id DESC, a.id DESC
+                    ) AS position_in_half
+                FROM attempts a JOIN touched t ON t.item_id = a.item_id
+                WHERE a.run_id <= ?2
+            ),
+            after AS (SELECT * FROM ranked WHERE position_after = 1),
+            before AS (SELECT * FROM ranked WHERE run_id <= ?1 AND position_in_half = 1)
+            SELECT i.profile_id, i.original_transaction_id, i.last_source,
+                b.status, b.code, b.http_status, b.run_id, b.started_at, b.profile_state, b.access_levels,
+                f.status, f.code, f.http_status, f.run_id, f.started_at, f.profile_state, f.access_levels
+            FROM after f
+            JOIN items i ON i.id = f.item_id
+            LEFT JOIN before b ON b.item_id = f.item_id
+            WHERE b.item_id IS NULL
+                OR b.status IS NOT f.status
+                OR (f.status = 'restored'
+                    AND (b.profile_state IS NOT f.profile_state OR b.access_levels IS NOT f.access_levels))
+            ORDER BY i.id
+            """
+        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
+        defer { try? connection.execute("COMMIT") }
+        let statement = try wrap { () throws(SQLiteError) in try connection.prepare(sql) }
+        try wrap { () throws(SQLiteError) in _ = try statement.reset(.int(earlier), .int(later)) }
+        while try wrap({ () throws(SQLiteError) in try statement.step() }) {
+            var before: RowState?
+            if !statement.isNull(3) {
+                before = RowState(
+                    status: statement.text(3) ?? "", code: statement.text(4),
+                    httpStatus: statement.optionalInt(5).map(Int.init), runID: statement.int(6),
+                    attemptedAt: statement.text(7) ?? "", profileState: statement.text(8),
+                    accessLevels: statement.text(9))
+            }
+            let after = RowState(
+                status: statement.text(10) ?? "", code: statement.text(11),
+                httpStatus: statement.optionalInt(12).map(Int.init), runID: statement.int(13),
+                attemptedAt: statement.text(14) ?? "", profileState: statement.text(15),
+                accessLevels: statement.text(16))
+            try body(
+                RowChange(
+                    profileId: statement.text(0) ?? "", originalTransactionId: statement.text(1) ?? "",
+                    source: statement.text(2) ?? "", before: before, after: after))
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import BotsiJournal
+import Foundation
+
+/// `botsi-restore status`: the run in progress or the last one, read from the journal and its
+/// lock file. Built from a `JournalSnapshot`, so a live run's numbers are whole batches.
+public struct StatusReport: Sendable {
+    public enum Liveness: String, Sendable {
+        /// No run has used the journal yet.
+        case none
+        /// A live process holds the journal's lock.
+        case running
+        /// The run recorded its end.
+        case ended
+        /// No end on record and nobody holds the lock: killed or crashed.
+        case vanished
+    }
+
+    /// Seconds of attempts the recent rate is taken over.
+    public static let recentWindow: Double = 60
+
+    public let journalPath: String
+    public let snapshot: JournalSnapshot
+    public let holder: LockHolder?
+    public let now: Date
+
+    public init(journalPath: String, snapshot: JournalSnapshot, holder: LockHolder?, now: Date) {
+        self.journalPath = journalPath
+        self.snapshot = snapshot
+        self.holder = holder
+        self.now = now
+    }
+
+    public var liveness: Liveness {
+        guard let run = snapshot.latestRun else { return .none }
+        if run.endedAt != nil { return .ended }
+        return holder == nil ? .vanished : .running
+    }
+
+    public var isAlive: Bool { liveness == .running }
+
+    /// Rows still to send among those the journal knows (a running first pass knows only the rows
+    /// it has read so far, so this can grow while it reads).
+    public var pendingRows: Int { snapshot.itemCount(status: "pending") + snapshot.itemCount(status: "in_flight") }
+
+    /// Seconds from start to end, to now while running, or to the last attempt after a kill.
+    public var elapsedSeconds: Double? {
+        guard let run = snapshot.latestRun, let start = Timestamp.date(run.startedAt) else { return nil }
+        let end: Date?
+        switch liveness {
+        case .running: end = now
+        case .ended: end = run.endedAt.flatMap(Timestamp.date)
+        case .vanished, .none: end = snapshot.activity.lastAttemptAt.flatMap(Timestamp.date)
+        }
+        return end.map { max($0.timeIntervalSince(start), 0) }
+    }
+
+    /// Requests per second: over the last minute while running, over the whole run otherwise.
+    public var rate: Double? {
+        guard let elapsed = elapsedSeconds, elapsed > 0 else { return nil }
+        if isAlive { return Double(snapshot.activity.recentRequests) / min(Self.recentWindow, elapsed) }
+        return Double(snapshot.activity.requests) / elapsed
+    }
+
+    public var etaSeconds: Double? {
+        guard isAlive, let rate, rate > 0 else { return nil }
+        return Double(pendingRows) / rate
+    }
+
+    public var retries: Int { snapshot.activity.outcomes["retry"] ?? 0 }
+
+    // MARK: Rendering
+
+    public func renderText() -> String {
+        var lines = ["journal   \(journalPath)"]
+        guard let run = snapshot.latestRun else {
+            lines.append("no run has used this journal yet")
+            if let holder { lines.append("lock      held by pid \(holder.pid) on \(holder.host) (a run is starting)") }
+            return lines.joined(separator: "\n")
+        }
+        let elapsed = elapsedSeconds.map { RunSummary.duration($0) } ?? "?"
+        switch liveness {
+        case .running:
+            let who = holder.map { "pid \($0.pid) on \($0.host)" } ?? "pid \(run.pid) on \(run.host)"
+            lines.append("run       \(run.id) of \(snapshot.runCount): running, alive (\(who) holds the lock)")
+        case .ended:
+            let code = run.exitCode.map { "exit \($0)" } ?? "no exit code"
+            lines.append("run       \(run.id) of \(snapshot.runCount): \(run.state), \(code)")
+        case .vanished:
+            lines.append(
+                "run       \(run.id) of \(snapshot.runCount): ended without a record (killed or crashed); "
+                    + "its in-flight rows go back to pending when the next run starts")
+        case .none: break
+        }
+        if liveness != .running, let holder {
+            lines.append("lock      held by pid \(holder.pid) on \(holder.host): a new run is starting")
+        }
+        lines.append("started   \(run.startedAt) (\(elapsed) \(isAlive ? "so far" : "long"))")
+        if let ended = run.endedAt { lines.append("ended     \(ended)") }
+        lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
+        lines.append("options   \(optionsLine(run))")
+        let outcomes = snapshot.activity.outcomes.filter { $0.key != "retry" }.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        lines.append(
+            "this run  \(snapshot.activity.requests) requests, \(retries) retries"
+                + (outcomes.isEmpty ? "" : "; outcomes: \(outcomes)"))
+        if let rate {
+            lines.append(
+                String(format: "rate      %.1f/s ", rate) + (isAlive ? "over the last minute" : "over the run"))
+        }
+        lines.append("rows      \(statusLine())")
+        let explained: Set<String> = ["pending", "in_flight", "failed", "rejected"]
+        for count in snapshot.items where count.code != nil && explained.contains(count.status) {
+            lines.append("          \(count.status) (\(count.code ?? "")): \(count.count)")
+        }
+        if !snapshot.rejections.isEmpty {
+            let reasons = snapshot.rejections.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            lines.append(
+                "rejected  \(snapshot.rejections.values.reduce(0, +)) by the input checks: \(reasons.joined(separator: ", "))"
+            )
+        }
+        if let eta = etaSeconds {
+            lines.append("ETA       ~\(RunSummary.duration(eta)) for the \(pendingRows) pending rows read so far")
+        } else if pendingRows > 0 && !isAlive {
+            lines.append("next      \(pendingRows) rows pending: run the same command again to continue")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public func renderJSON() -> String {
+        var object: [String: Any] = ["journal": journalPath, "liveness": liveness.rawValue, "alive": isAlive]
+        object["runs"] = snapshot.runCount
+        if let run = snapshot.latestRun {
+            var runObject: [String: Any] = [
+                "id": run.id, "startedAt": run.startedAt, "state": run.state, "host": run.host, "pid": run.pid,
+                "toolVersion": run.toolVersion,
+            ]
+            runObject["endedAt"] = run.endedAt ?? NSNull()
+            runObject["exitCode"] = run.exitCode ?? NSNull()
+            runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
+            runObject["inputs"] = Self.jsonValue(run.inputs) ?? NSNull()
+            object["run"] = runObject
+        }
+        if let holder {
+            object["lockHolder"] = ["pid": holder.pid, "host": holder.host, "startedAt": holder.startedAt]
+        }
+        var statuses: [String: Int] = [:]
+        var codes: [String: Int] = [:]
+        for count in snapshot.items {
+            statuses[count.status, default: 0] += count.count
+            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
+        }
+        object["statuses"] = statuses
+        object["codes"] = codes
+        object["rejected"] = snapshot.rejections
+        object["requests"] = snapshot.activity.requests
+        object["retries"] = retries
+        object["outcomes"] = snapshot.activity.outcomes
+        object["pending"] = pendingRows
+        object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
+        object["rate"] = rate ?? NSNull()
+        object["etaSeconds"] = etaSeconds ?? NSNull()
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func statusLine() -> String {
+        let order = [
+            "restored", "nothing_to_restore", "profile_not_found", "rejected", "failed", "pending", "in_flight",
+        ]
+        var parts: [String] = []
+        for status in order {
+            let count = snapshot.itemCount(status: status)
+            if count > 0 { parts.append("\(status) \(count)") }
+        }
+        return parts.isEmpty ? "none yet" : parts.joined(separator: " · ")
+    }
+
+    /// Input paths: from the finished run's record, or from its options while it runs.
+    private func inputDescriptions(_ run: RunRecord) -> [String] {
+        if let inputs = Self.jsonValue(run.inputs) as? [[String: Any]], !inputs.isEmpty {
+            return inputs.map { input in
+                let path = input["path"] as? String ?? "?"
+                return (input["complete"] as? String) == "false" ? "\(path) (not read to the end)" : path
+            }
+        }
+        let options = Self.jsonValue(run.options) as? [String: Any]
+        return options?["inputs"] as? [String] ?? []
+    }
+
+    private func optionsLine(_ run: RunRecord) -> String {
+        guard let options = Self.jsonValue(run.options) as? [String: Any] else { return run.options }
+        let skipped: Set<String> = ["inputs", "journalPath"]
+        return options.filter { !skipped.contains($0.key) && !($0.value is NSNull) }.sorted { $0.key < $1.key }
+            .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
+    }
+
+    static func jsonValue(_ text: String) -> Any? {
+        try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+    }
+
+    static func compact(_ value: Any) -> String {
+        if let string = value as? String { return string }
+        // Serialising again keeps true apart from 1, which NSNumber alone does not.
+        let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+    }
+}

@@ -1,0 +1,85 @@
+import BotsiRestore
+import Foundation
+import Testing
+
+@testable import BotsiJournal
+
+struct CellCase: Sendable, CustomTestStringConvertible {
+    let raw: String
+    let written: String
+    var testDescription: String { raw.debugDescription }
+}
+
+@Suite struct ReportFormatTests {
+    static let cells: [CellCase] = [
+        CellCase(raw: "=HYPERLINK(\"http://x\")", written: "\"'=HYPERLINK(\"\"http://x\"\")\""),
+        CellCase(raw: "+1+1", written: "'+1+1"),
+        CellCase(raw: "-2+3", written: "'-2+3"),
+        CellCase(raw: "@SUM(A1)", written: "'@SUM(A1)"),
+        CellCase(raw: "\t=1", written: "'\t=1"),
+        CellCase(raw: "\r=1", written: "\"'\r=1\""),
+        CellCase(raw: "=1,2", written: "\"'=1,2\""),
+        CellCase(raw: "2000000000000002", written: "2000000000000002"),
+        CellCase(raw: "a, b", written: "\"a, b\""),
+        CellCase(raw: "a=b", written: "a=b"),
+        CellCase(raw: "", written: ""),
+    ]
+
+    @Test(arguments: cells)
+    func csvCellsThatASpreadsheetWouldRunAreNeutralised(_ cell: CellCase) {
+        #expect(CSVText.cell(cell.raw) == cell.written)
+    }
+
+    static func record(message: String) -> ReportRecord {
+        ReportRecord(
+            profileId: "@evil", originalTransactionId: "2000000000000002", status: "failed", code: "http_418",
+            httpStatus: 418, attempts: 1, source: "in.csv:2", firstSource: "in.csv:2", updatedAt: "2026-01-01",
+            restoredAt: nil, message: message, profileState: nil, accessLevels: nil, lastRun: 1)
+    }
+
+    @Test func aServerMessageBeginningWithEqualsIsTextInTheCSV() {
+        var text = ""
+        let writer = ReportWriter(format: .csv) { text += $0 }
+        writer.header()
+        writer.write(Self.record(message: "=cmd|' /C calc'!A0"))
+        writer.finish()
+        let row = text.split(separator: "\r\n")[1]
+        #expect(row.hasPrefix("'@evil,2000000000000002,failed,"))
+        #expect(row.hasSuffix(",'=cmd|' /C calc'!A0"))
+    }
+
+    @Test func theTableAlignsColumnsAndDropsTheRawJSON() {
+        var lines: [String] = []
+        let writer = ReportWriter(format: .table) { lines.append($0) }
+        writer.write(Self.record(message: "short"))
+        writer.write(Self.record(message: "a longer message"))
+        #expect(lines.isEmpty, "the first page is held back to size the columns")
+        writer.finish()
+        #expect(lines.count == 4)
+        #expect(!lines[0].contains("accessLevels,"))
+        #expect(lines[0].hasPrefix("profileId  originalTransactionId  status"))
+        let statusColumn = lines[0].range(of: "status")!.lowerBound.utf16Offset(in: lines[0])
+        for line in lines.dropFirst(2) {
+            #expect(line.dropFirst(statusColumn).hasPrefix("failed"))
+        }
+    }
+
+    @Test func tableCellsCannotCarryTerminalEscapes() {
+        var text = ""
+        // The first page (one row) sizes column a to 9 characters; the later, longer cell is cut.
+        let table = TextTable(columns: ["a", "b"], pageSize: 1, maxWidth: 16) { text += $0 }
+        table.add(["x\u{1B}[31mred", "1"])
+        table.add(["a very long cell indeed", "2"])
+        table.finish()
+        #expect(!text.contains("\u{1B}"))
+        #expect(text.contains("x\u{FFFD}[31mred"))
+        #expect(text.contains("a very l…  2"))
+    }
+
+    @Test func anEmptyTableStillPrintsItsHeader() {
+        var text = ""
+        let table = TextTable(columns: ["run", "state"]) { text += $0 }
+        table.finish()
+        #expect(text == "run  state\n---  -----\n")
+    }
+}

@@ -1,0 +1,129 @@
+import BotsiJournal
+import BotsiRestore
+import BotsiSimulator
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+/// The status a `status` command would show now, or nil while the journal does not exist yet.
+func currentStatus(_ path: String) -> StatusReport? {
+    guard let journal = try? Journal(path: path, create: false, readOnly: true) else { return nil }
+    defer { journal.close() }
+    let now = Date()
+    guard let snapshot = try? journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
+    else { return nil }
+    return StatusReport(
+        journalPath: path, snapshot: snapshot, holder: RunLock.currentHolder(journalPath: path), now: now)
+}
+
+@Suite struct ReportStatusTests {
+    @Test func statusReadsAJournalWhileARunWritesIt() throws {
+        let directory = OpsDirectory()
+        let simulator = try RunningSimulator { $0.latencyMilliseconds = 100 }
+        let rows = (0..<60).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10 + 1)) }
+        let input = directory.csv("in.csv", rows)
+        let journal = directory.file("journal.sqlite")
+        let finished = DispatchSemaphore(value: 0)
+        let exitCode = Mutex<Int32?>(nil)
+        let baseURL = simulator.baseURL
+        DispatchQueue.global().async {
+            let summary = try? runJob([input], journal: journal, baseURL: baseURL) { $0.concurrency = 2 }
+            exitCode.withLock { $0 = summary?.exitCode }
+            finished.signal()
+        }
+        // Poll until the run has journaled some attempts but not its end (a sanity limit only).
+        var seenLive: StatusReport?
+        let deadline = Date().addingTimeInterval(60)
+        while seenLive == nil && Date() < deadline && exitCode.withLock({ $0 }) == nil {
+            if let status = currentStatus(journal), status.snapshot.activity.requests > 0,
+                status.snapshot.latestRun?.endedAt == nil
+            {
+                seenLive = status
+            } else {
+                usleep(20_000)
+            }
+        }
+        finished.wait()
+        #expect(exitCode.withLock { $0 } == 0)
+        let live = try #require(seenLive, "the run ended before status saw it running")
+        #expect(live.liveness == .running)
+        #expect(live.isAlive)
+        #expect(live.holder?.pid == getpid())
+        #expect(live.rate != nil)
+        #expect(live.renderText().contains("running, alive"))
+
+        let after = try #require(currentStatus(journal))
+        #expect(after.liveness == .ended)
+        #expect(!after.isAlive)
+        #expect(after.snapshot.itemCount(status: "restored") == 60)
+        #expect(after.snapshot.activity.requests == 60)
+        #expect(after.etaSeconds == nil)
+        let text = after.renderText()
+        #expect(text.contains("run       1 of 1: finished, exit 0"))
+        #expect(text.contains("restored 60"))
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(after.renderJSON().utf8)) as? [String: Any])
+        #expect(json["liveness"] as? String == "ended")
+        #expect((json["statuses"] as? [String: Int])?["restored"] == 60)
+        #expect((json["run"] as? [String: Any])?["exitCode"] as? Int == 0)
+    }
+
+    @Test func aRunWithNoEndAndNoLockHolderIsReportedAsKilled() throws {
+        let directory = OpsDirectory()
+        let path = directory.file("journal.sqlite")
+        var builder = try JournalBuilder(path: path)
+        let run = try builder.startRun()
+        try builder.attempt("p1", run: run, outcome: "restored", access: levels(true))
+        try builder.attempt("p2", run: run, outcome: "retry", code: "timeout")
+        builder.journal.close()
+
+        let status = try #require(currentStatus(path))
+        #expect(status.liveness == .vanished)
+        #expect(status.retries == 1)
+        #expect(status.renderText().contains("ended without a record"))
+        let journal = try Journal(path: path, create: false, readOnly: true)
+        defer { journal.close() }
+        let lines = RunLine.make(
+            runs: try journal.runs(), attemptOutcomes: try journal.attemptOutcomesByRun(), holder: nil, now: Date())
+        #expect(lines.count == 1)
+        #expect(lines[0].state == "killed")
+        #expect(lines[0].countsFromAttempts)
+        #expect(lines[0].statuses == ["restored": 1])
+        #expect(lines[0].requests == 2)
+    }
+
+    @Test func runsListsEachRunWithItsCountsAndExitCode() throws {
+        let directory = OpsDirectory()
+        let simulator = try RunningSimulator()
+        let journal = directory.file("journal.sqlite")
+        let input = directory.csv("in.csv", [("p1", "2000000000000002"), ("p2", "2000000000000010")])
+        _ = try runJob([input], journal: journal, baseURL: simulator.baseURL)
+        let more = directory.csv("more.csv", [("p3", "2000000000000004"), ("unknown-4", "2000000000000006")])
+        _ = try runJob([more], journal: journal, baseURL: simulator.baseURL)
+
+        let opened = try Journal(path: journal, create: false, readOnly: true)
+        defer { opened.close() }
+        let lines = RunLine.make(
+            runs: try opened.runs(), attemptOutcomes: try opened.attemptOutcomesByRun(), holder: nil, now: Date())
+        #expect(lines.map(\.state) == ["finished", "finished"])
+        #expect(lines.map(\.exitCode) == [0, 0])
+        #expect(lines[0].statuses == ["restored": 1, "nothing_to_restore": 1])
+        #expect(lines[1].statuses == ["restored": 1, "profile_not_found": 1])
+        #expect(lines[1].inputs == [more])
+        #expect(lines.allSatisfy { !$0.countsFromAttempts && $0.durationSeconds != nil })
+
+        var table = ""
+        RunsWriter.write(lines, format: .table) { table += $0 }
+        let tableLines = table.split(separator: "\n")
+        #expect(tableLines.count == 4)
+        #expect(tableLines[0].hasPrefix("run  started"))
+        var jsonl = ""
+        RunsWriter.write(lines, format: .jsonl) { jsonl += $0 }
+        let objects = try jsonl.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.map { $0["run"] as? Int } == [1, 2])
+        #expect(objects.map { $0["exitCode"] as? Int } == [0, 0])
+    }
+}

@@ -115,8 +115,10 @@ enum DemoCommand {
         var simulatorOptions = SimulatorOptions()
         simulatorOptions.latencyMilliseconds = 20
         simulatorOptions.jitterMilliseconds = 40
-        simulatorOptions.faultRate = 0.2
-        simulatorOptions.faults = [.tooManyRequests, .internalError, .badGateway, .unavailable, .reset, .truncated]
+        simulatorOptions.faultRate = 0.15
+        simulatorOptions.faults = [.internalError, .badGateway, .unavailable, .reset, .truncated]
+        // 429s come the way a real upstream sends them: above a rate, so adaptive throttling shows.
+        simulatorOptions.limitRate = 150
         simulatorOptions.retryAfterSeconds = 1
         simulatorOptions.seed = 7
         simulatorOptions.keys = [key]
@@ -133,7 +135,7 @@ enum DemoCommand {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let journal = parsed.value("--keep-journal") ?? directory + "/demo.sqlite"
         Output.error(
-            "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 20% faults: 429, 5xx, resets, truncated replies)"
+            "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 15% faults: 5xx, resets, truncated replies; 429 above 150 requests/s)"
         )
         Output.error(
             "demo: botsi-restore run \(sample) --journal \(journal) --base-url \(simulator.baseURL) --concurrency 16\n")

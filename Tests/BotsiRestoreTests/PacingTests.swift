@@ -44,11 +44,20 @@ import Testing
 
     @Test func aBurstOf503sCountsAsThrottlingButOneDoesNot() {
         var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
-        throttle.unavailable(now: 1, acceptedRate: 50, latency: 0.01)
+        throttle.unavailable(now: 1, acceptedRate: 8, latency: 0.01)
         #expect(throttle.effectiveRate == nil)
-        throttle.unavailable(now: 1.1, acceptedRate: 50, latency: 0.01)
-        throttle.unavailable(now: 1.2, acceptedRate: 50, latency: 0.01)
-        #expect(throttle.effectiveRate == 40)
+        throttle.unavailable(now: 1.1, acceptedRate: 8, latency: 0.01)
+        throttle.unavailable(now: 1.2, acceptedRate: 8, latency: 0.01)
+        #expect(throttle.effectiveRate == 6.4)
+    }
+
+    @Test func aSteadyTrickleOf503sAmongManySuccessesIsNotThrottling() {
+        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
+        for step in 0..<100 {
+            throttle.unavailable(now: 1 + Double(step) * 0.03, acceptedRate: 800, latency: 0.02)
+        }
+        #expect(throttle.effectiveRate == nil)
+        #expect(throttle.events == 0)
     }
 
     @Test func shardsAreStableDisjointAndCoverEveryProfile() {

@@ -58,6 +58,7 @@ struct AdaptiveThrottle {
     static let slowIncrease = 1.005
     static let quietSeconds = 2.0
     static let unavailableBurst = 3
+    static let unavailableShare = 0.25
 
     let enabled: Bool
     let rateCap: Double?
@@ -113,11 +114,14 @@ struct AdaptiveThrottle {
         lowestRate = min(lowestRate ?? .infinity, rate!)
     }
 
-    /// A 503: only a burst of them counts as throttling (one may be a blip).
+    /// A 503: only a burst of them counts as throttling — at least a few within a second, and a
+    /// large share of that second's replies. A steady trickle of 503s among many successes is
+    /// an unreliable service, which retries and the retry budget handle, not an overloaded one.
     mutating func unavailable(now: Double, acceptedRate: Double, latency: Double) {
         recentUnavailable.append(now)
         recentUnavailable.removeAll { now - $0 > 1 }
-        if recentUnavailable.count >= Self.unavailableBurst {
+        let count = Double(recentUnavailable.count)
+        if recentUnavailable.count >= Self.unavailableBurst && count >= Self.unavailableShare * (count + acceptedRate) {
             recentUnavailable.removeAll()
             throttled(now: now, acceptedRate: acceptedRate, latency: latency)
         }

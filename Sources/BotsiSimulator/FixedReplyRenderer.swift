@@ -29,7 +29,8 @@ enum FixedReplyRenderer {
                 Responses.make(status: status, contentType: .html, body: page, keepAlive: keepAlive),
                 closeAfter: !keepAlive)
         case .hugeBody:
-            let body = paddedProfile(profileId, totalBytes: reply.bytes ?? SimulatorScenario.FixedReply.defaultHugeBodyBytes)
+            let body = paddedProfile(
+                profileId, totalBytes: reply.bytes ?? SimulatorScenario.FixedReply.defaultHugeBodyBytes)
             if reply.contentLength ?? true {
                 return .send(Responses.make(status: 200, body: body, keepAlive: keepAlive), closeAfter: !keepAlive)
             }

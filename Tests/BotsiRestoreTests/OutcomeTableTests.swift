@@ -50,7 +50,8 @@ import Testing
 
     @Test func aBadRequestForTheRowIsRejectedAndRetryFailedResendsIt() throws {
         let harness = try harness([
-            Reply(originalTransactionId: "2000000000000402", status: 400, code: "bad_request", message: "Not this app's")
+            Reply(
+                originalTransactionId: "2000000000000402", status: 400, code: "bad_request", message: "Not this app's")
         ])
         defer { harness.simulator.stop() }
         let input = harness.scratch.csv(rows: [("p-1", "2000000000000402"), ("p-2", "2000000000000404")])

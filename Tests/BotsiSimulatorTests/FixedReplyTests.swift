@@ -248,18 +248,22 @@ struct FixedReplyTests {
 
     @Test("bad replies entries are refused with the entry and the key named")
     func validation() {
-        #expect(parseError(#"{"replies": [{"originalTransactionId": "1", "staus": 422}]}"#)?.contains(
-            "unknown key 'staus' in replies[0]") == true)
+        #expect(
+            parseError(#"{"replies": [{"originalTransactionId": "1", "staus": 422}]}"#)?.contains(
+                "unknown key 'staus' in replies[0]") == true)
         #expect(parseError(#"{"replies": [{"originalTransactionId": "1"}]}"#)?.contains("status is required") == true)
-        #expect(parseError(#"{"replies": [{"originalTransactionId": "1", "status": 200}]}"#)?.contains(
-            "status must be 400–599") == true)
-        #expect(parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "teapot"}]}"#)?.contains(
-            "replies[0].kind") == true)
+        #expect(
+            parseError(#"{"replies": [{"originalTransactionId": "1", "status": 200}]}"#)?.contains(
+                "status must be 400–599") == true)
+        #expect(
+            parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "teapot"}]}"#)?.contains(
+                "replies[0].kind") == true)
         #expect(
             parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "okFalse", "bytes": 5}]}"#)?.contains(
                 "replies[0] ('1', kind 'okFalse'): 'bytes' does not apply to this kind; it takes message") == true)
-        #expect(parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "redirect"}]}"#)?.contains(
-            "location is required") == true)
+        #expect(
+            parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "redirect"}]}"#)?.contains(
+                "location is required") == true)
         #expect(
             parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "redirect", "location": "a\nb"}]}"#)?
                 .contains("control characters") == true)
@@ -268,7 +272,8 @@ struct FixedReplyTests {
                 #"{"replies": [{"originalTransactionId": "1", "status": 409}, {"originalTransactionId": "1", "status": 422}]}"#
             )?.contains("replies[1] ('1') is listed twice") == true)
         #expect(
-            parseError(#"{"replies": [{"originalTransactionId": "1", "kind": "neverEndingBody", "intervalMilliseconds": 0}]}"#)?
+            parseError(
+                #"{"replies": [{"originalTransactionId": "1", "kind": "neverEndingBody", "intervalMilliseconds": 0}]}"#)?
                 .contains("intervalMilliseconds") == true)
         #expect(parseError(#"{"forbiddenKeys": ["ok", ""]}"#)?.contains("forbiddenKeys[1] is empty") == true)
         #expect(parseError(#"{"forbiddenKeys": "k"}"#)?.contains("forbiddenKeys") == true)

@@ -16,6 +16,8 @@ import Foundation
 ///   ]
 /// }
 /// ```
+/// `replies` fixes the reply for a transaction (`FixedReply`) and `forbiddenKeys` lists keys answered
+/// with 403; see `samples/scenario-hostile.json`.
 /// Only listed profiles exist unless `createUnknownProfiles` is true. A transaction that is not listed
 /// is unknown to Apple (`nothing_to_restore`) unless `unlistedTransactions` is `"rule"`, in which case
 /// the deterministic rule of the simulator (see `Simulator`) decides.

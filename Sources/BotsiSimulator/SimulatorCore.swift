@@ -39,8 +39,9 @@ final class SimulatorCore: Sendable {
         case failure(status: Int, code: StaticString, message: String, retryAfter: Int?)
         case restored(body: [UInt8])
         case fault(SimulatorFault, partialBody: [UInt8])
-        /// A scenario's fixed reply; `currentProfile` is filled only for the kind that sends it.
-        case fixed(SimulatorScenario.FixedReply, profileId: String, currentProfile: [UInt8])
+        /// A scenario's fixed reply; `currentProfile` is filled only for the kind that sends it. Indirect, so
+        /// the large payload does not widen the decision every other request hands back from the lock.
+        indirect case fixed(SimulatorScenario.FixedReply, profileId: String, currentProfile: [UInt8])
     }
 
     let options: SimulatorOptions

@@ -42,6 +42,8 @@ public final class Runner: @unchecked Sendable {
         var attemptsThisRun = 0
         var startedAt = Date()
         var lastWasTimeout = false
+        /// The code of the last retryable error, journaled with the row while it waits.
+        var lastCode: String?
         var waitingToRetry = false
     }
 
@@ -483,6 +485,7 @@ public final class Runner: @unchecked Sendable {
             summary.retries += 1
             var waiting = entry
             waiting.payload.lastWasTimeout = isTimeout
+            waiting.payload.lastCode = code
             waiting.payload.waitingToRetry = true
             window[entry.sequence] = waiting
             waitingToRetry += 1
@@ -515,7 +518,7 @@ public final class Runner: @unchecked Sendable {
         window[sequence]?.payload.waitingToRetry = false
         if stopReason != nil {
             // Already journaled pending with its last error; it is done for this run.
-            summary.count(status: ItemStatus.pending.rawValue, code: nil)
+            summary.count(status: ItemStatus.pending.rawValue, code: entry.payload.lastCode)
             window.remove(sequence)
         } else {
             window.makeReadyAgain(sequence)
@@ -558,9 +561,8 @@ public final class Runner: @unchecked Sendable {
         summary.stopMessage = Self.describe(reason)
         // Rows waiting out a backoff are done for this run: they stay pending with their last error.
         for sequence in window.allSequences where window[sequence]?.payload.waitingToRetry == true {
-            window[sequence]?.payload.waitingToRetry = false
             waitingToRetry -= 1
-            summary.count(status: ItemStatus.pending.rawValue, code: nil)
+            summary.count(status: ItemStatus.pending.rawValue, code: window[sequence]?.payload.lastCode)
             window.remove(sequence)
         }
     }
@@ -616,6 +618,7 @@ public final class Runner: @unchecked Sendable {
         summary.finalThrottledRate = throttle.isThrottled ? throttle.effectiveRate : nil
         client?.shutdown()
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
+        summary.inputComplete = inputDone
         summary.exitCode = exitCode
         if let journal {
             if options.dryRun {

@@ -25,6 +25,9 @@ enum RunCommand {
             return ExitCode.success
         }
         let options = try runOptions(parsed)
+        // No core dumps from a process that holds the key in memory.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
         let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
         let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
         return execute(options: options, apiKey: apiKey, quiet: parsed.has("--quiet"), logInterval: logInterval)

@@ -461,7 +461,7 @@ public final class Runner: @unchecked Sendable {
             let clock = monotonicSeconds()
             let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
             if httpStatus == 429 {
-                throttle.throttled(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
+                throttle.tooManyRequests(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             } else if httpStatus == 503 {
                 throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             }
@@ -672,7 +672,8 @@ public final class Runner: @unchecked Sendable {
         timer.setEventHandler { [self] in
             guard !isFinished else { return }
             let rateBefore = throttle.effectiveRate
-            throttle.tick(now: monotonicSeconds())
+            let clock = monotonicSeconds()
+            throttle.tick(now: clock, acceptedRate: acceptedMeter.ratePerSecond(now: clock))
             if throttle.effectiveRate != rateBefore { schedulePump() }
             if let deadline = options.deadline, Date() >= deadline, stopReason == nil {
                 stop(

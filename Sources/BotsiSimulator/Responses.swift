@@ -10,7 +10,7 @@ enum Responses {
     ) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(160 + body.count)
-        statusLine(status).withUTF8Buffer { bytes.append(contentsOf: $0) }
+        appendStatusLine(status, to: &bytes)
         switch contentType {
         case .json: append("Content-Type: application/json\r\n", to: &bytes)
         case .html: append("Server: nginx\r\nContent-Type: text/html\r\n", to: &bytes)
@@ -56,29 +56,38 @@ enum Responses {
 
     static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    private static func statusLine(_ status: Int) -> StaticString {
+    /// Static text for the statuses the simulator sends often; any other (a scenario's fixed reply)
+    /// gets its number and a generic reason phrase, which HTTP/1.1 lets clients ignore.
+    static func appendStatusLine(_ status: Int, to bytes: inout [UInt8]) {
+        let line: StaticString
         switch status {
-        case 200: return "HTTP/1.1 200 OK\r\n"
-        case 400: return "HTTP/1.1 400 Bad Request\r\n"
-        case 401: return "HTTP/1.1 401 Unauthorized\r\n"
-        case 404: return "HTTP/1.1 404 Not Found\r\n"
-        case 405: return "HTTP/1.1 405 Method Not Allowed\r\n"
-        case 411: return "HTTP/1.1 411 Length Required\r\n"
-        case 413: return "HTTP/1.1 413 Content Too Large\r\n"
-        case 429: return "HTTP/1.1 429 Too Many Requests\r\n"
-        case 431: return "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-        case 500: return "HTTP/1.1 500 Internal Server Error\r\n"
-        case 502: return "HTTP/1.1 502 Bad Gateway\r\n"
-        case 503: return "HTTP/1.1 503 Service Unavailable\r\n"
-        default: return "HTTP/1.1 500 Internal Server Error\r\n"
+        case 200: line = "HTTP/1.1 200 OK\r\n"
+        case 400: line = "HTTP/1.1 400 Bad Request\r\n"
+        case 401: line = "HTTP/1.1 401 Unauthorized\r\n"
+        case 403: line = "HTTP/1.1 403 Forbidden\r\n"
+        case 404: line = "HTTP/1.1 404 Not Found\r\n"
+        case 405: line = "HTTP/1.1 405 Method Not Allowed\r\n"
+        case 411: line = "HTTP/1.1 411 Length Required\r\n"
+        case 413: line = "HTTP/1.1 413 Content Too Large\r\n"
+        case 429: line = "HTTP/1.1 429 Too Many Requests\r\n"
+        case 431: line = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        case 500: line = "HTTP/1.1 500 Internal Server Error\r\n"
+        case 502: line = "HTTP/1.1 502 Bad Gateway\r\n"
+        case 503: line = "HTTP/1.1 503 Service Unavailable\r\n"
+        default:
+            append("HTTP/1.1 ", to: &bytes)
+            appendDecimal(status, to: &bytes)
+            append(" Status\r\n", to: &bytes)
+            return
         }
+        append(line, to: &bytes)
     }
 
-    private static func append(_ text: StaticString, to bytes: inout [UInt8]) {
+    static func append(_ text: StaticString, to bytes: inout [UInt8]) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+    static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
         guard value > 0 else {
             bytes.append(UInt8(ascii: "0"))
             return

@@ -255,6 +255,9 @@ final class ServerLoop: @unchecked Sendable {
             write(bytes, closeAfter: closeAfter, on: connection)
         case .truncated(let bytes):
             write(bytes, closeAfter: true, on: connection)
+        case .trickle(let head, let chunk, let interval):
+            connection.trickle = Trickle(chunk: chunk, intervalNanoseconds: interval)
+            write(head, closeAfter: false, on: connection)
         case .reset:
             close(connection, reset: true)
         case .stall:
@@ -296,6 +299,12 @@ final class ServerLoop: @unchecked Sendable {
             connection.writeSource = nil
             source.cancel()
         }
+        if let trickle = connection.trickle {
+            // The reply never ends, so the request stays in flight until the connection closes.
+            connection.phase = .trickling
+            schedule(after: trickle.intervalNanoseconds, from: nil, connection)
+            return
+        }
         if let token = connection.inFlight {
             connection.inFlight = nil
             core.finish(token)
@@ -318,6 +327,20 @@ final class ServerLoop: @unchecked Sendable {
         connection.writeSource = source
         connection.liveSources += 1
         source.resume()
+    }
+
+    /// One small non-blocking send per tick. A client that stops reading only fills its socket buffer,
+    /// so a full buffer skips the tick instead of waiting for room.
+    private func trickleMore(_ connection: Connection) {
+        guard let trickle = connection.trickle else { return }
+        let written = trickle.chunk.withUnsafeBytes {
+            send(connection.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+        }
+        if written < 0, errno != EAGAIN, errno != EWOULDBLOCK, errno != EINTR {
+            close(connection)
+            return
+        }
+        schedule(after: trickle.intervalNanoseconds, from: nil, connection)
     }
 
     // MARK: Closing
@@ -389,6 +412,8 @@ final class ServerLoop: @unchecked Sendable {
                 }
             case .stalled:
                 close(connection)
+            case .trickling:
+                trickleMore(connection)
             case .reading, .writing:
                 break
             }
@@ -401,7 +426,7 @@ final class ServerLoop: @unchecked Sendable {
 final class Connection: @unchecked Sendable {
     // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue.
     enum Phase {
-        case reading, waiting, stalled, writing
+        case reading, waiting, stalled, writing, trickling
     }
 
     let id: UInt64
@@ -415,6 +440,8 @@ final class Connection: @unchecked Sendable {
     var closeAfterWrite = false
     var phase = Phase.reading
     var pendingAction: ReplyPlan.Action?
+    /// Set while a never-ending body is being sent.
+    var trickle: Trickle?
     var generation: UInt64 = 0
     /// Kernel receive time (uptime clock) of the chunk that began the buffered request, when known.
     var requestArrival: UInt64?
@@ -435,6 +462,11 @@ extension HTTPRequestHead.Route {
         if case .restore = self { return true }
         return false
     }
+}
+
+struct Trickle {
+    let chunk: [UInt8]
+    let intervalNanoseconds: UInt64
 }
 
 struct Deadline {

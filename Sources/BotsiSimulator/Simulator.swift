@@ -158,6 +158,9 @@ public final class Simulator: Sendable {
             } catch let error as SimulatorScenarioError {
                 throw SimulatorError(error.message)
             }
+            if !Set(scenario.forbiddenKeys).isDisjoint(with: options.keys) {
+                throw SimulatorError("a key cannot be both accepted and in the scenario's forbiddenKeys")
+            }
         }
         guard (0...65_535).contains(options.port) else { throw SimulatorError("port must be in 0...65535") }
         guard options.faultRate >= 0, options.faultRate <= 1 else {

@@ -10,6 +10,8 @@ struct ReplyPlan {
         case stall
         /// Sent in full, then the connection closes; the bytes promise more than they hold.
         case truncated([UInt8])
+        /// `head` at once, then `chunk` every interval until the client or `stop()` closes the connection.
+        case trickle(head: [UInt8], chunk: [UInt8], intervalNanoseconds: UInt64)
     }
 
     var action: Action
@@ -30,22 +32,33 @@ final class SimulatorCore: Sendable {
     }
 
     private enum Authorization {
-        case accepted, missing, unknown, bearer
+        case accepted, missing, unknown, bearer, forbidden
     }
 
     private enum Decision {
         case failure(status: Int, code: StaticString, message: String, retryAfter: Int?)
         case restored(body: [UInt8])
         case fault(SimulatorFault, partialBody: [UInt8])
+        /// A scenario's fixed reply; `currentProfile` is filled only for the kind that sends it.
+        case fixed(SimulatorScenario.FixedReply, profileId: String, currentProfile: [UInt8])
     }
 
     let options: SimulatorOptions
     private let keys: [[UInt8]]
+    private let forbiddenKeys: [[UInt8]]
+    /// nil without fixed replies, so a request pays for no lookup unless the scenario has some.
+    private let fixedReplies: [String: SimulatorScenario.FixedReply]?
     private let state: Mutex<State>
 
     init(options: SimulatorOptions) {
         self.options = options
         keys = options.keys.map { Array($0.utf8) }
+        forbiddenKeys = (options.scenario?.forbiddenKeys ?? []).map { Array($0.utf8) }
+        let replies = options.scenario?.replies ?? []
+        fixedReplies =
+            replies.isEmpty
+            ? nil
+            : Dictionary(replies.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { first, _ in first })
         let baseTime = Int64(Date().timeIntervalSince1970.rounded(.down))
         // Separate streams, so changing the jitter does not move which requests fault.
         state = Mutex(
@@ -96,6 +109,8 @@ final class SimulatorCore: Sendable {
             case .fault(let fault, _):
                 key = fault.rawValue
                 state.stats.faultsInjected[fault.rawValue, default: 0] += 1
+            case .fixed(let reply, _, _):
+                key = Self.statsKey(reply)
             }
             state.stats.statusCounts[key, default: 0] += 1
             return (decision, drawDelay(&state.jitterRandom))
@@ -119,6 +134,10 @@ final class SimulatorCore: Sendable {
         case .bearer:
             return .failure(
                 status: 401, code: "unauthorized", message: "Send the API key without a Bearer prefix", retryAfter: nil)
+        case .forbidden:
+            return .failure(
+                status: 403, code: "forbidden", message: "This API key may not restore purchases for this app",
+                retryAfter: nil)
         case .accepted:
             break
         }
@@ -135,6 +154,10 @@ final class SimulatorCore: Sendable {
             return .failure(
                 status: 429, code: "rate_limited", message: "Rate limit exceeded, slow down",
                 retryAfter: options.retryAfterSeconds)
+        }
+        if let fixedReplies, let reply = fixedReplies[pair.originalTransactionId] {
+            let profile = reply.kind == .hugeHeaders ? state.store.currentReply(profileId: pair.profileId) : []
+            return .fixed(reply, profileId: pair.profileId, currentProfile: profile)
         }
         if options.faultRate > 0, !options.faults.isEmpty, state.faultRandom.nextUnit() < options.faultRate {
             let fault = options.faults[state.faultRandom.nextIndex(below: options.faults.count)]
@@ -186,7 +209,16 @@ final class SimulatorCore: Sendable {
         {
             return .bearer
         }
-        return keys.contains(authorization) ? .accepted : .unknown
+        if keys.contains(authorization) { return .accepted }
+        return forbiddenKeys.contains(authorization) ? .forbidden : .unknown
+    }
+
+    /// The HTTP status for fixed replies that carry one of their own; the kind for the hostile 200s.
+    private static func statsKey(_ reply: SimulatorScenario.FixedReply) -> String {
+        switch reply.kind {
+        case .error, .html, .redirect: String(reply.effectiveStatus)
+        case .hugeBody, .invalidJSON, .okFalse, .neverEndingBody, .hugeHeaders: reply.kind.rawValue
+        }
     }
 
     private func action(for decision: Decision, keepAlive: Bool) -> ReplyPlan.Action {
@@ -220,6 +252,9 @@ final class SimulatorCore: Sendable {
             return .reset
         case .fault(.stall, _):
             return .stall
+        case .fixed(let reply, let profileId, let currentProfile):
+            return FixedReplyRenderer.action(
+                for: reply, profileId: profileId, currentProfile: currentProfile, keepAlive: keepAlive)
         case .fault(.truncated, let full):
             let sent = Array(full.prefix(max(1, full.count / 2)))
             return .truncated(

@@ -116,19 +116,27 @@ public struct SimulatorScenario: Sendable, Codable {
     public var unlistedTransactions: UnlistedTransactions
     public var profiles: [Profile]
     public var transactions: [Transaction]
+    /// Fixed replies, served instead of the restore for their transaction (see `FixedReply`).
+    public var replies: [FixedReply]
+    /// Keys the server knows but refuses with 403 `forbidden` (a key of another app, or without the
+    /// permission to restore). They need not be among `SimulatorOptions.keys` and must not overlap them.
+    public var forbiddenKeys: [String]
 
     public init(
         profiles: [Profile] = [], transactions: [Transaction] = [], createUnknownProfiles: Bool = false,
-        unlistedTransactions: UnlistedTransactions = .nothingToRestore
+        unlistedTransactions: UnlistedTransactions = .nothingToRestore, replies: [FixedReply] = [],
+        forbiddenKeys: [String] = []
     ) {
         self.profiles = profiles
         self.transactions = transactions
         self.createUnknownProfiles = createUnknownProfiles
         self.unlistedTransactions = unlistedTransactions
+        self.replies = replies
+        self.forbiddenKeys = forbiddenKeys
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case createUnknownProfiles, unlistedTransactions, profiles, transactions
+        case createUnknownProfiles, unlistedTransactions, profiles, transactions, replies, forbiddenKeys
     }
 
     public init(from decoder: any Decoder) throws {
@@ -139,7 +147,9 @@ public struct SimulatorScenario: Sendable, Codable {
             createUnknownProfiles: try container.decodeIfPresent(Bool.self, forKey: .createUnknownProfiles) ?? false,
             unlistedTransactions: try container.decodeIfPresent(
                 UnlistedTransactions.self, forKey: .unlistedTransactions)
-                ?? .nothingToRestore)
+                ?? .nothingToRestore,
+            replies: try container.decodeIfPresent([FixedReply].self, forKey: .replies) ?? [],
+            forbiddenKeys: try container.decodeIfPresent([String].self, forKey: .forbiddenKeys) ?? [])
     }
 
     /// Reads, decodes and validates a scenario file; every failure names the file and the offending entry.
@@ -208,6 +218,21 @@ public struct SimulatorScenario: Sendable, Codable {
                 throw SimulatorScenarioError("\(source): \(name) has an empty productId or accessLevel")
             }
         }
+        var replyIds = Set<String>()
+        for (position, reply) in replies.enumerated() {
+            try reply.validate(at: "\(source): replies[\(position)]")
+            guard replyIds.insert(reply.originalTransactionId).inserted else {
+                throw SimulatorScenarioError(
+                    "\(source): replies[\(position)] ('\(reply.originalTransactionId)') is listed twice")
+            }
+        }
+        // Positions only: a key is never echoed, not even a simulator's.
+        for (position, key) in forbiddenKeys.enumerated() {
+            guard !key.isEmpty, !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw SimulatorScenarioError(
+                    "\(source): forbiddenKeys[\(position)] is empty or contains a control character")
+            }
+        }
     }
 
     /// Catches misspelt keys, which the decoder would otherwise ignore silently.
@@ -221,6 +246,11 @@ public struct SimulatorScenario: Sendable, Codable {
             if let fields = entry as? [String: Any] {
                 try rejectUnknown(
                     Set(fields.keys), known: Transaction.knownKeys, at: "transactions[\(position)]", source)
+            }
+        }
+        for (position, entry) in (top["replies"] as? [Any] ?? []).enumerated() {
+            if let fields = entry as? [String: Any] {
+                try rejectUnknown(Set(fields.keys), known: FixedReply.knownKeys, at: "replies[\(position)]", source)
             }
         }
         for (position, entry) in (top["profiles"] as? [Any] ?? []).enumerated() {

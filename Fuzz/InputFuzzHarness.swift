@@ -1,33 +1,27 @@
 // Compiled into the BotsiInput module by scripts/fuzz.sh (never by `swift build`), so the harness
-// drives the reader exactly as the runner does: open, then next() until nil or an error.
-import Glibc
+// can reach the reader's internal read-size knob. It drives the reader as the runner does: open,
+// then next() until nil or an error, and asserts nothing but "no crash, no hang".
 
-/// Feeds one fuzzer input to `InputReader` through a scratch file that is reused for every input.
-/// libFuzzer calls it from one thread, so the file descriptor needs no lock.
+/// Feeds one fuzzer input to `InputReader` from memory.
 enum InputFuzzHarness {
-    /// One scratch file per process; reopened by path so the reader sees a fresh offset each time.
-    nonisolated(unsafe) private static var scratchPath: String?
-    nonisolated(unsafe) private static var scratchDescriptor: Int32 = -1
-
-    /// Most inputs use the default record limit; every third one a tiny limit, so that short
-    /// inputs also reach the line_too_long and unclosed-quote paths.
-    static func maxRecordBytes(forInputOfSize size: Int) -> Int {
-        size % 3 == 0 ? 48 : 1 << 20
-    }
+    /// Small reads move every record across read boundaries even in short inputs; the default
+    /// (whole-window reads) is what a regular file gets.
+    static let readLimits = [Int.max, 1, 7, 4096]
+    /// The default limit, plus tiny ones so that short inputs also reach line_too_long and the
+    /// recovery from quotes that are not closed within the limit.
+    static let recordLimits = [1 << 20, 48, 300]
 
     static func run(_ data: UnsafePointer<UInt8>, _ size: Int, format: InputFormat) -> CInt {
-        let path = preparedScratchFile()
-        precondition(ftruncate(scratchDescriptor, 0) == 0, "cannot truncate the fuzz scratch file")
-        var written = 0
-        while written < size {
-            let result = pwrite(scratchDescriptor, data + written, size - written, off_t(written))
-            precondition(result > 0, "cannot write the fuzz scratch file")
-            written += result
-        }
+        let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+        // The input's size picks the reading shape, so each input is read the same way every
+        // time it is replayed (a crash reproduces from the artifact alone).
+        let readLimit = readLimits[size % readLimits.count]
+        let maxRecordBytes = recordLimits[(size / readLimits.count) % recordLimits.count]
         let reader: InputReader
         do {
             reader = try InputReader(
-                path: path, format: format, maxRecordBytes: maxRecordBytes(forInputOfSize: size))
+                raw: RawFile(bytes: bytes, name: "fuzz-input"), format: format, columns: ColumnNames(),
+                maxRecordBytes: maxRecordBytes, readLimit: readLimit)
         } catch {
             return 0  // unusable as a whole: a clean refusal is a fine outcome
         }
@@ -38,23 +32,5 @@ enum InputFuzzHarness {
             return 0  // unreadable further (corrupt gzip): also a clean outcome
         }
         return 0
-    }
-
-    private static func preparedScratchFile() -> String {
-        if let scratchPath { return scratchPath }
-        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-        var template = Array("\(directory)/botsi-fuzz-XXXXXX".utf8CString)
-        let descriptor = mkstemp(&template)
-        precondition(descriptor >= 0, "cannot create the fuzz scratch file")
-        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        // Unlinked at exit; a crash leaves it in TMPDIR, which fuzz.sh points at its work folder.
-        atexit { InputFuzzHarness.removeScratchFile() }
-        scratchDescriptor = descriptor
-        scratchPath = path
-        return path
-    }
-
-    private static func removeScratchFile() {
-        if let scratchPath { unlink(scratchPath) }
     }
 }

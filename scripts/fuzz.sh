@@ -4,22 +4,24 @@
 #   bash scripts/fuzz.sh [SECONDS]     # each target runs SECONDS (default 60)
 #
 # Each target is the BotsiInput sources plus Fuzz/InputFuzzHarness.swift and one entry file,
-# compiled by swiftc with -sanitize=fuzzer,address (SwiftPM is not used: libFuzzer brings its own
-# main). The seeds in Tests/FuzzCorpus/<format>/ are read, never written; what the fuzzer
-# discovers goes to .build/fuzz/corpus/<format>/ and is reused by the next local run.
-# A crash, a memory error or leak, a hang past -timeout or memory past -rss_limit_mb fails the script,
-# and the input that caused it is left in .build/fuzz/artifacts/ (add it to the seed corpus
-# together with the fix and a regression test in Tests/BotsiInputTests).
+# compiled by swiftc into one module with -sanitize=fuzzer,address. SwiftPM is not used: libFuzzer
+# brings its own main, and the harness uses the reader's internal read-size knob.
+# The seeds in Tests/FuzzCorpus/<format>/ are read, never written; what the fuzzer discovers goes
+# to .build/fuzz/corpus/<format>/ and is reused by the next local run.
+# A crash, a memory error or leak, a hang past -timeout or memory past -rss_limit_mb fails the
+# script, and the input that caused it is left in .build/fuzz/artifacts/ (add it to the seed
+# corpus together with the fix and a regression test in Tests/BotsiInputTests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
 work=".build/fuzz"
-mkdir -p "$work/artifacts" "$work/tmp"
+mkdir -p "$work/artifacts"
 
-# Inputs up to 160 KB: longer than the reader's first window (128 KiB when the record limit is
-# small, see the harness), so refills and moves are reached, and room for the 10,000-column seed.
-# Records are capped at 1 MiB (or 48 bytes), so memory per input stays small: 2 GB RSS is a leak.
+# The harness reads each input from memory with a read size and record limit picked from its
+# length (1, 7, 4096 bytes or whole windows; 48 B, 300 B or 1 MiB records), so short inputs
+# already cross every read boundary. 160 KB leaves room for the 10,000-column seed. Memory per
+# input stays small: reaching 2 GB RSS means a leak.
 fuzz_flags=(
     -max_total_time="$seconds"
     -max_len=160000
@@ -58,7 +60,7 @@ run() {
     echo "== fuzzing $name for ${seconds}s (seeds: Tests/FuzzCorpus/$name)"
     local log="$work/run-$name.log"
     local status=0
-    TMPDIR="$work/tmp" "$work/fuzz-$name" "${fuzz_flags[@]}" -dict="Fuzz/$name.dict" \
+    "$work/fuzz-$name" "${fuzz_flags[@]}" -dict="Fuzz/$name.dict" \
         -artifact_prefix="$work/artifacts/$name-" "$corpus" "Tests/FuzzCorpus/$name" >"$log" 2>&1 || status=$?
     local executions new_units
     executions=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")

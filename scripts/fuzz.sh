@@ -18,10 +18,10 @@ seconds="${1:-60}"
 work=".build/fuzz"
 mkdir -p "$work/artifacts"
 
-# The harness reads each input from memory with a read size and record limit picked from its
-# length (1, 7, 4096 bytes or whole windows; 48 B, 300 B or 1 MiB records), so short inputs
-# already cross every read boundary. 160 KB leaves room for the 10,000-column seed. Memory per
-# input stays small: reaching 2 GB RSS means a leak.
+# The harness reads each input from memory with a read size and a record limit picked from its
+# length (reads of 1, 7, 4096 bytes or whole windows, at least 4096 over 16 KB; records of 48 B,
+# 300 B or 1 MiB), so short inputs already cross every read boundary. 160 KB leaves room for the
+# 10,000-column seed. Memory per input stays small: reaching 2 GB RSS means a leak.
 fuzz_flags=(
     -max_total_time="$seconds"
     -max_len=160000

@@ -110,6 +110,8 @@ import Testing
         let error = try #require(failure, "a journal cut in half read \(rowsSeen) rows without an error")
         print("truncated journal (\(rowsSeen) rows read first): \(error.description)")
         StressFixture.expectOneSentence(error, path: truncated, mentioning: truncated)
+        // Our own journal, damaged: the advice is a backup or a new journal, not "another path".
+        if case .damaged = error {} else { Issue.record("expected .damaged, got \(error)") }
 
         // The intact original is untouched by any of this.
         let intact = try Journal(path: original, create: false, readOnly: true)

@@ -90,7 +90,7 @@ public final class Simulator: Sendable {
 
     private enum Phase {
         case idle
-        case running(ServerLoop, port: Int)
+        case running(Server, port: Int)
         case stopped
     }
 
@@ -117,9 +117,9 @@ public final class Simulator: Sendable {
             case .idle: break
             }
             try validate(options)
-            let loop = ServerLoop(core: core)
-            let port = try loop.start(host: options.host, port: options.port)
-            phase = .running(loop, port: port)
+            let server = Server(core: core)
+            let port = try server.start(host: options.host, port: options.port)
+            phase = .running(server, port: port)
             return port
         }
     }
@@ -143,12 +143,12 @@ public final class Simulator: Sendable {
     /// Closes the listener and every connection (stalled ones included) and waits until their sockets
     /// are closed. Idempotent. Must not be called from the simulator's own queue.
     public func stop() {
-        let loop: ServerLoop? = phase.withLock { phase in
+        let server: Server? = phase.withLock { phase in
             defer { phase = .stopped }
-            if case .running(let loop, _) = phase { return loop }
+            if case .running(let server, _) = phase { return server }
             return nil
         }
-        loop?.stop()
+        server?.stop()
     }
 
     private func validate(_ options: SimulatorOptions) throws {

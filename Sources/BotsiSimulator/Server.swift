@@ -64,7 +64,6 @@ final class Server: @unchecked Sendable {
     }
 
     private func acceptPending(_ listener: Int32) {
-        var accepted = 0
         while !stopped {
             let descriptor = accept(listener, nil, nil)
             if descriptor < 0 {
@@ -72,12 +71,12 @@ final class Server: @unchecked Sendable {
                 break
             }
             Socket.prepareAccepted(descriptor)
-            accepted += 1
+            // Counted before the hand-off, so no reply on the connection can come before its count.
+            core.recordAccepted(1)
             openDescriptors.enter()
             let loop = loops[nextLoop]
             nextLoop = (nextLoop + 1) % loops.count
             loop.queue.async { loop.adopt(descriptor) }
         }
-        if accepted > 0 { core.recordAccepted(accepted) }
     }
 }

@@ -66,8 +66,8 @@ public struct SimulatorError: Error, CustomStringConvertible, LocalizedError {
 
 /// A local stand-in for Botsi's `POST /v2/purchases/apple-store/restore`, over real TCP.
 ///
-/// Order of checks for a restore request: `Authorization` (401), body (400 `bad_request`), mode
-/// (400 `No ios settings found`), `limitRate` (429), injected fault, then the restore itself (404
+/// Order of checks for a restore request: `Authorization` (401), mode (400 `No ios settings found` for
+/// every authorized request), body (400 `bad_request`), `limitRate` (429), injected fault, then the restore itself (404
 /// `not_found`, 404 `nothing_to_restore` or 200). So faults are drawn only for authorized, well-formed
 /// requests, one draw per such request in arrival order: the same seed and the same request order give
 /// the same faults. A faulted request changes no restore state.

@@ -58,4 +58,23 @@ struct TerminalAndWindowTests {
         #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
+
+    @Test func jsonLogsAreOneObjectPerLineEndingWithTheSummary() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 5 }
+        defer { simulator.stop() }
+        let arguments = runArguments(
+            [workspace.csv(Pair.generate(200, prefix: "json"))], workspace, simulator,
+            ["--log-format", "json", "--log-interval", "0.2", "--rate", "200"])
+        let finished = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        let objects = try finished.stderr.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+        }
+        #expect(objects.contains { $0["event"] as? String == "progress" })
+        let last = try #require(objects.last)
+        #expect(last["event"] as? String == "summary")
+        #expect(last["exitCode"] as? Int == 0)
+        #expect(last["requests"] as? Int == 200)
+    }
 }

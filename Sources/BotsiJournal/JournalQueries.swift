@@ -47,6 +47,9 @@ public struct RunRecord: Sendable, Equatable {
     public var options: String
     public var inputs: String
     public var counts: String
+    /// JSON the run rewrites every few seconds while it runs: rowsRead, bytesRead, totalBytes,
+    /// requests, updatedAt.
+    public var progress: String = "{}"
 }
 
 extension Journal {

@@ -83,6 +83,8 @@ public final class Runner: @unchecked Sendable {
     private var rateSamples: [(time: Double, requests: Int)] = []
     private var housekeepingTimer: DispatchSourceTimer?
     private var lastProgressAt = 0.0
+    private var lastJournaledProgressAt = 0.0
+    private static let journalProgressInterval = 5.0
     private var pacer = Pacer()
     private var sendMeter = SendMeter()
     /// Replies that were not throttling ones, per second: where the upstream limit lies.
@@ -684,6 +686,10 @@ public final class Runner: @unchecked Sendable {
                 schedulePump()
             }
             let elapsed = Date().timeIntervalSince(startedAt)
+            if elapsed - lastJournaledProgressAt >= Self.journalProgressInterval && !options.dryRun {
+                lastJournaledProgressAt = elapsed
+                journalProgress()
+            }
             if let onProgress, elapsed - lastProgressAt >= progressInterval {
                 lastProgressAt = elapsed
                 onProgress(progress())
@@ -691,6 +697,25 @@ public final class Runner: @unchecked Sendable {
         }
         housekeepingTimer = timer
         timer.resume()
+    }
+
+    /// Writes how far the run has read into its `runs` row; the next batch commit carries it.
+    private func journalProgress() {
+        guard let journal else { return }
+        let current = progress()
+        var fields = [
+            "\"rowsRead\":\(current.rowsRead)", "\"bytesRead\":\(current.bytesRead)",
+            "\"requests\":\(current.requests)",
+            "\"updatedAt\":\(JSONText.quote(Timestamp.string(Date())))",
+        ]
+        if let total = current.totalBytes { fields.append("\"totalBytes\":\(total)") }
+        do {
+            if !journal.isInTransaction { try journal.begin() }
+            try journal.recordProgress(runID, json: "{\(fields.joined(separator: ","))}")
+            schedulePump()
+        } catch {
+            failJournal(error)
+        }
     }
 
     private func progress() -> RunProgress {

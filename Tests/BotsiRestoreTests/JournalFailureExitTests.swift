@@ -74,13 +74,15 @@ import Testing
         let input = harness.scratch.csv(rows: rows(50))
         #expect(run(harness, [input]).exitCode == 0)
         let before = try finalRows(harness.journalPath)
+        let version = try SQLiteTool.execute(harness.journalPath, "PRAGMA user_version")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         try SQLiteTool.execute(harness.journalPath, "PRAGMA user_version = 99")
         let requests = harness.simulator.stats().requests
 
         let outcome = run(harness, [input])
         expectOneLine(outcome, mentioning: "newer")
         #expect(harness.simulator.stats().requests == requests, "a refused journal must not start a run")
-        try SQLiteTool.execute(harness.journalPath, "PRAGMA user_version = 1")
+        try SQLiteTool.execute(harness.journalPath, "PRAGMA user_version = \(version)")
         #expect(try finalRows(harness.journalPath) == before)
     }
 
@@ -158,13 +160,19 @@ import Testing
 
 /// The sqlite3 command-line tool, for edits the journal API rightly does not offer.
 enum SQLiteTool {
-    static func execute(_ path: String, _ sql: String) throws {
+    /// Runs one statement with the sqlite3 shell and returns what it printed.
+    @discardableResult
+    static func execute(_ path: String, _ sql: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         process.arguments = [path, sql]
+        let output = Pipe()
+        process.standardOutput = output
         try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         try #require(process.terminationStatus == 0, "sqlite3 \(sql) failed")
+        return String(decoding: printed, as: UTF8.self)
     }
 }
 

@@ -8,8 +8,9 @@ import Synchronization
 /// requests can be in flight without a thread each.
 ///
 /// `submit` queues a request and wakes the driver; the driver adds it to the multi handle, waits in
-/// `curl_multi_poll`, and calls `onResult` for each finished request, in completion order. Keep the
-/// handler short: while it runs, no other transfer makes progress.
+/// `epoll_wait` on the sockets curl asked it to watch, and calls `onResult` for each finished
+/// request, in completion order. Keep the handler short: while it runs, no other transfer makes
+/// progress.
 public final class RestoreClient: Sendable {
     private let core: ClientCore
 
@@ -28,7 +29,9 @@ public final class RestoreClient: Sendable {
         // A throwaway handle proves every option is accepted before the run relies on it.
         _ = try Transfer(template: template)
 
+        let descriptors = try DriverDescriptors()
         guard let multi = curl_multi_init() else {
+            descriptors.close()
             throw ClientError("libcurl could not create its multi handle; the machine may be out of memory.")
         }
         let connections = min(max(configuration.maxConnections, 1), 65_535)
@@ -38,10 +41,11 @@ public final class RestoreClient: Sendable {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connections)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
 
-        let core = ClientCore(multi: MultiHandleReference(pointer: multi))
+        let core = ClientCore(wakeupDescriptor: descriptors.wakeup)
         self.core = core
+        let handles = DriverHandles(multi: multi, epoll: descriptors.epoll)
         let thread = Thread {
-            MultiDriver(core: core, template: template, onResult: onResult).run()
+            MultiDriver(core: core, handles: handles, template: template, onResult: onResult).run()
         }
         thread.name = "botsi-restore-curl"
         thread.start()
@@ -115,48 +119,97 @@ struct ClientState {
     var inFlight = 0
     var stopping = false
     var wakeupSent = false
-    var multiClosed = false
+    var wakeupClosed = false
     var driverThread: pthread_t?
 }
 
-/// The multi handle, as other threads may see it: only to wake the driver.
-struct MultiHandleReference: @unchecked Sendable {
-    // Invariant: threads other than the driver only call curl_multi_wakeup on this pointer (documented
-    // thread-safe), and only under the state lock while `multiClosed` is false; the driver sets
-    // `multiClosed` under that lock before curl_multi_cleanup, and does everything else itself.
-    let pointer: UnsafeMutableRawPointer
+/// The epoll set the driver waits on and the eventfd that interrupts the wait.
+private struct DriverDescriptors {
+    let epoll: Int32
+    let wakeup: Int32
+
+    init() throws(ClientError) {
+        let epoll = ccurl_epoll_create()
+        guard epoll >= 0 else {
+            throw ClientError("Could not create an epoll set (\(String(cString: strerror(errno)))).")
+        }
+        let wakeup = ccurl_eventfd_create()
+        guard wakeup >= 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(epoll)
+            throw ClientError("Could not create an eventfd (\(reason)).")
+        }
+        guard ccurl_epoll_watch(epoll, wakeup, CURL_POLL_IN, 0) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(epoll)
+            Glibc.close(wakeup)
+            throw ClientError("Could not watch the eventfd (\(reason)).")
+        }
+        self.epoll = epoll
+        self.wakeup = wakeup
+    }
+
+    func close() {
+        Glibc.close(epoll)
+        Glibc.close(wakeup)
+    }
+}
+
+/// What the driver thread alone owns, handed over once when it starts.
+struct DriverHandles: @unchecked Sendable {
+    // Invariant: `init` finishes configuring the multi handle before it starts the driver thread;
+    // from then on only that thread touches `multi` or `epoll`, and it frees both.
+    let multi: UnsafeMutableRawPointer
+    let epoll: Int32
 }
 
 final class ClientCore: Sendable {
     let state = Mutex(ClientState())
-    let multi: MultiHandleReference
     let driverFinished = DispatchSemaphore(value: 0)
+    /// An eventfd in the driver's epoll set. Other threads only write to it, under the state lock
+    /// while `wakeupClosed` is false; the driver sets that flag under the lock before closing it.
+    let wakeupDescriptor: Int32
 
-    init(multi: MultiHandleReference) {
-        self.multi = multi
+    init(wakeupDescriptor: Int32) {
+        self.wakeupDescriptor = wakeupDescriptor
     }
 
     /// Call with the lock held. One wakeup per batch is enough: the driver takes the whole queue.
     func wakeDriver(_ state: inout ClientState) {
-        guard !state.wakeupSent, !state.multiClosed else { return }
+        guard !state.wakeupSent, !state.wakeupClosed else { return }
         state.wakeupSent = true
-        _ = curl_multi_wakeup(multi.pointer)
+        ccurl_eventfd_signal(wakeupDescriptor)
     }
 }
 
 /// Owns the multi handle and every easy handle; runs on the driver thread only.
+///
+/// curl tells the driver which sockets to watch (socket callback) and when it next needs the clock
+/// (timer callback); the driver waits on exactly those sockets with epoll and hands each ready one
+/// to `curl_multi_socket_action`, so a wakeup costs work for the sockets that are ready rather than
+/// for every open connection.
 final class MultiDriver {
     private let core: ClientCore
     private let multi: UnsafeMutableRawPointer
+    private let epoll: Int32
     private let template: RequestTemplate
     private let onResult: @Sendable (RestoreResult) -> Void
     private var active: [ObjectIdentifier: Transfer] = [:]
     private var idle: [Transfer] = []
     private let idleLimit: Int
+    /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
+    private var timerDeadline: UInt64?
+    /// The longest wait without a curl timer: a safety net, since submit and shutdown wake the loop.
+    private static let idleWaitMilliseconds: Int32 = 1000
+    private static let readyCapacity = 256
 
-    init(core: ClientCore, template: RequestTemplate, onResult: @escaping @Sendable (RestoreResult) -> Void) {
+    init(
+        core: ClientCore, handles: DriverHandles, template: RequestTemplate,
+        onResult: @escaping @Sendable (RestoreResult) -> Void
+    ) {
         self.core = core
-        self.multi = core.multi.pointer
+        self.multi = handles.multi
+        self.epoll = handles.epoll
         self.template = template
         self.onResult = onResult
         idleLimit = max(template.configuration.maxConnections * 2, 64)
@@ -164,7 +217,23 @@ final class MultiDriver {
 
     func run() {
         core.state.withLock { $0.driverThread = pthread_self() }
-        var running: Int32 = 0
+        // Unretained is enough: `run` keeps the driver alive until tearDown has freed the multi handle.
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        _ = ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userData)
+        _ = ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userData, socketData in
+            guard let userData else { return -1 }
+            let driver = Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue()
+            return driver.watch(socket, what: what, known: socketData != nil)
+        }
+        _ = ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userData)
+        _ = ccurl_multi_setopt_timer_callback(multi) { _, milliseconds, userData in
+            guard let userData else { return -1 }
+            Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue().setTimer(milliseconds)
+            return 0
+        }
+
+        var readyDescriptors = [Int32](repeating: 0, count: Self.readyCapacity)
+        var readyFlags = [Int32](repeating: 0, count: Self.readyCapacity)
         while true {
             let (batch, stopping) = core.state.withLock { state in
                 var batch: [RestoreRequest] = []
@@ -174,12 +243,73 @@ final class MultiDriver {
             }
             if stopping { break }
             for request in batch { start(request) }
-            _ = curl_multi_perform(multi, &running)
+
+            let readyCount = Int(
+                ccurl_epoll_wait(
+                    epoll, &readyDescriptors, &readyFlags, Int32(Self.readyCapacity), waitMilliseconds())
+            )
+            for index in 0..<max(readyCount, 0) {
+                let descriptor = readyDescriptors[index]
+                if descriptor == core.wakeupDescriptor {
+                    ccurl_eventfd_drain(descriptor)
+                } else {
+                    act(on: descriptor, flags: readyFlags[index])
+                }
+            }
+            if let deadline = timerDeadline, deadline <= DispatchTime.now().uptimeNanoseconds {
+                fireTimer()
+            }
             collectFinishedTransfers()
-            // Sleeps until a socket is ready, curl's next timeout, a wakeup from submit/shutdown, or 1 s.
-            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         tearDown()
+    }
+
+    /// The socket callback: keeps the epoll set in step with what curl wants from `socket`.
+    private func watch(_ socket: Int32, what: Int32, known: Bool) -> Int32 {
+        if what == CURL_POLL_REMOVE {
+            ccurl_epoll_unwatch(epoll, socket)
+            return 0
+        }
+        guard ccurl_epoll_watch(epoll, socket, what, known ? 1 : 0) == 0 else { return -1 }
+        if !known {
+            // Any non-nil value marks the socket as in the set; curl forgets it when the socket goes.
+            _ = curl_multi_assign(multi, socket, UnsafeMutableRawPointer(bitPattern: 1))
+        }
+        return 0
+    }
+
+    /// The timer callback: -1 removes the timer, anything else is milliseconds from now.
+    private func setTimer(_ milliseconds: Int) {
+        guard milliseconds >= 0 else {
+            timerDeadline = nil
+            return
+        }
+        timerDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
+    }
+
+    private func waitMilliseconds() -> Int32 {
+        guard let deadline = timerDeadline else { return Self.idleWaitMilliseconds }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard deadline > now else { return 0 }
+        // Rounded up: waking before curl's deadline would find nothing due.
+        let milliseconds = (deadline - now + 999_999) / 1_000_000
+        return Int32(min(milliseconds, UInt64(Self.idleWaitMilliseconds)))
+    }
+
+    private func act(on socket: Int32, flags: Int32) {
+        var running: Int32 = 0
+        _ = curl_multi_socket_action(multi, socket, flags, &running)
+    }
+
+    private func fireTimer() {
+        timerDeadline = nil
+        var running: Int32 = 0
+        _ = curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
+        guard timerDeadline == nil else { return }
+        // curl only calls the timer callback when its next deadline changes; if this wake-up came a
+        // hair early, nothing expired and the old deadline still stands, so ask for it.
+        var milliseconds = -1
+        if curl_multi_timeout(multi, &milliseconds) == CURLM_OK { setTimer(milliseconds) }
     }
 
     private func start(_ request: RestoreRequest) {
@@ -204,7 +334,6 @@ final class MultiDriver {
         }
         active[ObjectIdentifier(transfer)] = transfer
     }
-
     private func failure(_ request: RestoreRequest, message: String) -> RestoreResult {
         RestoreResult(
             tag: request.tag,
@@ -257,11 +386,14 @@ final class MultiDriver {
         active.removeAll()
         idle.removeAll()
         core.state.withLock { state in
-            state.multiClosed = true
+            state.wakeupClosed = true
             state.pending.removeAll()
             state.inFlight = 0
         }
+        // Cleanup may still report sockets to remove, so the epoll set outlives the multi handle.
         _ = curl_multi_cleanup(multi)
+        Glibc.close(epoll)
+        Glibc.close(core.wakeupDescriptor)
         core.driverFinished.signal()
     }
 }

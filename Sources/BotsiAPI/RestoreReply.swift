@@ -209,26 +209,7 @@ private func isPlainCode(_ code: String) -> Bool {
 /// Decodes `{"ok": true, "data": {...}}` leniently: unknown fields, nulls and missing optional fields
 /// are fine; `ok: false`, a missing or non-object `data`, or a body that is not JSON give nil.
 func decodeRestoredProfile(_ body: [UInt8]) -> ProfileSnapshot? {
-    guard let object = jsonObject(body) else { return nil }
-    if let ok = object["ok"], !(ok is NSNull) {
-        guard let flag = ok as? Bool, flag else { return nil }
-    }
-    guard let data = object["data"] as? [String: Any] else { return nil }
-    var snapshot = ProfileSnapshot(profileId: data["profileId"] as? String, state: data["state"] as? String)
-    if let levels = data["accessLevels"] as? [String: Any] {
-        for (name, value) in levels {
-            guard let level = value as? [String: Any] else { continue }
-            snapshot.accessLevels[name] = AccessLevelSnapshot(
-                isActive: lenientBool(level["isActive"]), expiresAt: level["expiresAt"] as? String,
-                willRenew: lenientBool(level["willRenew"]), sourceProductId: level["sourceProductId"] as? String)
-        }
-    }
-    return snapshot
-}
-
-/// Lenient on purpose: a JSON `true`/`false` and, as Foundation bridges them, the numbers 0 and 1.
-private func lenientBool(_ value: Any?) -> Bool? {
-    value as? Bool
+    ProfileReplyDecoder.decode(body)
 }
 
 private func jsonObject(_ body: [UInt8]) -> [String: Any]? {

@@ -90,6 +90,7 @@ enum Help {
         Output:
           --quiet                       no progress, only the summary and errors
           --log-interval DUR            progress log line period when stderr is not a terminal (default 30s)
+          --log-format text|json        json: progress, stop, error and summary as one JSON object a line
 
         Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure or
         failure threshold; 73 journal unusable; 75 rows remain pending, the time window ended, or the

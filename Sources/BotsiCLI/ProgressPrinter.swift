@@ -2,12 +2,18 @@ import BotsiRestore
 import Foundation
 import Synchronization
 
+/// How log lines are written off a terminal: text for people, JSON objects for log shippers.
+enum LogFormat: String, Sendable {
+    case text, json
+}
+
 /// The live progress line on a terminal, or a plain log line every `logInterval` elsewhere
-/// (cron), so logs stay readable next morning.
+/// (cron), so logs stay readable next morning; with `--log-format json`, one JSON object a line.
 final class ProgressPrinter: Sendable {
     let isTerminal: Bool
     let quiet: Bool
     let logInterval: Double
+    let format: LogFormat
     private let state = Mutex(State())
 
     private struct State {
@@ -15,10 +21,11 @@ final class ProgressPrinter: Sendable {
         var lineShown = false
     }
 
-    init(isTerminal: Bool, quiet: Bool, logInterval: Double) {
+    init(isTerminal: Bool, quiet: Bool, logInterval: Double, format: LogFormat = .text) {
         self.isTerminal = isTerminal
         self.quiet = quiet
         self.logInterval = logInterval
+        self.format = format
     }
 
     var tickInterval: Double { isTerminal ? 0.25 : min(logInterval, 1) }
@@ -32,8 +39,12 @@ final class ProgressPrinter: Sendable {
                 state.lineShown = true
             } else if progress.elapsed - state.lastLog >= logInterval {
                 state.lastLog = progress.elapsed
-                let stamp = ISO8601DateFormatter().string(from: Date())
-                FileHandle.standardError.write(Data("\(stamp) progress: \(line)\n".utf8))
+                if format == .json {
+                    Self.writeJSON(Self.fields(progress).merging(["event": "progress"]) { $1 })
+                } else {
+                    let stamp = ISO8601DateFormatter().string(from: Date())
+                    FileHandle.standardError.write(Data("\(stamp) progress: \(line)\n".utf8))
+                }
             }
         }
     }
@@ -46,6 +57,56 @@ final class ProgressPrinter: Sendable {
                 state.lineShown = false
             }
         }
+    }
+
+    /// A one-off message (stopping, an error): a line of text, or a JSON object.
+    func event(_ name: String, message: String, exitCode: Int32? = nil) {
+        finish()
+        guard format == .json else {
+            Output.error(name == "stopping" ? "\nbotsi-restore: \(message)" : message)
+            return
+        }
+        var object: [String: Any] = ["event": name, "message": message]
+        if let exitCode { object["exitCode"] = Int(exitCode) }
+        Self.writeJSON(object)
+    }
+
+    /// The end of a run: the summary for people, or its fields as one JSON object.
+    func summary(_ summary: RunSummary, journalPath: String) {
+        guard format == .json else {
+            Output.error(summary.render(journalPath: journalPath))
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var object =
+            (try? encoder.encode(summary)).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+            ?? [:]
+        object["event"] = "summary"
+        object["journal"] = journalPath
+        object["message"] = summary.render(journalPath: journalPath)
+        Self.writeJSON(object)
+    }
+
+    static func fields(_ progress: RunProgress) -> [String: Any] {
+        var object: [String: Any] = [
+            "elapsedSeconds": progress.elapsed, "rowsRead": progress.rowsRead, "bytesRead": progress.bytesRead,
+            "done": progress.finished, "inFlight": progress.inFlight, "waitingToRetry": progress.waitingToRetry,
+            "requests": progress.requests, "retries": progress.retries, "ratePerSecond": progress.recentRate,
+            "statuses": progress.statuses, "rejected": progress.rejected, "alreadyDone": progress.skipped,
+            "duplicates": progress.duplicates, "concurrencyLimit": progress.concurrencyLimit,
+        ]
+        if let total = progress.totalBytes { object["totalBytes"] = total }
+        if let rate = progress.throttledRate { object["throttledRate"] = rate }
+        if let stopping = progress.stopping { object["stopping"] = stopping }
+        return object
+    }
+
+    static func writeJSON(_ object: [String: Any]) {
+        var object = object
+        object["time"] = ISO8601DateFormatter().string(from: Date())
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        FileHandle.standardError.write(data + Data("\n".utf8))
     }
 
     static func line(_ progress: RunProgress) -> String {

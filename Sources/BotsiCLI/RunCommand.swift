@@ -12,7 +12,8 @@ enum RunCommand {
             .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
-            .value("--log-interval"), .value("--seed"), .value("--rate"), .flag("--no-adaptive"),
+            .value("--log-interval"), .value("--log-format"), .value("--seed"), .value("--rate"),
+            .flag("--no-adaptive"),
             .value("--max-duration"),
             .value("--stop-at"), .value("--max-failure-rate"), .value("--min-sample"), .value("--shard"),
         ],
@@ -25,9 +26,18 @@ enum RunCommand {
             return ExitCode.success
         }
         let options = try runOptions(parsed)
+        // No core dumps from a process that holds the key in memory.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
         let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
         let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
-        return execute(options: options, apiKey: apiKey, quiet: parsed.has("--quiet"), logInterval: logInterval)
+        let formatName = parsed.value("--log-format") ?? "text"
+        guard let logFormat = LogFormat(rawValue: formatName) else {
+            throw UsageError(message: "option '--log-format' must be text or json, not '\(formatName)'")
+        }
+        return execute(
+            options: options, apiKey: apiKey, quiet: parsed.has("--quiet"), logInterval: logInterval,
+            logFormat: logFormat)
     }
 
     static func runOptions(_ parsed: ParsedArguments) throws(UsageError) -> RunOptions {
@@ -120,9 +130,12 @@ enum RunCommand {
     }
 
     /// Runs with signal handling and progress output; shared by `run` and `demo`.
-    static func execute(options: RunOptions, apiKey: String, quiet: Bool, logInterval: Double) -> Int32 {
+    static func execute(
+        options: RunOptions, apiKey: String, quiet: Bool, logInterval: Double, logFormat: LogFormat = .text
+    ) -> Int32 {
         let printer = ProgressPrinter(
-            isTerminal: Output.stderrIsTerminal, quiet: quiet, logInterval: logInterval)
+            isTerminal: Output.stderrIsTerminal && logFormat == .text, quiet: quiet, logInterval: logInterval,
+            format: logFormat)
         var onProgress: (@Sendable (RunProgress) -> Void)?
         if !quiet { onProgress = { @Sendable progress in printer.show(progress) } }
         let runner = Runner(
@@ -130,9 +143,9 @@ enum RunCommand {
             onProgress: onProgress)
         let signals = SignalWatcher { signal, count in
             if count == 1 {
-                Output.error(
-                    "\nbotsi-restore: stopping — letting in-flight requests finish; send the signal again to exit at once"
-                )
+                printer.event(
+                    "stopping",
+                    message: "stopping — letting in-flight requests finish; send the signal again to exit at once")
                 runner.requestStop(signal: signal)
             } else {
                 // The journal stays consistent: SQLite rolls back the unfinished batch, whose rows
@@ -144,10 +157,10 @@ enum RunCommand {
         do {
             let summary = try runner.run()
             printer.finish()
-            Output.error(summary.render(journalPath: options.journalPath))
+            printer.summary(summary, journalPath: options.journalPath)
             return summary.exitCode
         } catch {
-            Output.error("botsi-restore run: \(error.message)")
+            printer.event("error", message: "botsi-restore run: \(error.message)", exitCode: error.exitCode)
             return error.exitCode
         }
     }

@@ -217,6 +217,13 @@ public final class Journal {
         }
     }
 
+    /// How far the run has got, for `status` while it runs.
+    public func recordProgress(_ runID: Int64, json: String) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement("UPDATE runs SET progress = ? WHERE id = ?").reset(.text(json), .int(runID)).run()
+        }
+    }
+
     /// Rows a killed run left in flight go back to pending: their request may or may not have
     /// reached Botsi, and a restore is safe to repeat. Returns how many there were.
     public func recoverInFlight() throws(JournalError) -> Int {

@@ -3,6 +3,7 @@
 public enum JournalError: Error, CustomStringConvertible, Sendable {
     case cannotOpen(path: String, reason: String)
     case notAJournal(path: String, reason: String)
+    case damaged(path: String, reason: String)
     case newerSchema(path: String, version: Int64, supported: Int64)
     case diskFull(path: String)
     case readOnly(path: String)
@@ -17,6 +18,9 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .notAJournal(let path, let reason):
             return
                 "\(path) is not a botsi-restore journal (\(reason)); nothing was changed — pass a different --journal path"
+        case .damaged(let path, let reason):
+            return
+                "journal \(path) is damaged (\(reason)); nothing was sent — restore it from a backup, or move it aside and start a new journal (rows it held will be sent again)"
         case .newerSchema(let path, let version, let supported):
             return
                 "journal \(path) has schema version \(version), newer than this botsi-restore understands (\(supported)); nothing was changed — use a newer botsi-restore"
@@ -42,6 +46,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     static func from(_ error: SQLiteError, path: String) -> JournalError {
         if error.isDiskFull { return .diskFull(path: path) }
         if error.isReadOnly { return .readOnly(path: path) }
+        if error.isCorrupt { return .damaged(path: path, reason: error.message) }
         if error.isNotADatabase { return .notAJournal(path: path, reason: error.message) }
         return .sqlite(path: path, error: error)
     }

@@ -47,6 +47,9 @@ public struct RunRecord: Sendable, Equatable {
     public var options: String
     public var inputs: String
     public var counts: String
+    /// JSON the run rewrites every few seconds while it runs: rowsRead, bytesRead, totalBytes,
+    /// requests, updatedAt.
+    public var progress: String = "{}"
 }
 
 extension Journal {
@@ -143,24 +146,7 @@ extension Journal {
 
     /// Runs, oldest first.
     public func runs() throws(JournalError) -> [RunRecord] {
-        try wrap { () throws(SQLiteError) in
-            let statement = try connection.prepare(
-                """
-                SELECT id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts
-                FROM runs ORDER BY id
-                """)
-            var runs: [RunRecord] = []
-            while try statement.step() {
-                runs.append(
-                    RunRecord(
-                        id: statement.int(0), startedAt: statement.text(1) ?? "", endedAt: statement.text(2),
-                        state: statement.text(3) ?? "", exitCode: statement.optionalInt(4).map(Int.init),
-                        toolVersion: statement.text(5) ?? "", host: statement.text(6) ?? "",
-                        pid: Int(statement.int(7)), options: statement.text(8) ?? "", inputs: statement.text(9) ?? "",
-                        counts: statement.text(10) ?? ""))
-            }
-            return runs
-        }
+        try wrap { () throws(SQLiteError) in try runRecords(where: "1") }
     }
 
     /// Item counts by status and code, for `status`.

@@ -9,7 +9,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 
     public var isDiskFull: Bool { code & 0xff == SQLITE_FULL }
     public var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_CANTOPEN }
-    public var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB || code & 0xff == SQLITE_CORRUPT }
+    public var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB }
+    public var isCorrupt: Bool { code & 0xff == SQLITE_CORRUPT }
     public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 
     public var description: String {

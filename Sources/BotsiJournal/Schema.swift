@@ -74,7 +74,12 @@ enum Schema {
             UNIQUE (file, line, reason, profile_id, original_transaction_id)
         );
         CREATE INDEX rejections_last_run ON rejections(last_run);
+        """,
+        // Version 2: a running run records how far it has read, so `status` can tell an ETA for
+        // the whole input, not only for the rows read so far.
         """
+        ALTER TABLE runs ADD COLUMN progress TEXT NOT NULL DEFAULT '{}';
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -110,7 +110,8 @@ extension Journal {
     func runRecords(where condition: String) throws(SQLiteError) -> [RunRecord] {
         let statement = try connection.prepare(
             """
-            SELECT id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts
+            SELECT id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts,
+                progress
             FROM runs WHERE \(condition) ORDER BY id
             """)
         var runs: [RunRecord] = []
@@ -121,7 +122,7 @@ extension Journal {
                     state: statement.text(3) ?? "", exitCode: statement.optionalInt(4).map(Int.init),
                     toolVersion: statement.text(5) ?? "", host: statement.text(6) ?? "",
                     pid: Int(statement.int(7)), options: statement.text(8) ?? "", inputs: statement.text(9) ?? "",
-                    counts: statement.text(10) ?? ""))
+                    counts: statement.text(10) ?? "", progress: statement.text(11) ?? "{}"))
         }
         return runs
     }

@@ -1,22 +1,21 @@
 import Dispatch
 import Glibc
 
-/// The HTTP/1.1 server: a listener and its connections, all driven by Dispatch sources that target one
-/// serial queue.
+/// One event loop of the server: a share of the connections, all driven by Dispatch sources that target
+/// one serial queue.
 ///
-/// Why Dispatch sources on one serial queue (and not an epoll loop of our own): Glibc's Swift module does
+/// Why Dispatch sources on serial queues (and not an epoll loop of our own): Glibc's Swift module does
 /// not export epoll, and the package gives this target no C shim. Dispatch already multiplexes with epoll
-/// underneath, and one serial queue makes the queue the single owner of every connection, so connection
+/// underneath, and a serial queue makes its loop the single owner of its connections, so connection
 /// state needs no locks and the shared mutex is taken only to decide a request. Delays use one timer
 /// source over a min-heap of deadlines instead of a timer per reply, so 256 connections at 50 ms cost a
 /// heap push and pop per request, not a kernel timer each.
 final class ServerLoop: @unchecked Sendable {
     // Invariant for @unchecked Sendable: every `var` below is read and written only on `queue`. Source
-    // handlers and the timer all target `queue`; `start` and `stop` hop onto it with `queue.sync`.
-    let queue = DispatchQueue(label: "botsi.simulator.loop")
+    // handlers and the timer all target `queue`; the server reaches the loop only through `queue`.
+    let queue: DispatchQueue
     private let core: SimulatorCore
-    private let openDescriptors = DispatchGroup()
-    private var listenerSource: DispatchSourceRead?
+    private let openDescriptors: DispatchGroup
     private var connections: [UInt64: Connection] = [:]
     private var nextConnectionId: UInt64 = 1
     private var timers = DeadlineHeap()
@@ -31,8 +30,10 @@ final class ServerLoop: @unchecked Sendable {
     /// Dispatch's threads is part of the latency instead of added to it.
     private let timesArrivals: Bool
 
-    init(core: SimulatorCore) {
+    init(core: SimulatorCore, openDescriptors: DispatchGroup, label: String) {
         self.core = core
+        self.openDescriptors = openDescriptors
+        queue = DispatchQueue(label: label)
         timesArrivals = core.options.latencyMilliseconds > 0 || core.options.jitterMilliseconds > 0
     }
 
@@ -41,72 +42,36 @@ final class ServerLoop: @unchecked Sendable {
         control.deallocate()
     }
 
-    func start(host: String, port: Int) throws -> Int {
-        let listener = try Socket.listen(host: host, port: port)
-        let boundPort: Int
-        do {
-            boundPort = try Socket.localPort(listener)
-        } catch {
-            Glibc.close(listener)
-            throw error
-        }
-        queue.sync {
-            openDescriptors.enter()
-            let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
-            source.setEventHandler { [self] in acceptPending(listener) }
-            source.setCancelHandler { [self] in
-                Glibc.close(listener)
-                openDescriptors.leave()
-            }
-            listenerSource = source
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [self] in fireDueTimers() }
-            timer.schedule(deadline: .distantFuture, leeway: .nanoseconds(0))
-            timerSource = timer
-            timer.resume()
-            source.resume()
-        }
-        return boundPort
+    /// Runs on `queue`.
+    func begin() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [self] in fireDueTimers() }
+        timer.schedule(deadline: .distantFuture, leeway: .nanoseconds(0))
+        timerSource = timer
+        timer.resume()
     }
 
-    /// Cancels everything and waits (bounded) until every descriptor is closed.
-    func stop() {
-        queue.sync {
-            guard !stopped else { return }
-            stopped = true
-            listenerSource?.cancel()
-            listenerSource = nil
-            for connection in Array(connections.values) { close(connection) }
-            timerSource?.cancel()
-            timerSource = nil
-            timers = DeadlineHeap()
-        }
-        _ = openDescriptors.wait(timeout: .now() + 10)
+    /// Runs on `queue`: closes every connection (stalled ones included) and the timer.
+    func shutdown() {
+        guard !stopped else { return }
+        stopped = true
+        for connection in Array(connections.values) { close(connection) }
+        timerSource?.cancel()
+        timerSource = nil
+        timers = DeadlineHeap()
     }
 
-    // MARK: Accepting
-
-    private func acceptPending(_ listener: Int32) {
-        var accepted = 0
-        while !stopped {
-            let descriptor = accept(listener, nil, nil)
-            if descriptor < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                break
-            }
-            Socket.prepareAccepted(descriptor)
-            if timesArrivals { Socket.enableReceiveTimestamps(descriptor) }
-            accepted += 1
-            open(descriptor)
+    /// Runs on `queue`: takes over an accepted socket, for which the server already entered the group.
+    func adopt(_ descriptor: Int32) {
+        guard !stopped else {
+            Glibc.close(descriptor)
+            openDescriptors.leave()
+            return
         }
-        if accepted > 0 { core.recordAccepted(accepted) }
-    }
-
-    private func open(_ descriptor: Int32) {
+        if timesArrivals { Socket.enableReceiveTimestamps(descriptor) }
         let connection = Connection(id: nextConnectionId, descriptor: descriptor)
         nextConnectionId += 1
         connections[connection.id] = connection
-        openDescriptors.enter()
         let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         source.setEventHandler { [self] in readAvailable(connection) }
         source.setCancelHandler { [self] in sourceCancelled(connection) }

@@ -66,8 +66,8 @@ public struct SimulatorError: Error, CustomStringConvertible, LocalizedError {
 
 /// A local stand-in for Botsi's `POST /v2/purchases/apple-store/restore`, over real TCP.
 ///
-/// Order of checks for a restore request: `Authorization` (401), body (400 `bad_request`), mode
-/// (400 `No ios settings found`), `limitRate` (429), injected fault, then the restore itself (404
+/// Order of checks for a restore request: `Authorization` (401), mode (400 `No ios settings found` for
+/// every authorized request), body (400 `bad_request`), `limitRate` (429), injected fault, then the restore itself (404
 /// `not_found`, 404 `nothing_to_restore` or 200). So faults are drawn only for authorized, well-formed
 /// requests, one draw per such request in arrival order: the same seed and the same request order give
 /// the same faults. A faulted request changes no restore state.
@@ -90,7 +90,7 @@ public final class Simulator: Sendable {
 
     private enum Phase {
         case idle
-        case running(ServerLoop, port: Int)
+        case running(Server, port: Int)
         case stopped
     }
 
@@ -117,9 +117,9 @@ public final class Simulator: Sendable {
             case .idle: break
             }
             try validate(options)
-            let loop = ServerLoop(core: core)
-            let port = try loop.start(host: options.host, port: options.port)
-            phase = .running(loop, port: port)
+            let server = Server(core: core)
+            let port = try server.start(host: options.host, port: options.port)
+            phase = .running(server, port: port)
             return port
         }
     }
@@ -143,12 +143,12 @@ public final class Simulator: Sendable {
     /// Closes the listener and every connection (stalled ones included) and waits until their sockets
     /// are closed. Idempotent. Must not be called from the simulator's own queue.
     public func stop() {
-        let loop: ServerLoop? = phase.withLock { phase in
+        let server: Server? = phase.withLock { phase in
             defer { phase = .stopped }
-            if case .running(let loop, _) = phase { return loop }
+            if case .running(let server, _) = phase { return server }
             return nil
         }
-        loop?.stop()
+        server?.stop()
     }
 
     private func validate(_ options: SimulatorOptions) throws {

@@ -142,13 +142,13 @@ final class SimulatorCore: Sendable {
         case .accepted:
             break
         }
+        if options.mode == .noIOSSettings {
+            return .failure(status: 400, code: "bad_request", message: "No ios settings found", retryAfter: nil)
+        }
         guard let pair else {
             var message = "Request body is not valid JSON"
             if case .invalid(let reason)? = body { message = reason }
             return .failure(status: 400, code: "bad_request", message: message, retryAfter: nil)
-        }
-        if options.mode == .noIOSSettings {
-            return .failure(status: 400, code: "bad_request", message: "No ios settings found", retryAfter: nil)
         }
         if let limit = options.limitRate, !admit(now: now, limit: limit, state: &state) {
             state.stats.rateLimited += 1

@@ -197,6 +197,28 @@ struct ClientIntegrationTests {
         #expect(stats.connectionsAccepted <= 64)
     }
 
+    /// Between requests the driver sleeps in epoll_wait and curl drops the idle connection from the
+    /// epoll set; each submit must wake the driver and curl must get the same connection back.
+    @Test func requestsOneAtATimeReuseOneConnection() async throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 1
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+        for index in 0..<5 {
+            client.submit(
+                RestoreRequest(tag: Int64(index), profileId: "p\(index)", originalTransactionId: "1\(index)1"))
+            try await collector.wait(for: index + 1)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        client.shutdown()
+        #expect(collector.all.map(\.tag) == [0, 1, 2, 3, 4])
+        #expect(collector.all.allSatisfy { if case .restored = $0.reply { true } else { false } })
+        #expect(simulator.stats().requests == 5)
+        #expect(simulator.stats().connectionsAccepted == 1)
+    }
+
     @Test func shutdownCancelsRequestsInFlight() async throws {
         let simulator = try startSimulator { $0.latencyMilliseconds = 20_000 }
         defer { simulator.stop() }

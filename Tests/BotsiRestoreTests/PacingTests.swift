@@ -22,14 +22,14 @@ import Testing
     @Test func throttleCutsOnceASecondAndClimbsBackSlowlyNeverAboveTheCap() {
         var throttle = AdaptiveThrottle(enabled: true, rateCap: 100, concurrencyCap: 64)
         #expect(throttle.effectiveRate == 100)
-        throttle.throttled(now: 10, acceptedRate: 80, latency: 0.05)
-        #expect(throttle.effectiveRate == 64)
+        throttle.tooManyRequests(now: 10, acceptedRate: 20, latency: 0.05)
+        #expect(throttle.effectiveRate == 16)
         #expect(throttle.concurrency < 64)
-        throttle.throttled(now: 10.5, acceptedRate: 10, latency: 0.05)
-        #expect(throttle.effectiveRate == 64, "a second 429 of the same burst does not cut again")
-        throttle.tick(now: 11)
-        #expect(throttle.effectiveRate == 64, "no increase before a quiet spell")
-        for second in 13...400 { throttle.tick(now: Double(second)) }
+        throttle.tooManyRequests(now: 10.5, acceptedRate: 10, latency: 0.05)
+        #expect(throttle.effectiveRate == 16, "a second 429 of the same burst does not cut again")
+        throttle.tick(now: 11, acceptedRate: 16)
+        #expect(throttle.effectiveRate == 16, "no increase before a quiet spell")
+        for second in 13...400 { throttle.tick(now: Double(second), acceptedRate: 64) }
         #expect(throttle.effectiveRate == 100)
         #expect(throttle.concurrency == 64)
         #expect(throttle.events == 1)
@@ -37,7 +37,7 @@ import Testing
 
     @Test func disabledThrottleNeverChangesTheLimits() {
         var throttle = AdaptiveThrottle(enabled: false, rateCap: nil, concurrencyCap: 8)
-        throttle.throttled(now: 1, acceptedRate: 5, latency: 0.1)
+        throttle.tooManyRequests(now: 1, acceptedRate: 5, latency: 0.1)
         #expect(throttle.effectiveRate == nil)
         #expect(throttle.concurrency == 8)
     }
@@ -49,6 +49,26 @@ import Testing
         throttle.unavailable(now: 1.1, acceptedRate: 8, latency: 0.01)
         throttle.unavailable(now: 1.2, acceptedRate: 8, latency: 0.01)
         #expect(throttle.effectiveRate == 6.4)
+    }
+
+    @Test func aStray429AmongManySuccessesDoesNotCutButAShareOfThemDoes() {
+        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
+        for step in 0..<50 {
+            throttle.tooManyRequests(now: 1 + Double(step) * 0.2, acceptedRate: 500, latency: 0.02)
+        }
+        #expect(throttle.effectiveRate == nil, "one 429 in 100 replies is noise")
+        for step in 0..<20 { throttle.tooManyRequests(now: 20 + Double(step) * 0.01, acceptedRate: 500, latency: 0.02) }
+        #expect(throttle.effectiveRate == 400)
+    }
+
+    @Test func cutsNeverGoBelowHalfTheBestRateOfTheLastMinute() {
+        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
+        throttle.tick(now: 1, acceptedRate: 100)
+        for second in 2..<30 {
+            throttle.tooManyRequests(now: Double(second), acceptedRate: 10, latency: 0.02)
+        }
+        #expect(throttle.effectiveRate == 50)
+        #expect(throttle.lowestRate == 50)
     }
 
     @Test func aSteadyTrickleOf503sAmongManySuccessesIsNotThrottling() {

@@ -102,7 +102,7 @@ struct RestoreRepliesTests {
         #expect(data["profileId"] as? String == "p-\"x\"")
     }
 
-    @Test("400 No ios settings found in no-ios-settings mode, after the key check")
+    @Test("400 No ios settings found for every authorized request in no-ios-settings mode")
     func noIOSSettings() throws {
         let (simulator, port) = try startSimulator { $0.mode = .noIOSSettings }
         defer { simulator.stop() }
@@ -112,6 +112,8 @@ struct RestoreRepliesTests {
         #expect(reply.code == "bad_request")
         #expect(reply.json["error"] as? String == "No ios settings found")
         #expect(try client.require(client.restore("p-1", "2000000000000002", authorization: "nope")).status == 401)
+        try client.send(TestClient.request(body: "not json"))
+        #expect(try client.require(client.readResponse()).json["error"] as? String == "No ios settings found")
     }
 
     @Test("404 not_found for a profile the app does not have")

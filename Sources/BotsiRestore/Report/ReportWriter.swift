@@ -116,6 +116,10 @@ struct AccessLevelSummary {
 public enum JSONText {
     /// A JSON string literal, escaping what RFC 8259 requires.
     public static func quote(_ text: String) -> String {
+        // Most ids and dates need no escaping at all: check the bytes once and copy.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var result = "\""
         result.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {

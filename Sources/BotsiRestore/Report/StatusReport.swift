@@ -61,9 +61,25 @@ public struct StatusReport: Sendable {
         return Double(snapshot.activity.requests) / elapsed
     }
 
+    /// While running: from how much of the input is read (the run journals bytes read and the
+    /// total every few seconds), or else from the pending rows read so far and the recent rate.
     public var etaSeconds: Double? {
-        guard isAlive, let rate, rate > 0 else { return nil }
+        guard isAlive else { return nil }
+        if let fraction = inputFractionRead, fraction > 0.01, fraction < 1, let elapsed = elapsedSeconds {
+            return elapsed / fraction - elapsed
+        }
+        guard let rate, rate > 0 else { return nil }
         return Double(pendingRows) / rate
+    }
+
+    /// Share of the input bytes the running run has read, from its journaled progress.
+    public var inputFractionRead: Double? {
+        guard let run = snapshot.latestRun,
+            let object = try? JSONSerialization.jsonObject(with: Data(run.progress.utf8)) as? [String: Any],
+            let read = (object["bytesRead"] as? NSNumber)?.doubleValue,
+            let total = (object["totalBytes"] as? NSNumber)?.doubleValue, total > 0
+        else { return nil }
+        return min(read / total, 1)
     }
 
     public var retries: Int { snapshot.activity.outcomes["retry"] ?? 0 }
@@ -118,7 +134,11 @@ public struct StatusReport: Sendable {
                 "rejected  \(snapshot.rejections.values.reduce(0, +)) by the input checks: \(reasons.joined(separator: ", "))"
             )
         }
-        if let eta = etaSeconds {
+        if let eta = etaSeconds, let fraction = inputFractionRead, fraction < 1 {
+            lines.append(
+                "ETA       ~\(RunSummary.duration(eta)) (\(Int(fraction * 100))% of the input read, at the pace so far)"
+            )
+        } else if let eta = etaSeconds {
             lines.append("ETA       ~\(RunSummary.duration(eta)) for the \(pendingRows) pending rows read so far")
         } else if pendingRows > 0 && !isAlive {
             lines.append("next      \(pendingRows) rows pending: run the same command again to continue")

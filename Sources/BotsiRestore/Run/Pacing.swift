@@ -59,6 +59,12 @@ struct AdaptiveThrottle {
     static let quietSeconds = 2.0
     static let unavailableBurst = 3
     static let unavailableShare = 0.25
+    /// 429s must be at least this share of a second's replies to count: a real limiter answers
+    /// more and more of them as the rate climbs past it, while a stray 429 now and then (or a
+    /// constant trickle unrelated to our rate) would otherwise ratchet the rate down forever.
+    static let tooManyShare = 0.03
+    /// A cut never goes below this share of the best accepted rate of the last minute.
+    static let floorShare = 0.5
 
     let enabled: Bool
     let rateCap: Double?
@@ -72,6 +78,8 @@ struct AdaptiveThrottle {
     private var lastThrottleAt = -Double.infinity
     private var lastIncreaseAt = -Double.infinity
     private var recentUnavailable: [Double] = []
+    private var recentTooMany: [Double] = []
+    private var acceptedPeaks: [(time: Double, rate: Double)] = []
     /// The rate limit in force when the last throttle came: where the upstream limit lies.
     private var lastThrottledRate: Double?
 
@@ -93,10 +101,20 @@ struct AdaptiveThrottle {
 
     var isThrottled: Bool { rate != nil && (rateCap == nil || rate! < rateCap!) }
 
-    /// A reply that says "slow down". `acceptedRate` is how many replies per second the service
-    /// answered without throttling over the last second — the best estimate of its limit —
-    /// and `latency` the typical request duration, which sets the concurrency that rate needs.
-    mutating func throttled(now: Double, acceptedRate: Double, latency: Double) {
+    /// A 429. `acceptedRate` is how many replies per second the service answered without
+    /// throttling over the last second — the best estimate of its limit — and `latency` the
+    /// typical request duration, which sets the concurrency that rate needs.
+    mutating func tooManyRequests(now: Double, acceptedRate: Double, latency: Double) {
+        recentTooMany.append(now)
+        recentTooMany.removeAll { now - $0 > 1 }
+        let count = Double(recentTooMany.count)
+        if count >= Self.tooManyShare * (count + acceptedRate) {
+            throttled(now: now, acceptedRate: acceptedRate, latency: latency)
+        }
+    }
+
+    /// A signal to slow down: cut the rate (at most once a second) and the concurrency.
+    private mutating func throttled(now: Double, acceptedRate: Double, latency: Double) {
         guard enabled else { return }
         lastThrottleAt = now
         // One cut per second: the many 429s of one burst are one signal, not many.
@@ -107,7 +125,8 @@ struct AdaptiveThrottle {
         // rate of the last second may be near zero: never cut below half the current rate at once.
         let base = max(1, min(rate ?? .infinity, max(acceptedRate, (rate ?? acceptedRate) * 0.5)))
         lastThrottledRate = base
-        rate = max(0.5, base * Self.decreaseFactor)
+        let floor = (acceptedPeaks.map(\.rate).max() ?? 0) * Self.floorShare
+        rate = max(0.5, floor, base * Self.decreaseFactor)
         // Keep enough requests in flight for that rate at the observed latency, and no more.
         let needed = Int((rate! * max(latency, 0.001) * 2).rounded(.up)) + 1
         concurrency = max(1, min(concurrency, needed))
@@ -127,8 +146,13 @@ struct AdaptiveThrottle {
         }
     }
 
-    /// Called about once a second: after a quiet spell, raise the limits a little.
-    mutating func tick(now: Double) {
+    /// Called several times a second: remember the accepted rate, and after a quiet spell raise
+    /// the limits a little.
+    mutating func tick(now: Double, acceptedRate: Double) {
+        acceptedPeaks.removeAll { now - $0.time > 60 }
+        if acceptedPeaks.last.map({ now - $0.time >= 1 }) ?? true {
+            acceptedPeaks.append((now, acceptedRate))
+        }
         guard enabled, let current = rate, now - lastThrottleAt >= Self.quietSeconds,
             now - lastIncreaseAt >= 1
         else { return }

@@ -26,6 +26,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var exitCode: Int32 = 0
     public var stopMessage: String?
     public var dryRun = false
+    /// Whether the run read all of its input before it ended.
+    public var inputComplete = false
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
     /// Adaptive throttling: how many times the run slowed down, how low it went, where it ended.
@@ -86,6 +88,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
+        if stopMessage != nil && !dryRun && !inputComplete {
+            lines.append("input not read yet when the run stopped is read by the next run")
+        }
         if pending > 0 && !dryRun {
             lines.append(
                 "\(pending) rows remain pending: run the same command again to continue (finished rows are not resent); see them with: botsi-restore report --journal \(journalPath) --status pending"

@@ -42,6 +42,8 @@ public final class Runner: @unchecked Sendable {
         var attemptsThisRun = 0
         var startedAt = Date()
         var lastWasTimeout = false
+        /// The code of the last retryable error, journaled with the row while it waits.
+        var lastCode: String?
         var waitingToRetry = false
     }
 
@@ -81,6 +83,8 @@ public final class Runner: @unchecked Sendable {
     private var rateSamples: [(time: Double, requests: Int)] = []
     private var housekeepingTimer: DispatchSourceTimer?
     private var lastProgressAt = 0.0
+    private var lastJournaledProgressAt = 0.0
+    private static let journalProgressInterval = 5.0
     private var pacer = Pacer()
     private var sendMeter = SendMeter()
     /// Replies that were not throttling ones, per second: where the upstream limit lies.
@@ -459,7 +463,7 @@ public final class Runner: @unchecked Sendable {
             let clock = monotonicSeconds()
             let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
             if httpStatus == 429 {
-                throttle.throttled(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
+                throttle.tooManyRequests(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             } else if httpStatus == 503 {
                 throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             }
@@ -483,6 +487,7 @@ public final class Runner: @unchecked Sendable {
             summary.retries += 1
             var waiting = entry
             waiting.payload.lastWasTimeout = isTimeout
+            waiting.payload.lastCode = code
             waiting.payload.waitingToRetry = true
             window[entry.sequence] = waiting
             waitingToRetry += 1
@@ -515,7 +520,7 @@ public final class Runner: @unchecked Sendable {
         window[sequence]?.payload.waitingToRetry = false
         if stopReason != nil {
             // Already journaled pending with its last error; it is done for this run.
-            summary.count(status: ItemStatus.pending.rawValue, code: nil)
+            summary.count(status: ItemStatus.pending.rawValue, code: entry.payload.lastCode)
             window.remove(sequence)
         } else {
             window.makeReadyAgain(sequence)
@@ -558,9 +563,8 @@ public final class Runner: @unchecked Sendable {
         summary.stopMessage = Self.describe(reason)
         // Rows waiting out a backoff are done for this run: they stay pending with their last error.
         for sequence in window.allSequences where window[sequence]?.payload.waitingToRetry == true {
-            window[sequence]?.payload.waitingToRetry = false
             waitingToRetry -= 1
-            summary.count(status: ItemStatus.pending.rawValue, code: nil)
+            summary.count(status: ItemStatus.pending.rawValue, code: window[sequence]?.payload.lastCode)
             window.remove(sequence)
         }
     }
@@ -616,6 +620,7 @@ public final class Runner: @unchecked Sendable {
         summary.finalThrottledRate = throttle.isThrottled ? throttle.effectiveRate : nil
         client?.shutdown()
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
+        summary.inputComplete = inputDone
         summary.exitCode = exitCode
         if let journal {
             if options.dryRun {
@@ -669,7 +674,8 @@ public final class Runner: @unchecked Sendable {
         timer.setEventHandler { [self] in
             guard !isFinished else { return }
             let rateBefore = throttle.effectiveRate
-            throttle.tick(now: monotonicSeconds())
+            let clock = monotonicSeconds()
+            throttle.tick(now: clock, acceptedRate: acceptedMeter.ratePerSecond(now: clock))
             if throttle.effectiveRate != rateBefore { schedulePump() }
             if let deadline = options.deadline, Date() >= deadline, stopReason == nil {
                 stop(
@@ -680,6 +686,10 @@ public final class Runner: @unchecked Sendable {
                 schedulePump()
             }
             let elapsed = Date().timeIntervalSince(startedAt)
+            if elapsed - lastJournaledProgressAt >= Self.journalProgressInterval && !options.dryRun {
+                lastJournaledProgressAt = elapsed
+                journalProgress()
+            }
             if let onProgress, elapsed - lastProgressAt >= progressInterval {
                 lastProgressAt = elapsed
                 onProgress(progress())
@@ -687,6 +697,25 @@ public final class Runner: @unchecked Sendable {
         }
         housekeepingTimer = timer
         timer.resume()
+    }
+
+    /// Writes how far the run has read into its `runs` row; the next batch commit carries it.
+    private func journalProgress() {
+        guard let journal else { return }
+        let current = progress()
+        var fields = [
+            "\"rowsRead\":\(current.rowsRead)", "\"bytesRead\":\(current.bytesRead)",
+            "\"requests\":\(current.requests)",
+            "\"updatedAt\":\(JSONText.quote(Timestamp.string(Date())))",
+        ]
+        if let total = current.totalBytes { fields.append("\"totalBytes\":\(total)") }
+        do {
+            if !journal.isInTransaction { try journal.begin() }
+            try journal.recordProgress(runID, json: "{\(fields.joined(separator: ","))}")
+            schedulePump()
+        } catch {
+            failJournal(error)
+        }
     }
 
     private func progress() -> RunProgress {

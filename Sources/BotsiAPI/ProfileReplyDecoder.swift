@@ -1,0 +1,316 @@
+/// Reads a 200 reply, `{"ok": true, "data": <Profile>}`, keeping only what the journal needs:
+/// the profile's id and state and, per access level, isActive, expiresAt, willRenew and
+/// sourceProductId. Everything else is skipped without being built, which matters at thousands
+/// of replies per second (Foundation's JSONSerialization was the largest cost of a send).
+///
+/// Lenient where the API may vary (unknown fields, nulls, missing optional fields, any key
+/// order), strict about JSON itself: a body that is not valid JSON, `ok` other than true, or a
+/// `data` that is not an object gives nil.
+struct ProfileReplyDecoder {
+    private let bytes: [UInt8]
+    private var index = 0
+    private static let maxDepth = 128
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    static func decode(_ body: [UInt8]) -> ProfileSnapshot? {
+        var decoder = ProfileReplyDecoder(body)
+        return decoder.decodeReply()
+    }
+
+    private mutating func decodeReply() -> ProfileSnapshot? {
+        var ok: Bool? = true
+        var snapshot: ProfileSnapshot?
+        let valid = readObject(depth: 0) { decoder, key in
+            switch key {
+            case "ok":
+                if decoder.peekNull() { return decoder.skipValue(depth: 1) }
+                ok = decoder.readBool()
+                return ok != nil
+            case "data":
+                guard decoder.peek() == UInt8(ascii: "{") else {
+                    snapshot = nil
+                    return decoder.skipValue(depth: 1)
+                }
+                var profile = ProfileSnapshot()
+                guard decoder.readProfile(into: &profile) else { return false }
+                snapshot = profile
+                return true
+            default:
+                return decoder.skipValue(depth: 1)
+            }
+        }
+        skipWhitespace()
+        guard valid, index == bytes.count, ok == true else { return nil }
+        return snapshot
+    }
+
+    private mutating func readProfile(into profile: inout ProfileSnapshot) -> Bool {
+        readObject(depth: 1) { decoder, key in
+            switch key {
+            case "profileId":
+                profile.profileId = decoder.readOptionalString()
+                return decoder.lastValueWasValid
+            case "state":
+                profile.state = decoder.readOptionalString()
+                return decoder.lastValueWasValid
+            case "accessLevels" where decoder.peek() == UInt8(ascii: "{"):
+                return decoder.readObject(depth: 2) { decoder, name in
+                    guard decoder.peek() == UInt8(ascii: "{") else { return decoder.skipValue(depth: 3) }
+                    var level = AccessLevelSnapshot()
+                    let valid = decoder.readObject(depth: 3) { decoder, field in
+                        switch field {
+                        case "isActive": level.isActive = decoder.readOptionalBool()
+                        case "willRenew": level.willRenew = decoder.readOptionalBool()
+                        case "expiresAt": level.expiresAt = decoder.readOptionalString()
+                        case "sourceProductId": level.sourceProductId = decoder.readOptionalString()
+                        default: return decoder.skipValue(depth: 4)
+                        }
+                        return decoder.lastValueWasValid
+                    }
+                    profile.accessLevels[name.string] = level
+                    return valid
+                }
+            default:
+                return decoder.skipValue(depth: 2)
+            }
+        }
+    }
+
+    // MARK: Scanning
+
+    /// Set by the `readOptional…` helpers: false when the value was not valid JSON at all.
+    private var lastValueWasValid = true
+
+    private func peek() -> UInt8? {
+        var position = index
+        while position < bytes.count, Self.isWhitespace(bytes[position]) { position += 1 }
+        return position < bytes.count ? bytes[position] : nil
+    }
+
+    private func peekNull() -> Bool { peek() == UInt8(ascii: "n") }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, Self.isWhitespace(bytes[index]) { index += 1 }
+    }
+
+    private mutating func consume(_ byte: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    private mutating func consumeLiteral(_ literal: StaticString) -> Bool {
+        skipWhitespace()
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
+        index += count
+        return true
+    }
+
+    /// Reads an object, calling `field` for each key with the decoder positioned at the value;
+    /// `field` must consume the value and return whether it was valid.
+    private mutating func readObject(
+        depth: Int, _ field: (inout ProfileReplyDecoder, Key) -> Bool
+    ) -> Bool {
+        guard depth < Self.maxDepth, consume(UInt8(ascii: "{")) else { return false }
+        if consume(UInt8(ascii: "}")) { return true }
+        while true {
+            skipWhitespace()
+            guard let key = readKey(), consume(UInt8(ascii: ":")) else { return false }
+            skipWhitespace()
+            guard field(&self, key) else { return false }
+            if consume(UInt8(ascii: ",")) { continue }
+            return consume(UInt8(ascii: "}"))
+        }
+    }
+
+    private mutating func readBool() -> Bool? {
+        if consumeLiteral("true") { return true }
+        if consumeLiteral("false") { return false }
+        return nil
+    }
+
+    /// A bool, or nil for null or any other valid value (lenient); invalid JSON clears
+    /// `lastValueWasValid`.
+    private mutating func readOptionalBool() -> Bool? {
+        skipWhitespace()
+        if let value = readBool() {
+            lastValueWasValid = true
+            return value
+        }
+        lastValueWasValid = skipValue(depth: 4)
+        return nil
+    }
+
+    private mutating func readOptionalString() -> String? {
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+            let value = readString()
+            lastValueWasValid = value != nil
+            return value
+        }
+        lastValueWasValid = skipValue(depth: 4)
+        return nil
+    }
+
+    /// Skips any JSON value, checking that it is well formed.
+    private mutating func skipValue(depth: Int) -> Bool {
+        guard depth < Self.maxDepth else { return false }
+        skipWhitespace()
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "\""): return readString() != nil
+        case UInt8(ascii: "{"): return readObject(depth: depth) { decoder, _ in decoder.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["):
+            index += 1
+            if consume(UInt8(ascii: "]")) { return true }
+            while true {
+                guard skipValue(depth: depth + 1) else { return false }
+                if consume(UInt8(ascii: ",")) { continue }
+                return consume(UInt8(ascii: "]"))
+            }
+        case UInt8(ascii: "t"): return consumeLiteral("true")
+        case UInt8(ascii: "f"): return consumeLiteral("false")
+        case UInt8(ascii: "n"): return consumeLiteral("null")
+        default: return skipNumber()
+        }
+    }
+
+    private mutating func skipNumber() -> Bool {
+        let start = index
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let digitsStart = index
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+        guard index > digitsStart else { return false }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            let fraction = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > fraction else { return false }
+        }
+        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            let exponent = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > exponent else { return false }
+        }
+        return index > start
+    }
+
+    /// An object key: usually compared in place, byte for byte, without building a String.
+    struct Key {
+        let bytes: ArraySlice<UInt8>
+        var string: String { String(decoding: bytes, as: UTF8.self) }
+        static func ~= (literal: StaticString, key: Key) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard key.bytes.count == count else { return false }
+            var position = key.bytes.startIndex
+            for offset in 0..<count {
+                if key.bytes[position] != literal.utf8Start[offset] { return false }
+                position += 1
+            }
+            return true
+        }
+    }
+
+    /// A key without escapes is a slice of the body; one with escapes is decoded first.
+    private mutating func readKey() -> Key? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var end = index + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20
+        {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let key = Key(bytes: bytes[(index + 1)..<end])
+            index = end + 1
+            return key
+        }
+        guard let decoded = readString() else { return nil }
+        return Key(bytes: ArraySlice(decoded.utf8))
+    }
+
+    /// Reads a string literal at `index` (which must be at its opening quote), decoding escapes.
+    private mutating func readString() -> String? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        index += 1
+        let start = index
+        // Fast path: no escapes, the usual case.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                defer { index += 1 }
+                return String(validating: bytes[start..<index], as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { return nil }
+            index += 1
+        }
+        var scalars = [UInt8](bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                return String(validating: scalars, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { return nil }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalars.append(escape)
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard var code = readHex4() else { return nil }
+                    if (0xD800...0xDBFF).contains(code) {
+                        guard consumeLiteral("\\u"), let low = readHex4(), (0xDC00...0xDFFF).contains(low) else {
+                            return nil
+                        }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(code) {
+                        return nil
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { return nil }
+                    scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default: return nil
+                }
+            default:
+                if byte < 0x20 { return nil }
+                scalars.append(byte)
+            }
+        }
+        return nil
+    }
+
+    private mutating func readHex4() -> UInt32? {
+        guard index + 4 <= bytes.count else { return nil }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            index += 1
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+}

@@ -1,0 +1,57 @@
+import BotsiAPI
+import Foundation
+import Testing
+
+/// The hand-written 200 decoder, through the public classification.
+@Suite struct ProfileReplyDecoderTests {
+    private func classify(_ body: String) -> RestoreReply {
+        classifyReply(httpStatus: 200, body: Array(body.utf8), retryAfterHeader: nil, now: Date())
+    }
+
+    @Test func keepsTheAuditFieldsAndSkipsEverythingElse() {
+        let body = """
+            { "ok" : true, "extra": [1, 2.5e3, {"deep": [null, false, "x\\"y"]}],
+              "data": {"profileId": "p\\u00e9\\ud83d\\ude00", "appUserId": null, "totalRevenueUsd": -49.99,
+                "state": "subscribed", "subscriptions": {"a": {"isActive": true}},
+                "accessLevels": {"premium": {"id": 7, "isActive": true, "expiresAt": "2027-10-07",
+                  "willRenew": false, "sourceProductId": "premium_annual", "store": null},
+                  "weird": "not an object", "lapsed": {"isActive": false, "expiresAt": null}}},
+              "trailing": {} }
+            """
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.profileId == "pé😀")
+        #expect(snapshot.state == "subscribed")
+        #expect(
+            snapshot.accessLevels["premium"]
+                == AccessLevelSnapshot(
+                    isActive: true, expiresAt: "2027-10-07", willRenew: false, sourceProductId: "premium_annual"))
+        #expect(snapshot.accessLevels["lapsed"] == AccessLevelSnapshot(isActive: false))
+        #expect(snapshot.accessLevels["weird"] == nil)
+    }
+
+    @Test(arguments: [
+        "", "{", "{\"ok\": true, \"data\": {}", "{\"ok\": true, \"data\": {}} trailing",
+        "{\"ok\": false, \"data\": {}}",
+        "{\"ok\": \"yes\", \"data\": {}}", "{\"ok\": true}", "{\"ok\": true, \"data\": null}",
+        "{\"ok\": true, \"data\": {\"state\": \"a\u{01}b\"}}", "{\"ok\": true, \"data\": {\"state\": \"\\ud800\"}}",
+        "{\"ok\": true, \"data\": {\"n\": 01.}}", "[1]", "<html>502</html>",
+    ])
+    func anUnreadableBodyIsRetryableInvalidResponse(body: String) {
+        guard case .retryable(let code, _, _, _) = classify(body) else {
+            Issue.record("expected retryable for \(body)")
+            return
+        }
+        #expect(code == "invalid_response")
+    }
+
+    @Test func deepNestingIsRefusedWithoutCrashing() {
+        let body = "{\"ok\": true, \"data\": {\"x\": " + String(repeating: "[", count: 100_000) + "}}"
+        guard case .retryable = classify(body) else {
+            Issue.record("expected retryable")
+            return
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+
+@testable import BotsiJournal
+
+@Suite struct MigrationTests {
+    /// A journal as version 1 of the tool wrote it: its schema, its rows, user_version 1.
+    private func writeVersionOneJournal(at path: String) throws {
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute(Schema.migrations[0])
+        try connection.execute(
+            """
+            INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.0.9', 'h', 1, '{}');
+            INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source, first_run,
+                last_run, created_at, updated_at, restored_at)
+            VALUES ('p1', '2000000000000002', 'restored', 'in.csv:2', 'in.csv:2', 1, 1, 'x', 'x', '2026-01-01T00:00:01.000Z');
+            PRAGMA application_id = \(Schema.applicationID);
+            PRAGMA user_version = 1;
+            """)
+        connection.close()
+    }
+
+    @Test func aVersionOneJournalMigratesForwardKeepingItsRows() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v1.sqlite")
+        try writeVersionOneJournal(at: path)
+
+        let journal = try Journal(path: path)
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == Schema.currentVersion)
+        #expect(Schema.currentVersion >= 2)
+        var records: [ReportRecord] = []
+        try journal.forEachReportRecord(ReportFilter()) { records.append($0) }
+        #expect(records.map(\.profileId) == ["p1"])
+        #expect(records.first?.status == "restored")
+        // The new column is there and usable on the old run.
+        try journal.transaction { () throws(JournalError) in try journal.recordProgress(1, json: "{\"rowsRead\":5}") }
+        #expect(try journal.runs().first?.progress == "{\"rowsRead\":5}")
+        // And a migrated journal admits the old row as finished: nothing is resent.
+        let run = try journal.transaction { () throws(JournalError) in
+            try journal.startRun(
+                startedAt: Date(), toolVersion: "test", host: "h", pid: 2, optionsJSON: "{}", inputsJSON: "[]")
+        }
+        let admission = try journal.transaction { () throws(JournalError) in
+            try journal.admit(
+                profileId: "p1", originalTransactionId: "2000000000000002", source: "in.csv:2", runID: run,
+                now: Timestamp.string(Date()), policy: ResendPolicy())
+        }
+        #expect(admission == .finished(.restored))
+        #expect(try journal.integrityCheck() == "ok")
+    }
+
+    @Test func aReaderRefusesAJournalThatStillNeedsMigratingWithoutChangingIt() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v1.sqlite")
+        try writeVersionOneJournal(at: path)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(throws: JournalError.self) { try Journal(path: path, create: false, readOnly: true) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+}

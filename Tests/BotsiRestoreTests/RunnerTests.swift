@@ -47,7 +47,8 @@ struct Harness {
         options.backoffBase = 0.01
         options.backoffCap = 0.05
         options.retryAfterCap = 0.05
-        options.timeout = 30  // generous: sanitizer builds run many times slower; tests that need a timeout set their own
+        // Generous: sanitizer builds run many times slower; tests that need a timeout set their own.
+        options.timeout = 30
         options.seed = 11
         configure(&options)
         return try Runner(options: options, apiKey: key, toolVersion: "test").run()

@@ -101,8 +101,10 @@ enum FixedReplyRenderer {
         json.string(profileId)
         json.raw(",\"padding\":\"")
         let closing = 3
+        // Array(repeating:) and appending an array run as a fill and a copy inside the standard library;
+        // a byte-by-byte loop here would take seconds for megabytes in a debug or sanitizer build.
         json.bytes.append(
-            contentsOf: repeatElement(UInt8(ascii: "x"), count: max(0, totalBytes - json.bytes.count - closing)))
+            contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: max(0, totalBytes - json.bytes.count - closing)))
         json.raw("\"}}")
         return json.bytes
     }
@@ -118,7 +120,7 @@ enum FixedReplyRenderer {
             Responses.appendDecimal(index, to: &bytes)
             Responses.append(": ", to: &bytes)
             let fill = max(1, lineBytes - (bytes.count - lineStart) - 2)
-            bytes.append(contentsOf: repeatElement(UInt8(ascii: "x"), count: fill))
+            bytes.append(contentsOf: [UInt8](repeating: UInt8(ascii: "x"), count: fill))
             Responses.append("\r\n", to: &bytes)
             index += 1
         }

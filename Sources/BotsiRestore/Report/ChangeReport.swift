@@ -52,23 +52,16 @@ public struct ChangeWriter {
         "expiresAtBefore", "expiresAtAfter", "willRenewBefore", "willRenewAfter", "runBefore", "runAfter", "source",
     ]
 
-    public let format: ReportFormat
-    private let write: (String) -> Void
-    private let table: TextTable?
+    public var format: ReportFormat { rows.format }
+    private let rows: FieldRowWriter
 
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        self.format = format
-        self.write = write
-        table = format == .table ? TextTable(columns: Self.columns, write: write) : nil
+        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, write: write)
     }
 
-    public func header() {
-        if format == .csv { write(Self.columns.joined(separator: ",") + "\r\n") }
-    }
+    public func header() { rows.header() }
 
-    public func finish() {
-        table?.finish()
-    }
+    public func finish() { rows.finish() }
 
     public func write(_ change: RowChange) {
         let kind = ChangeKind.classify(before: change.before, after: change.after)
@@ -95,13 +88,6 @@ public struct ChangeWriter {
             ("runAfter", .number(String(change.after.runID))),
             ("source", .text(change.source)),
         ]
-        switch format {
-        case .jsonl:
-            write("{" + fields.map { "\(JSONText.quote($0.0)):\($0.1.json)" }.joined(separator: ",") + "}\n")
-        case .csv:
-            write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
-        case .table:
-            table?.add(fields.map(\.1.text))
-        }
+        rows.emit(fields)
     }
 }

@@ -17,23 +17,16 @@ public struct ReportWriter {
     /// The table leaves out the raw JSON: a terminal line cannot hold it.
     public static let tableColumns = columns.filter { $0 != "accessLevels" }
 
-    public let format: ReportFormat
-    private let write: (String) -> Void
-    private let table: TextTable?
+    public var format: ReportFormat { rows.format }
+    private let rows: FieldRowWriter
 
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        self.format = format
-        self.write = write
-        table = format == .table ? TextTable(columns: Self.tableColumns, write: write) : nil
+        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.tableColumns, write: write)
     }
 
-    public func header() {
-        if format == .csv { write(Self.columns.joined(separator: ",") + "\r\n") }
-    }
+    public func header() { rows.header() }
 
-    public func finish() {
-        table?.finish()
-    }
+    public func finish() { rows.finish() }
 
     public func write(_ record: ReportRecord) {
         let levels = AccessLevelSummary(json: record.accessLevels)
@@ -54,15 +47,7 @@ public struct ReportWriter {
             ("accessLevels", record.accessLevels.map { .rawJSON($0) } ?? .null),
             ("message", .optionalText(record.message)),
         ]
-        switch format {
-        case .jsonl:
-            let body = fields.map { "\(JSONText.quote($0.0)):\($0.1.json)" }.joined(separator: ",")
-            write("{\(body)}\n")
-        case .csv:
-            write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
-        case .table:
-            table?.add(fields.filter { $0.0 != "accessLevels" }.map(\.1.text))
-        }
+        rows.emit(fields)
     }
 
     enum Field {
@@ -90,6 +75,43 @@ public struct ReportWriter {
             case .bool(let bool): return bool ? "true" : "false"
             case .null: return ""
             }
+        }
+    }
+}
+
+/// Writes rows of named fields as JSON lines, CSV or an aligned table: the part every report
+/// format shares, so `report` and `report --changes` differ only in the fields they build.
+struct FieldRowWriter {
+    let format: ReportFormat
+    private let columns: [String]
+    private let tableColumns: Set<String>
+    private let write: (String) -> Void
+    private let table: TextTable?
+
+    init(format: ReportFormat, columns: [String], tableColumns: [String], write: @escaping (String) -> Void) {
+        self.format = format
+        self.columns = columns
+        self.tableColumns = Set(tableColumns)
+        self.write = write
+        table = format == .table ? TextTable(columns: tableColumns, write: write) : nil
+    }
+
+    func header() {
+        if format == .csv { write(columns.joined(separator: ",") + "\r\n") }
+    }
+
+    func finish() {
+        table?.finish()
+    }
+
+    func emit(_ fields: [(String, ReportWriter.Field)]) {
+        switch format {
+        case .jsonl:
+            write("{" + fields.map { "\(JSONText.quote($0.0)):\($0.1.json)" }.joined(separator: ",") + "}\n")
+        case .csv:
+            write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
+        case .table:
+            table?.add(fields.filter { tableColumns.contains($0.0) }.map(\.1.text))
         }
     }
 }

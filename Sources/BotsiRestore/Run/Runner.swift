@@ -516,15 +516,10 @@ public final class Runner: @unchecked Sendable {
 
     private func retryDue(_ sequence: Int64) {
         guard !isFinished, let entry = window[sequence], entry.payload.waitingToRetry else { return }
+        // stop() settles every waiting row itself, so a row still waiting here goes out again.
         waitingToRetry -= 1
         window[sequence]?.payload.waitingToRetry = false
-        if stopReason != nil {
-            // Already journaled pending with its last error; it is done for this run.
-            summary.count(status: ItemStatus.pending.rawValue, code: entry.payload.lastCode)
-            window.remove(sequence)
-        } else {
-            window.makeReadyAgain(sequence)
-        }
+        window.makeReadyAgain(sequence)
         schedulePump()
     }
 

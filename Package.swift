@@ -3,6 +3,7 @@ import PackageDescription
 
 // One-way data flow: BotsiCLI -> BotsiRestore (Run, Report) -> {BotsiInput, BotsiAPI, BotsiJournal}.
 // Input, API and Journal never import each other; only the CLI and the tests import the simulator.
+// BotsiBasics and BotsiFiles sit below all of them and import none of them.
 let package = Package(
     name: "botsi-restore",
     products: [
@@ -15,13 +16,22 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
-        .target(name: "BotsiInput", dependencies: ["CZlib"]),
-        .target(name: "BotsiAPI", dependencies: ["CCurl"]),
-        .target(name: "BotsiJournal", dependencies: ["CSQLite"]),
-        .target(name: "BotsiRestore", dependencies: ["BotsiInput", "BotsiAPI", "BotsiJournal"]),
-        .target(name: "BotsiSimulator"),
-        .target(name: "BotsiCLI", dependencies: ["BotsiRestore", "BotsiJournal", "BotsiSimulator"]),
+        // Shared by every target: the one copy of small helpers, and how files are touched.
+        .target(name: "BotsiBasics"),
+        .target(name: "BotsiFiles", dependencies: ["BotsiBasics"]),
+
+        .target(name: "BotsiInput", dependencies: ["CZlib", "BotsiBasics"]),
+        .target(name: "BotsiAPI", dependencies: ["CCurl", "BotsiBasics"]),
+        .target(name: "BotsiJournal", dependencies: ["CSQLite", "BotsiBasics", "BotsiFiles"]),
+        .target(
+            name: "BotsiRestore", dependencies: ["BotsiInput", "BotsiAPI", "BotsiJournal", "BotsiBasics", "BotsiFiles"]),
+        .target(name: "BotsiSimulator", dependencies: ["BotsiBasics"]),
+        .target(
+            name: "BotsiCLI",
+            dependencies: ["BotsiRestore", "BotsiJournal", "BotsiSimulator", "BotsiBasics", "BotsiFiles"]),
         .executableTarget(name: "botsi-restore", dependencies: ["BotsiCLI"]),
+        // Prints the generated documents (scripts/docs.sh); not shipped.
+        .executableTarget(name: "botsi-docs", dependencies: ["BotsiCLI", "BotsiRestore"]),
 
         .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),
         .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator"]),

@@ -38,6 +38,7 @@ let package = Package(
         .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal"]),
         .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
         .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),
+        .testTarget(name: "BotsiCLITests", dependencies: ["BotsiCLI", "BotsiBasics"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 import Foundation
 
@@ -6,48 +7,60 @@ import Foundation
 public enum CLI {
     public static let version = "0.1.0"
 
+    /// Every subcommand, in the order help lists them.
+    static let commands: [any Command.Type] = [
+        RunCommand.self, ReportCommand.self, StatusCommand.self, RunsCommand.self, MergeCommand.self,
+        SimulateCommand.self, DemoCommand.self,
+    ]
+
+    static func command(named name: String) -> (any Command.Type)? {
+        commands.first { $0.name == name }
+    }
+
     public static func main(arguments: [String]) -> Int32 {
         let arguments = Array(arguments.dropFirst())
-        guard let command = arguments.first else {
-            Output.error(Help.overview)
+        guard let name = arguments.first else {
+            Output.error(HelpText.overview)
             return ExitCode.usage
         }
         let rest = Array(arguments.dropFirst())
-        do {
-            switch command {
-            case "--help", "-h", "help":
-                if let topic = rest.first, let text = Help.command(topic) {
-                    Output.out(text)
-                } else {
-                    Output.out(Help.overview)
-                }
-                return ExitCode.success
-            case "--version", "version":
-                Output.out("botsi-restore \(version)")
-                return ExitCode.success
-            case "run": return try RunCommand.main(rest)
-            case "report": return try ReportCommand.main(rest)
-            case "status": return try StatusCommand.main(rest)
-            case "runs": return try RunsCommand.main(rest)
-            case "merge": return try MergeCommand.main(rest)
-            case "simulate": return try SimulateCommand.main(rest)
-            case "demo": return try DemoCommand.main(rest)
-            default:
-                let known = ["run", "report", "status", "runs", "merge", "simulate", "demo", "help"]
-                let best = known.min { editDistance($0, command) < editDistance($1, command) }
-                var message = "unknown command '\(command)'"
-                if let best, editDistance(best, command) <= 2 { message += "; did you mean '\(best)'?" }
-                Output.error("botsi-restore: \(message)\n\(Help.usageLines)")
-                return ExitCode.usage
+        switch name {
+        case "--help", "-h", "help":
+            if let topic = rest.first, let command = command(named: topic) {
+                Output.out(HelpText.command(command))
+            } else {
+                Output.out(HelpText.overview)
             }
+            return ExitCode.success
+        case "--version", "-V", "version":
+            Output.out("botsi-restore \(version)")
+            return ExitCode.success
+        default:
+            break
+        }
+        guard let command = command(named: name) else {
+            var message = "unknown command '\(name)'"
+            if let near = Basics.nearest(to: name, among: commands.map { $0.name } + ["help", "version"]) {
+                message += "; did you mean '\(near)'?"
+            }
+            Output.error("botsi-restore: \(message)\n\(HelpText.usageLines)")
+            return ExitCode.usage
+        }
+        do {
+            return try invoke(command, rest)
         } catch let error as UsageError {
-            Output.error("botsi-restore \(command): \(error.message)\n\(Help.usage(for: command))")
+            Output.error("botsi-restore \(name): \(error.message)\n\(HelpText.usage(for: name))")
             return ExitCode.usage
         } catch {
-            Output.error("botsi-restore \(command): unexpected error: \(error)")
+            Output.error("botsi-restore \(name): unexpected error: \(error)")
             return ExitCode.software
         }
     }
+}
+
+/// Opens the command's type, so its settings type is known.
+private func invoke<C: Command>(_ command: C.Type, _ arguments: [String]) throws -> Int32 {
+    try command.invoke(arguments)
 }
 
 /// stdout for what a command produces (help, reports), stderr for everything about the run.

@@ -4,20 +4,25 @@ import Foundation
 
 /// `botsi-restore merge OUT.sqlite SHARD.sqlite...`: one journal from the shards' journals, for
 /// `report`, `runs` and `status`.
-enum MergeCommand {
-    static let spec = CommandSpec(name: "merge", options: [.flag("--help")], takesPositionals: true)
+enum MergeCommand: Command {
+    static let name = "merge"
+    static let summary = "combine shard journals into a new one"
+    static let synopsis = "OUT SHARD ..."
+    static let discussion = """
+        Combines the journals of sharded runs (run --shard I/N, each with its own journal) into a new
+        journal OUT for report, runs and status. OUT must not exist. Runs are renumbered by start time
+        and note their source journal in their options (mergedFrom); a pair found in several shards
+        keeps the record updated last. Refuses a shard a live run still holds (exit 75).
+        """
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.merge)
-            return ExitCode.success
-        }
-        guard parsed.positionals.count >= 2 else {
+    static func initialSettings() -> [String] { [] }
+
+    static func run(_ paths: [String]) throws -> Int32 {
+        guard paths.count >= 2 else {
             throw UsageError(message: "name the new journal, then one or more shard journals")
         }
-        let output = parsed.positionals[0]
-        let shards = Array(parsed.positionals.dropFirst())
+        let output = paths[0]
+        let shards = Array(paths.dropFirst())
         do {
             let summary = try Journal.merge(shards: shards, into: output)
             var line =

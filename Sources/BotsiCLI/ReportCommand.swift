@@ -2,55 +2,49 @@ import BotsiJournal
 import BotsiRestore
 import Foundation
 
-enum ReportCommand {
-    static let spec = CommandSpec(
-        name: "report",
-        options: [
-            .flag("--help"), .value("--journal"), .value("--run"), .value("--status", repeatable: true),
-            .value("--code", repeatable: true), .value("--since"), .value("--format"), .value("--output"),
-            .flag("--changes"), .value("--since-run"),
-        ],
-        takesPositionals: false)
+/// What `report`'s options fill in.
+struct ReportSettings: JournalReading {
+    var journal = "botsi-restore.sqlite"
+    var run: String?
+    var statuses: [String] = []
+    var codes: [String] = []
+    var since: Date?
+    var format = ReportFormat.jsonl
+    var output: String?
+    var changes = false
+    var sinceRun: String?
+}
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.report)
-            return ExitCode.success
-        }
-        let formatName = parsed.value("--format") ?? "jsonl"
-        guard let format = ReportFormat(rawValue: formatName) else {
-            throw UsageError(message: "option '--format' must be jsonl, csv or table, not '\(formatName)'")
-        }
-        if parsed.has("--changes") { return try changes(parsed, format: format) }
-        if parsed.value("--since-run") != nil {
+enum ReportCommand: Command {
+    static let name = "report"
+    static let summary = "print the journal, one record per row"
+    static let synopsis = "[options]"
+    static let discussion = """
+        Prints the journal, one record per row: profileId, originalTransactionId, status, code,
+        httpStatus, attempts, source (file:line), updatedAt, and the profile snapshot (profileState,
+        activeAccessLevels, expiresAt, willRenew, accessLevels). Safe while a run writes the journal.
+        """
+    static let epilogue = "See docs/reports.md for every column."
+
+    static func initialSettings() -> ReportSettings { ReportSettings() }
+
+    static func run(_ settings: ReportSettings) throws -> Int32 {
+        if settings.changes { return try changes(settings) }
+        if settings.sinceRun != nil {
             throw UsageError(message: "option '--since-run' goes with --changes")
         }
-        let statuses = parsed.all("--status")
-        let known = ItemStatus.allCases.map(\.rawValue)
-        for status in statuses where !known.contains(status) {
-            throw UsageError(message: "unknown status '\(status)'; use one of \(known.joined(separator: ", "))")
-        }
-        var filter = ReportFilter(statuses: statuses, codes: parsed.all("--code"))
-        if let since = parsed.value("--since") {
-            if let seconds = parseDuration(since) {
-                filter.since = Date().addingTimeInterval(-seconds)
-            } else if let date = Timestamp.date(since) {
-                filter.since = date
-            } else {
-                throw UsageError(message: "option '--since' needs an ISO-8601 time or a duration such as 24h")
-            }
-        }
-        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+        var filter = ReportFilter(statuses: settings.statuses, codes: settings.codes)
+        filter.since = settings.since
+        let path = settings.journal
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
-            if let run = parsed.value("--run") {
+            if let run = settings.run {
                 filter.runID = try resolveRun(run, journal: journal)
             }
-            let sink = try ReportSink(path: parsed.value("--output"))
+            let sink = try ReportSink(path: settings.output)
             defer { sink.close() }
-            let writer = ReportWriter(format: format) { sink.write($0) }
+            let writer = ReportWriter(format: settings.format) { sink.write($0) }
             writer.header()
             try journal.forEachReportRecord(filter) { writer.write($0) }
             writer.finish()
@@ -68,24 +62,28 @@ enum ReportCommand {
 
     /// `--changes --run B --since-run A`: rows whose status or profile snapshot differs between
     /// the two runs. B defaults to the latest run, A to the run before B.
-    static func changes(_ parsed: ParsedArguments, format: ReportFormat) throws -> Int32 {
-        for option in ["--status", "--code", "--since"] where parsed.value(option) != nil {
+    static func changes(_ settings: ReportSettings) throws -> Int32 {
+        let filters = [
+            ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
+            ("--since", settings.since != nil),
+        ]
+        for (option, given) in filters where given {
             throw UsageError(message: "option '\(option)' does not apply to --changes; filter the output instead")
         }
-        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+        let path = settings.journal
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
-            let later = try resolveRun(parsed.value("--run") ?? "latest", journal: journal)
-            let earlier = try parsed.value("--since-run").map { try resolveRun($0, journal: journal) } ?? later - 1
+            let later = try resolveRun(settings.run ?? "latest", journal: journal)
+            let earlier = try settings.sinceRun.map { try resolveRun($0, journal: journal) } ?? later - 1
             guard earlier >= 1, earlier < later else {
                 throw UsageError(
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "
                         + "run \(later) has no earlier run \(earlier)")
             }
-            let sink = try ReportSink(path: parsed.value("--output"))
+            let sink = try ReportSink(path: settings.output)
             defer { sink.close() }
-            let writer = ChangeWriter(format: format) { sink.write($0) }
+            let writer = ChangeWriter(format: settings.format) { sink.write($0) }
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
             writer.finish()

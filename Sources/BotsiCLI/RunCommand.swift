@@ -2,129 +2,69 @@ import BotsiRestore
 import Dispatch
 import Foundation
 
-enum RunCommand {
-    static let spec = CommandSpec(
-        name: "run",
-        options: [
-            .value("--job"),
-            .flag("--help"), .value("--journal"), .value("--base-url"), .value("--key-env"), .value("--concurrency"),
-            .value("--max-attempts"), .value("--timeout"), .value("--connect-timeout"), .value("--format"),
-            .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
-            .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
-            .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
-            .value("--log-interval"), .value("--log-format"), .value("--seed"), .value("--rate"),
-            .flag("--no-adaptive"),
-            .value("--max-duration"),
-            .value("--stop-at"), .value("--max-failure-rate"), .value("--min-sample"), .value("--shard"),
-        ],
-        takesPositionals: true)
+/// What `run`'s options fill in: the runner's options and how this process reports.
+struct RunSettings: Equatable {
+    var options = RunOptions()
+    var job: String?
+    var quiet = false
+    var logInterval: Double = 30
+    var logFormat = LogFormat.text
+    var maxDuration: Double?
+    var stopAt: ClockTime?
+}
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(JobFile.expand(arguments, spec: spec), spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.run)
-            return ExitCode.success
-        }
-        let options = try runOptions(parsed)
+enum RunCommand: Command {
+    static let name = "run"
+    static let summary = "restore every pair in the inputs"
+    static let synopsis = "[INPUT ...] [options]"
+    static let jobFileOption: String? = "--job"
+    static let discussion = """
+        Sends every (profileId, originalTransactionId) pair of the inputs to
+        POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
+        """
+    static let epilogue = """
+        Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure or
+        failure threshold; 73 journal unusable; 75 rows remain pending, the time window ended, or the
+        journal is in use; 77 key refused; 78 App Store connection not set up in Botsi; 130/143 stopped
+        by SIGINT/SIGTERM.
+        """
+
+    static func initialSettings() -> RunSettings { RunSettings() }
+
+    static func run(_ settings: RunSettings) throws -> Int32 {
+        let options = try runOptions(settings, now: Date())
         // No core dumps from a process that holds the key in memory.
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
         let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
-        let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
-        let formatName = parsed.value("--log-format") ?? "text"
-        guard let logFormat = LogFormat(rawValue: formatName) else {
-            throw UsageError(message: "option '--log-format' must be text or json, not '\(formatName)'")
-        }
         return execute(
-            options: options, apiKey: apiKey, quiet: parsed.has("--quiet"), logInterval: logInterval,
-            logFormat: logFormat)
+            options: options, apiKey: apiKey, quiet: settings.quiet, logInterval: settings.logInterval,
+            logFormat: settings.logFormat)
     }
 
-    static func runOptions(_ parsed: ParsedArguments) throws(UsageError) -> RunOptions {
-        var options = RunOptions()
-        options.inputs = parsed.positionals
+    /// The runner's options once the inputs are checked and the time window is turned into a
+    /// deadline.
+    static func runOptions(_ settings: RunSettings, now: Date) throws(UsageError) -> RunOptions {
+        var options = settings.options
         guard !options.inputs.isEmpty else {
             throw UsageError(message: "no input: name one or more .csv/.jsonl files, or - for stdin")
         }
         if options.inputs.filter({ $0 == "-" }).count > 1 {
             throw UsageError(message: "stdin (-) can be read only once")
         }
-        if let format = parsed.value("--format") {
-            guard format == "csv" || format == "jsonl" else {
-                throw UsageError(message: "option '--format' must be csv or jsonl, not '\(format)'")
-            }
-            options.format = format
-        }
-        options.profileColumn = parsed.value("--profile-column")
-        options.transactionColumn = parsed.value("--transaction-column")
-        options.journalPath = parsed.value("--journal") ?? options.journalPath
-        options.baseURL = parsed.value("--base-url") ?? options.baseURL
-        options.keyEnvironmentVariable = parsed.value("--key-env") ?? options.keyEnvironmentVariable
-        options.concurrency = try parsed.int("--concurrency", in: 1...4096) ?? options.concurrency
-        options.maxAttempts = try parsed.int("--max-attempts", in: 1...100) ?? options.maxAttempts
-        options.timeout = try parsed.seconds("--timeout", minimum: 0.001) ?? options.timeout
-        options.connectTimeout = try parsed.seconds("--connect-timeout", minimum: 0.001) ?? options.connectTimeout
-        options.backoffBase = try parsed.seconds("--backoff-base") ?? options.backoffBase
-        options.backoffCap = try parsed.seconds("--backoff-cap") ?? options.backoffCap
-        options.retryAfterCap = try parsed.seconds("--retry-after-cap") ?? options.retryAfterCap
-        options.retryFailed = parsed.has("--retry-failed")
-        options.refreshOlderThan = try parsed.seconds("--refresh-older-than")
-        options.dryRun = parsed.has("--dry-run")
-        options.caCertificatePath = parsed.value("--cacert")
-        options.insecureSkipTLSVerify = parsed.has("--insecure-skip-tls-verify")
-        if let rate = parsed.value("--rate") {
-            guard let value = Double(rate), value > 0, value.isFinite else {
-                throw UsageError(
-                    message: "option '--rate' needs a number of requests per second above 0, not '\(rate)'")
-            }
-            options.rate = value
-        }
-        options.adaptive = !parsed.has("--no-adaptive")
-        options.deadline = try deadline(parsed, now: Date())
-        if let text = parsed.value("--max-failure-rate") {
-            guard let value = Double(text.hasSuffix("%") ? String(text.dropLast()) : text), (0...100).contains(value)
-            else {
-                throw UsageError(message: "option '--max-failure-rate' needs a percentage from 0 to 100, not '\(text)'")
-            }
-            options.maxFailureRate = value
-        }
-        options.minSample = try parsed.int("--min-sample", in: 1...Int(Int32.max)) ?? options.minSample
-        if let shard = parsed.value("--shard") {
-            let parts = shard.split(separator: "/")
-            guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
-                (0..<count).contains(index)
-            else {
-                throw UsageError(
-                    message:
-                        "option '--shard' needs I/N with 0 <= I < N (e.g. 0/4, as JOB_COMPLETION_INDEX counts), not '\(shard)'"
-                )
-            }
-            options.shardIndex = index
-            options.shardCount = count
-        }
-        if let seed = parsed.value("--seed") {
-            guard let number = UInt64(seed) else { throw UsageError(message: "option '--seed' needs a number") }
-            options.seed = number
-        }
+        options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         return options
     }
 
     /// The earlier of --max-duration from now and the next local --stop-at HH:MM.
-    static func deadline(_ parsed: ParsedArguments, now: Date) throws(UsageError) -> Date? {
-        var deadline = try parsed.seconds("--max-duration", minimum: 0.001).map { now.addingTimeInterval($0) }
-        if let text = parsed.value("--stop-at") {
-            let parts = text.split(separator: ":")
-            guard parts.count == 2, let hour = Int(parts[0]), let minute = Int(parts[1]), (0..<24).contains(hour),
-                (0..<60).contains(minute)
-            else {
-                throw UsageError(message: "option '--stop-at' needs a local time HH:MM such as 06:30, not '\(text)'")
-            }
-            let calendar = Calendar.current
-            let stopAt =
-                calendar.nextDate(
-                    after: now, matching: DateComponents(hour: hour, minute: minute, second: 0),
+    static func deadline(maxDuration: Double?, stopAt: ClockTime?, now: Date) -> Date? {
+        var deadline = maxDuration.map { now.addingTimeInterval($0) }
+        if let stopAt {
+            let next =
+                Calendar.current.nextDate(
+                    after: now, matching: DateComponents(hour: stopAt.hour, minute: stopAt.minute, second: 0),
                     matchingPolicy: .nextTime) ?? now
-            deadline = min(deadline ?? stopAt, stopAt)
+            deadline = min(deadline ?? next, next)
         }
         return deadline
     }

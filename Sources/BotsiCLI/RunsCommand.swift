@@ -2,22 +2,26 @@ import BotsiJournal
 import BotsiRestore
 import Foundation
 
-/// `botsi-restore runs`: one line per run with start, duration, inputs, counts and exit code.
-enum RunsCommand {
-    static let spec = CommandSpec(
-        name: "runs", options: [.flag("--help"), .value("--journal"), .value("--format")], takesPositionals: false)
+/// What `runs`'s options fill in.
+struct RunsSettings: JournalReading {
+    var journal = "botsi-restore.sqlite"
+    var format = RunsFormat.table
+}
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.runs)
-            return ExitCode.success
-        }
-        let formatName = parsed.value("--format") ?? "table"
-        guard let format = RunsFormat(rawValue: formatName) else {
-            throw UsageError(message: "option '--format' must be table or jsonl, not '\(formatName)'")
-        }
-        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+/// `botsi-restore runs`: one line per run with start, duration, inputs, counts and exit code.
+enum RunsCommand: Command {
+    static let name = "runs"
+    static let summary = "one line per run"
+    static let synopsis = "[options]"
+    static let discussion = """
+        One line per run: id, start, duration, state (finished, stopped, running, killed), exit code,
+        rows by status, rejected input rows, requests and inputs.
+        """
+
+    static func initialSettings() -> RunsSettings { RunsSettings() }
+
+    static func run(_ settings: RunsSettings) throws -> Int32 {
+        let path = settings.journal
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
@@ -26,7 +30,7 @@ enum RunsCommand {
                 holder: RunLock.currentHolder(journalPath: path), now: Date())
             let sink = try ReportSink(path: nil)
             defer { sink.close() }
-            RunsWriter.write(lines, format: format) { sink.write($0) }
+            RunsWriter.write(lines, format: settings.format) { sink.write($0) }
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore runs: \(error.description)")

@@ -4,24 +4,40 @@ import BotsiSimulator
 import Dispatch
 import Foundation
 
-enum SimulateCommand {
-    static let spec = CommandSpec(
-        name: "simulate",
-        options: [
-            .flag("--help"), .value("--host"), .value("--port"), .value("--latency"), .value("--jitter"),
-            .value("--fault-rate"), .value("--faults"), .value("--retry-after"), .value("--seed"),
-            .value("--scenario"), .value("--mode"), .value("--limit-rate"), .value("--key", repeatable: true),
-            .value("--stall"),
-        ],
-        takesPositionals: false)
+/// What `simulate`'s options fill in.
+struct SimulateSettings {
+    var options: SimulatorOptions = {
+        var options = SimulatorOptions()
+        options.port = 8080
+        return options
+    }()
+    var scenario: String?
+    /// Replace the simulator's default key once one is given.
+    var keys: [String] = []
+}
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.simulate)
-            return ExitCode.success
+enum SimulateCommand: Command {
+    static let name = "simulate"
+    static let summary = "serve a local Botsi restore API for rehearsals"
+    static let synopsis = "[options]"
+    static let discussion = """
+        Serves POST /v2/purchases/apple-store/restore on loopback, behaving as Botsi documents, for
+        rehearsals and tests. GET /__simulator/stats returns request statistics. Stops on SIGINT/SIGTERM.
+        """
+    static let epilogue = "See docs/simulator.md for scenario files, faults and stats."
+
+    static func initialSettings() -> SimulateSettings { SimulateSettings() }
+
+    static func run(_ settings: SimulateSettings) throws -> Int32 {
+        var options = settings.options
+        if !settings.keys.isEmpty { options.keys = settings.keys }
+        if let path = settings.scenario {
+            do {
+                options.scenario = try SimulatorScenario.load(path: path)
+            } catch {
+                throw UsageError(message: "cannot use scenario \(path): \(error)")
+            }
         }
-        let options = try simulatorOptions(parsed)
         let simulator = Simulator(options: options)
         let port: Int
         do {
@@ -42,71 +58,21 @@ enum SimulateCommand {
         Output.error("simulator stopped after \(stats.requests) restore requests (max \(stats.maxInFlight) in flight)")
         return ExitCode.success
     }
-
-    static func simulatorOptions(_ parsed: ParsedArguments) throws(UsageError) -> SimulatorOptions {
-        var options = SimulatorOptions()
-        options.port = 8080
-        options.host = parsed.value("--host") ?? options.host
-        options.port = try parsed.int("--port", in: 0...65535) ?? options.port
-        options.latencyMilliseconds = try number(parsed, "--latency", 0...600_000) ?? 0
-        options.jitterMilliseconds = try number(parsed, "--jitter", 0...600_000) ?? 0
-        options.faultRate = try number(parsed, "--fault-rate", 0...1) ?? 0
-        if let list = parsed.value("--faults") {
-            options.faults = try list.split(separator: ",").map { (name) throws(UsageError) -> SimulatorFault in
-                let trimmed = name.trimmingCharacters(in: .whitespaces)
-                guard let fault = SimulatorFault(rawValue: trimmed) else {
-                    let known = SimulatorFault.allCases.map(\.rawValue).joined(separator: ",")
-                    throw UsageError(message: "unknown fault '\(trimmed)'; choose from \(known)")
-                }
-                return fault
-            }
-        }
-        options.retryAfterSeconds = try parsed.int("--retry-after", in: 0...86400) ?? options.retryAfterSeconds
-        if let stall = try parsed.seconds("--stall") { options.stallSeconds = stall }
-        if let seed = parsed.value("--seed") {
-            guard let value = UInt64(seed) else { throw UsageError(message: "option '--seed' needs a number") }
-            options.seed = value
-        }
-        if let path = parsed.value("--scenario") {
-            do {
-                options.scenario = try SimulatorScenario.load(path: path)
-            } catch {
-                throw UsageError(message: "cannot use scenario \(path): \(error)")
-            }
-        }
-        if let mode = parsed.value("--mode") {
-            guard let value = SimulatorMode(rawValue: mode) else {
-                throw UsageError(message: "option '--mode' must be normal or no-ios-settings")
-            }
-            options.mode = value
-        }
-        options.limitRate = try number(parsed, "--limit-rate", 0.1...1_000_000)
-        let keys = parsed.all("--key")
-        if !keys.isEmpty { options.keys = keys }
-        return options
-    }
-
-    private static func number(
-        _ parsed: ParsedArguments, _ name: String, _ range: ClosedRange<Double>
-    ) throws(UsageError) -> Double? {
-        guard let text = parsed.value(name) else { return nil }
-        guard let value = Double(text), range.contains(value) else {
-            throw UsageError(message: "option '\(name)' needs a number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return value
-    }
 }
 
-enum DemoCommand {
-    static let spec = CommandSpec(
-        name: "demo", options: [.flag("--help"), .value("--keep-journal")], takesPositionals: false)
+enum DemoCommand: Command {
+    static let name = "demo"
+    static let summary = "run the bundled sample against the simulator"
+    static let synopsis = "[options]"
+    static let discussion = """
+        Starts the simulator on a free port with some faults and latency, runs the bundled sample
+        through the real run path with a throw-away journal, and shows the progress and summary.
+        """
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.demo)
-            return ExitCode.success
-        }
+    /// `--keep-journal PATH`, or nil for a throw-away journal.
+    static func initialSettings() -> String? { nil }
+
+    static func run(_ keepJournal: String?) throws -> Int32 {
         guard let sample = samplePath() else {
             Output.error("botsi-restore demo: cannot find samples/demo.csv; run the demo from the repository root")
             return ExitCode.noInput
@@ -133,7 +99,7 @@ enum DemoCommand {
 
         let directory = NSTemporaryDirectory() + "botsi-restore-demo-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let journal = parsed.value("--keep-journal") ?? directory + "/demo.sqlite"
+        let journal = keepJournal ?? directory + "/demo.sqlite"
         Output.error(
             "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 15% faults: 5xx, resets, truncated replies; 429 above 150 requests/s)"
         )

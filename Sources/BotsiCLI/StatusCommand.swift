@@ -2,23 +2,30 @@ import BotsiJournal
 import BotsiRestore
 import Foundation
 
-/// `botsi-restore status`: the run in progress or the last one. Opens the journal read-only, so
-/// it is safe while a run writes it.
-enum StatusCommand {
-    static let spec = CommandSpec(
-        name: "status", options: [.flag("--help"), .value("--journal"), .value("--format")], takesPositionals: false)
+/// What `status`'s options fill in.
+struct StatusSettings: JournalReading {
+    /// `botsi-restore status`: the run in progress or the last one. Opens the journal read-only, so
+    /// it is safe while a run writes it.
+    enum Format: String, CaseIterable, Sendable { case text, json }
+    var journal = "botsi-restore.sqlite"
+    var format = Format.text
+}
 
-    static func main(_ arguments: [String]) throws -> Int32 {
-        let parsed = try ParsedArguments(arguments, spec: spec)
-        if parsed.has("--help") {
-            Output.out(Help.status)
-            return ExitCode.success
-        }
-        let format = parsed.value("--format") ?? "text"
-        guard format == "text" || format == "json" else {
-            throw UsageError(message: "option '--format' must be text or json, not '\(format)'")
-        }
-        let path = parsed.value("--journal") ?? "botsi-restore.sqlite"
+enum StatusCommand: Command {
+    static let name = "status"
+    static let summary = "the run in progress or the last one"
+    static let synopsis = "[options]"
+    static let discussion = """
+        The run in progress or the last one: when it started, its options and inputs, whether a live
+        process still holds the journal, requests and retries so far, the rate over the last minute,
+        row counts by status and code, and an ETA for the pending rows. Reads the journal read-only,
+        so it is safe while a run writes it.
+        """
+
+    static func initialSettings() -> StatusSettings { StatusSettings() }
+
+    static func run(_ settings: StatusSettings) throws -> Int32 {
+        let path = settings.journal
         let now = Date()
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
@@ -26,7 +33,7 @@ enum StatusCommand {
             let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
             let report = StatusReport(
                 journalPath: path, snapshot: snapshot, holder: RunLock.currentHolder(journalPath: path), now: now)
-            Output.out(format == "json" ? report.renderJSON() : report.renderText())
+            Output.out(settings.format == .json ? report.renderJSON() : report.renderText())
             return ExitCode.success
         } catch {
             Output.error("botsi-restore status: \(error.description)")

@@ -77,12 +77,41 @@ struct CommandLineTests {
         #expect(run.stdout.contains("--concurrency") && run.stdout.contains("--journal"))
     }
 
-    @Test func versionPrintsTheToolAndItsVersion() throws {
+    @Test(arguments: ["--version", "-V", "version"])
+    func versionPrintsTheToolAndItsVersion(_ flag: String) throws {
         let workspace = Workspace()
-        let finished = try botsi(["--version"], key: nil, in: workspace)
+        let finished = try botsi([flag], key: nil, in: workspace)
         #expect(finished.status == 0)
         let line = finished.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(line.wholeMatch(of: /botsi-restore \d+\.\d+\.\d+.*/) != nil, "stdout: \(finished.stdout)")
+    }
+
+    @Test func helpAfterOtherArgumentsStillShowsHelp() throws {
+        let workspace = Workspace()
+        for arguments in [["run", "in.csv", "--concurency", "3", "--help"], ["report", "--format", "xml", "-h"]] {
+            let finished = try botsi(arguments, key: nil, in: workspace)
+            #expect(finished.status == 0, "\(arguments): \(finished.stderr)")
+            #expect(finished.stdout.hasPrefix("usage: botsi-restore \(arguments[0])"), "\(finished.stdout)")
+        }
+    }
+
+    @Test func aMistypedCommandSuggestsOnlyACloseOne() throws {
+        let workspace = Workspace()
+        let close = try botsi(["stauts"], key: nil, in: workspace)
+        #expect(close.status == 64)
+        #expect(close.stderr.contains("unknown command 'stauts'; did you mean 'status'?"), "\(close.stderr)")
+        let far = try botsi(["frobnicate"], key: nil, in: workspace)
+        #expect(far.status == 64)
+        #expect(far.stderr.contains("unknown command 'frobnicate'") && !far.stderr.contains("did you mean"))
+    }
+
+    @Test func shortFormsWorkEndToEnd() throws {
+        let workspace = Workspace()
+        let input = workspace.csv(Pair.generate(4))
+        let finished = try botsi(
+            ["run", input, "-nq", "-j", "2", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("would send: 4"), "stderr: \(finished.stderr)")
     }
 
     @Test func aRunWithoutTheKeyInTheEnvironmentExits64AndNamesTheVariable() throws {

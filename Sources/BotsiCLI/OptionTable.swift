@@ -1,0 +1,348 @@
+// The option table: every option of every command, declared once. Parsing, `--help`, job files
+// (with their unknown-key suggestions), the completion scripts and the man page all come from
+// here.
+//
+// How to add an option (say `run --metrics-file PATH`):
+// 1. Give the settings a place for it: a field of `RunOptions` (what the runner takes) or of
+//    `RunSettings` (what only this process uses), with its default.
+// 2. Add one entry below, in the section help should list it under:
+//        .value("--metrics-file", .path(), job: "metricsFile", help: "write Prometheus metrics there") {
+//            $0.options.metricsFile = $1
+//        },
+//    `.flag(...)` for an option without a value. Pick the value kind (`ValueKind.swift`: path, text,
+//    wholeNumber, number, duration, percent, choice, …; add one there if none fits), a short name
+//    only for an option used all the time, `default:` as one would type it when there is a
+//    default, and for `run` a `job:` key, or `.notInJobFiles(because:)` saying why not.
+// 3. `swift test --filter OptionTableTests` checks it parses, shows in help and has a job key or a
+//    reason; `bash scripts/docs.sh` regenerates docs/botsi-restore.1. Nothing else to edit.
+import BotsiJournal
+import BotsiRestore
+import BotsiSimulator
+import Foundation
+
+extension RunCommand {
+    static let positionals: Positionals<RunSettings>? = Positionals(
+        "INPUT ...", help: "a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin; several allowed",
+        job: "inputs"
+    ) { $0.options.inputs = $1 }
+
+    static let options: [Option<RunSettings>] =
+        [
+            jobOptions, inputOptions, journalOptions, apiOptions, paceOptions, timeWindowOptions, shardingOptions,
+            outputOptions,
+        ].flatMap { $0 }
+
+    private static let jobOptions: [Option<RunSettings>] = section(
+        "Job",
+        [
+            .value(
+                "--job", .path("FILE"), job: .notInJobFiles(because: "a job file does not name another"),
+                help: "take options from a job file (jobs/*.json); options given here win"
+            ) { $0.job = $1 }
+        ])
+
+    private static let inputOptions: [Option<RunSettings>] = section(
+        "Input",
+        [
+            .value(
+                "--format", .names(["csv", "jsonl"]), job: "format",
+                help: "input format, when the file name does not tell"
+            ) { $0.options.format = $1 },
+            .value(
+                "--profile-column", .text("NAME"), job: "profileColumn",
+                help: "CSV/JSON column holding the profile id (default profileId or profile_id)"
+            ) { $0.options.profileColumn = $1 },
+            .value(
+                "--transaction-column", .text("NAME"), job: "transactionColumn",
+                help:
+                    "column holding the original transaction id (default originalTransactionId or original_transaction_id)"
+            ) { $0.options.transactionColumn = $1 },
+        ])
+
+    private static let journalOptions: [Option<RunSettings>] = section(
+        "Journal",
+        [
+            .value(
+                "--journal", .path(), job: "journal", default: "botsi-restore.sqlite", help: "SQLite journal"
+            ) { $0.options.journalPath = $1 },
+            .flag(
+                "--retry-failed", job: "retryFailed",
+                help: "also resend failed, profile_not_found and server-rejected rows"
+            ) { $0.options.retryFailed = true },
+            .value(
+                "--refresh-older-than", .duration(), job: "refreshOlderThan",
+                help: "also resend restored rows last restored longer ago than DUR (e.g. 7d)"
+            ) { $0.options.refreshOlderThan = $1 },
+            .flag(
+                "--dry-run", short: "n",
+                job: .notInJobFiles(
+                    because: "a rehearsal is asked for where the job starts (run --job FILE -n), "
+                        + "so no job file is left rehearsing by mistake"),
+                help: "read and check the input, say what would be sent, send nothing"
+            ) { $0.options.dryRun = true },
+        ])
+
+    private static let apiOptions: [Option<RunSettings>] = section(
+        "API",
+        [
+            .value(
+                "--base-url", .text("URL"), job: "baseURL", default: "https://api.botsi.com",
+                help: "Botsi's API; http:// only for loopback hosts"
+            ) { $0.options.baseURL = $1 },
+            .value(
+                "--key-env", .text("NAME"), job: "keyEnv", default: "BOTSI_SECRET_KEY",
+                help: "environment variable holding the key (the key itself is never an option)"
+            ) { $0.options.keyEnvironmentVariable = $1 },
+            .value(
+                "--cacert", .path("FILE"), job: "cacert", help: "CA bundle for a private certificate authority"
+            ) { $0.options.caCertificatePath = $1 },
+            .flag(
+                "--insecure-skip-tls-verify",
+                job: .notInJobFiles(
+                    because: "turning certificate checks off is typed each time, never kept in a file that runs "
+                        + "every night"),
+                help: "do not verify the server's certificate (never in production)"
+            ) { $0.options.insecureSkipTLSVerify = true },
+        ])
+
+    private static let paceOptions: [Option<RunSettings>] = section(
+        "Pace and retries",
+        [
+            .value(
+                "--concurrency", short: "j", .wholeNumber(1...4096), job: "concurrency", default: "8",
+                help: "requests in flight at most"
+            ) { $0.options.concurrency = $1 },
+            .value(
+                "--max-attempts", .wholeNumber(1...100), job: "maxAttempts", default: "6",
+                help: "attempts per row per run"
+            ) { $0.options.maxAttempts = $1 },
+            .value(
+                "--timeout", .duration(minimum: 0.001), job: "timeout", default: "30s", help: "per request"
+            ) { $0.options.timeout = $1 },
+            .value(
+                "--connect-timeout", .duration(minimum: 0.001), job: "connectTimeout", default: "10s",
+                help: "to open a connection"
+            ) { $0.options.connectTimeout = $1 },
+            .value(
+                "--backoff-base", .duration(), job: "backoffBase", default: "500ms",
+                help: "the first retry waits up to this, doubling each time"
+            ) { $0.options.backoffBase = $1 },
+            .value("--backoff-cap", .duration(), job: "backoffCap", default: "30s", help: "longest backoff") {
+                $0.options.backoffCap = $1
+            },
+            .value(
+                "--retry-after-cap", .duration(), job: "retryAfterCap", default: "120s",
+                help: "longest wait a Retry-After can impose"
+            ) { $0.options.retryAfterCap = $1 },
+            .value(
+                "--rate", .positiveNumber(meaning: "a number of requests per second"), job: "rate",
+                help: "requests per second at most, evenly spaced (Apple allows ~50/s per app)"
+            ) { $0.options.rate = $1 },
+            .flag(
+                "--no-adaptive", job: .negatedKey("adaptive"),
+                help: "do not slow down on 429/503 (adaptive throttling is on by default)"
+            ) { $0.options.adaptive = false },
+            .value(
+                "--max-failure-rate", .percent, job: "maxFailureRate", default: "50",
+                help: "stop (exit 69) when more than PCT% of the rows sent failed or ran out of attempts, "
+                    + "once --min-sample rows were sent"
+            ) { $0.options.maxFailureRate = $1 },
+            .value(
+                "--min-sample", .wholeNumber(1...Int(Int32.max)), job: "minSample", default: "1000",
+                help: "rows sent before --max-failure-rate applies"
+            ) { $0.options.minSample = $1 },
+            .value(
+                "--seed", .seed,
+                job: .notInJobFiles(because: "it repeats the backoff jitter for tests; scheduled runs draw their own"),
+                help: "random seed for the backoff jitter, for tests"
+            ) { $0.options.seed = $1 },
+        ])
+
+    private static let timeWindowOptions: [Option<RunSettings>] = section(
+        "Time window",
+        [
+            .value(
+                "--max-duration", .duration(minimum: 0.001), job: "maxDuration",
+                help: "stop dispatching after DUR (e.g. 6h), drain, exit 75; a rerun continues"
+            ) { $0.maxDuration = $1 },
+            .value("--stop-at", ClockTime.kind, job: "stopAt", help: "the same at the next local HH:MM") {
+                $0.stopAt = $1
+            },
+        ])
+
+    private static let shardingOptions: [Option<RunSettings>] = section(
+        "Sharding",
+        [
+            .value(
+                "--shard", Shard.kind,
+                job: .notInJobFiles(
+                    because: "the shards of one job share its file; each process is given its own index"),
+                help: "only rows whose profileId hashes to shard I of N (0 <= I < N)"
+            ) {
+                $0.options.shardIndex = $1.index
+                $0.options.shardCount = $1.count
+            }
+        ])
+
+    private static let outputOptions: [Option<RunSettings>] = section(
+        "Output",
+        [
+            .flag("--quiet", short: "q", job: "quiet", help: "no progress, only the summary and errors") {
+                $0.quiet = true
+            },
+            .value(
+                "--log-interval", .duration(minimum: 0.1), job: "logInterval", default: "30s",
+                help: "progress log line period when stderr is not a terminal"
+            ) { $0.logInterval = $1 },
+            .value(
+                "--log-format", .choice([LogFormat.text, .json]), job: "logFormat", default: "text",
+                help: "json: progress, stop, error and summary as one JSON object a line"
+            ) { $0.logFormat = $1 },
+        ])
+}
+
+/// Settings of a command that reads a journal.
+protocol JournalReading: SendableMetatype {
+    var journal: String { get set }
+}
+
+extension Option where Settings: JournalReading {
+    static var journalToRead: Self {
+        .value("--journal", .path(), default: "botsi-restore.sqlite", help: "journal to read") { $0.journal = $1 }
+    }
+}
+
+extension ReportCommand {
+    static let options: [Option<ReportSettings>] =
+        section(
+            "Rows",
+            [
+                .journalToRead,
+                .value("--run", .text("ID|latest"), help: "only rows that run sent or rejected") { $0.run = $1 },
+                .value(
+                    "--status", .choice(ItemStatus.allCases, placeholder: "STATUS"), repeatable: true,
+                    help: "only rows with this status: "
+                        + ItemStatus.allCases.map(\.rawValue).joined(separator: ", ")
+                ) { $0.statuses.append($1.rawValue) },
+                .value("--code", .text("CODE"), repeatable: true, help: "only rows with this code") {
+                    $0.codes.append($1)
+                },
+                .value(
+                    "--since", sinceKind,
+                    help: "only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)"
+                ) { $0.since = $1 },
+                .value(
+                    "--format", .choice(ReportFormat.allCases), default: "jsonl",
+                    help: "table aligns columns for a terminal; CSV cells starting with = + - @ tab or CR are "
+                        + "prefixed with '"
+                ) { $0.format = $1 },
+                .value("--output", short: "o", .path("FILE"), help: "write there (mode 0600) instead of stdout") {
+                    $0.output = $1
+                },
+            ])
+        + section(
+            "Changes between two runs (the nightly audit)",
+            [
+                .flag(
+                    "--changes",
+                    help: "rows whose status or profile snapshot differs between two runs, with before/after "
+                        + "columns and a change: newly_failing, newly_restored, lost_access, gained_access, "
+                        + "snapshot_changed, recovered, new, status_changed; --run names the later run (default latest)"
+                ) { $0.changes = true },
+                .value("--since-run", .text("ID"), help: "the earlier run (default the run before --run)") {
+                    $0.sinceRun = $1
+                },
+            ])
+
+    /// An ISO-8601 time, or a duration back from now.
+    static let sinceKind = ValueKind<Date>(
+        placeholder: "TIME", expected: "an ISO-8601 time or a duration such as 24h",
+        example: "2026-01-01T00:00:00Z"
+    ) { text in parseDuration(text).map { Date().addingTimeInterval(-$0) } ?? Timestamp.date(text) }
+}
+
+extension StatusCommand {
+    static let options: [Option<StatusSettings>] = [
+        .journalToRead,
+        .value("--format", .choice(StatusSettings.Format.allCases), default: "text", help: "output format") {
+            $0.format = $1
+        },
+    ]
+}
+
+extension RunsCommand {
+    static let options: [Option<RunsSettings>] = [
+        .journalToRead,
+        .value("--format", .choice(RunsFormat.allCases), default: "table", help: "output format") { $0.format = $1 },
+    ]
+}
+
+extension MergeCommand {
+    static let positionals: Positionals<[String]>? = Positionals(
+        "OUT SHARD ...", help: "the new journal, then the shard journals to combine into it"
+    ) { $0 = $1 }
+    static let options: [Option<[String]>] = []
+}
+
+extension SimulateCommand {
+    static let options: [Option<SimulateSettings>] = [
+        .value("--host", .text("ADDRESS"), default: "127.0.0.1", help: "address to listen on") {
+            $0.options.host = $1
+        },
+        .value("--port", .wholeNumber(0...65535), default: "8080", help: "0 picks a free port") {
+            $0.options.port = $1
+        },
+        .value("--latency", .number(0...600_000, placeholder: "MS"), default: "0", help: "fixed latency per reply") {
+            $0.options.latencyMilliseconds = $1
+        },
+        .value("--jitter", .number(0...600_000, placeholder: "MS"), default: "0", help: "extra uniform latency 0..MS") {
+            $0.options.jitterMilliseconds = $1
+        },
+        .value(
+            "--fault-rate", .number(0...1, placeholder: "P"), default: "0", help: "probability of a fault per request"
+        ) {
+            $0.options.faultRate = $1
+        },
+        .value("--faults", faultsKind, default: "all", help: "the faults to draw from") { $0.options.faults = $1 },
+        .value("--stall", .duration(), default: "300s", help: "how long a stall fault holds the reply before closing") {
+            $0.options.stallSeconds = $1
+        },
+        .value(
+            "--retry-after", .wholeNumber(0...86400, placeholder: "SECONDS"), default: "1",
+            help: "sent with 429 and 503"
+        ) { $0.options.retryAfterSeconds = $1 },
+        .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") { $0.options.seed = $1 },
+        .value("--scenario", .path("FILE"), help: "profiles and transactions (JSON; see docs/simulator.md)") {
+            $0.scenario = $1
+        },
+        .value(
+            "--mode", .choice([SimulatorMode.normal, .noIOSSettings]), default: "normal",
+            help: "no-ios-settings answers every restore as an app whose App Store connection is not set up"
+        ) { $0.options.mode = $1 },
+        .value(
+            "--limit-rate", .number(0.1...1_000_000), help: "answer 429 above N restore requests in any one second"
+        ) { $0.options.limitRate = $1 },
+        .value(
+            "--key", .text("KEY"), repeatable: true, help: "an accepted key (default \(Simulator.defaultKey))"
+        ) { $0.keys.append($1) },
+    ]
+
+    /// "429,500,reset" or "all".
+    static let faultsKind = ValueKind<[SimulatorFault]>(
+        placeholder: "LIST",
+        expected: "a comma list of " + SimulatorFault.allCases.map(\.rawValue).joined(separator: ",") + ", or all",
+        example: "429,reset"
+    ) { text in
+        if text == "all" { return SimulatorFault.allCases }
+        let faults = text.split(separator: ",").map {
+            SimulatorFault(rawValue: $0.trimmingCharacters(in: .whitespaces))
+        }
+        return faults.isEmpty || faults.contains(nil) ? nil : faults.compactMap { $0 }
+    }
+}
+
+extension DemoCommand {
+    static let options: [Option<String?>] = [
+        .value("--keep-journal", .path(), help: "keep the demo's journal there, for report and status") { $0 = $1 }
+    ]
+}

@@ -1,0 +1,93 @@
+import BotsiBasics
+import Foundation
+
+/// A job file (`run --job jobs/NAME.json`): a JSON object holding what a scheduled run needs. Its
+/// keys are the option table's job keys; each value goes through its option's own kind and
+/// applier, before the command line's options, so the command line's flags win and a job file
+/// and a command line mean exactly the same thing. Inputs named on the command line replace the
+/// job's. Relative paths are taken from the working directory, as on a command line.
+struct JobFile {
+    let path: String
+    let values: [String: JSONValue]
+
+    /// A job's own note for the people who read it; the run ignores it.
+    static let descriptionKey = "description"
+
+    /// Names people try for the key itself: refused with a pointer to `keyEnv`.
+    static let secretLookingKeys: Set<String> = [
+        "key", "apikey", "secret", "secretkey", "botsisecretkey", "botsi_secret_key", "token", "apitoken",
+    ]
+
+    init(path: String, values: [String: JSONValue]) {
+        self.path = path
+        self.values = values
+    }
+
+    /// Reads a job file: a JSON object, or a usage error that names the file.
+    static func load(path: String) throws(UsageError) -> JobFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError(message: "cannot read job file \(path): check the path and its permissions")
+        }
+        return try parse(data, path: path)
+    }
+
+    static func parse(_ data: Data, path: String) throws(UsageError) -> JobFile {
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
+            let isJSON = (try? JSONDecoder().decode(JSONValue.self, from: data)) != nil
+            throw UsageError(
+                message: "job file \(path): "
+                    + (isJSON ? "is not a JSON object" : "is not valid JSON") + "; see jobs/*.json for examples")
+        }
+        return JobFile(path: path, values: object)
+    }
+
+    /// The keys a command's job files may hold, in table order.
+    static func keys<Settings>(options: [Option<Settings>], positionals: Positionals<Settings>?) -> [String] {
+        [descriptionKey] + [positionals?.spec.jobKey.name].compactMap { $0 } + options.compactMap(\.spec.jobKey.name)
+    }
+
+    /// Applies every key over `settings`; the inputs only when the command line names none.
+    func apply<Settings>(
+        to settings: inout Settings, options: [Option<Settings>], positionals: Positionals<Settings>?,
+        inputsFromCommandLine: Bool
+    ) throws(UsageError) {
+        let known = Self.keys(options: options, positionals: positionals)
+        try checkKeys(known: known)
+        if let description = values[Self.descriptionKey], description != .null, description.string == nil {
+            throw failure("\"\(Self.descriptionKey)\" must be a string")
+        }
+        if let positionals, let key = positionals.spec.jobKey.name, let value = values[key], value != .null {
+            var paths: [String]?
+            if let single = value.string, !single.isEmpty { paths = [single] }
+            if case .array(let list) = value, !list.isEmpty {
+                let strings = list.compactMap(\.string)
+                paths = strings.count == list.count && !strings.contains("") ? strings : nil
+            }
+            guard let paths else { throw failure("\"\(key)\" must be a path or a non-empty list of paths") }
+            if !inputsFromCommandLine { positionals.apply(&settings, paths) }
+        }
+        for option in options {
+            guard let key = option.spec.jobKey.name, let value = values[key], value != .null else { continue }
+            guard option.applyJSON(&settings, value) else { throw failure("\"\(key)\" must be \(option.expected)") }
+        }
+    }
+
+    private func checkKeys(known: [String]) throws(UsageError) {
+        let unknown = values.keys.filter { !known.contains($0) }.sorted()
+        if let secret = unknown.first(where: { Self.secretLookingKeys.contains($0.lowercased()) }) {
+            throw failure(
+                "key '\(secret)': a job file never holds the API key; put the key in an environment variable and name it with \"keyEnv\""
+            )
+        }
+        guard !unknown.isEmpty else { return }
+        let described = unknown.map { name -> String in
+            guard let near = Basics.nearest(to: name, among: known) else { return "'\(name)'" }
+            return "'\(name)' (did you mean '\(near)'?)"
+        }
+        throw failure(
+            "unknown key\(unknown.count > 1 ? "s" : "") \(described.joined(separator: ", ")); known keys: "
+                + known.joined(separator: ", "))
+    }
+
+    private func failure(_ text: String) -> UsageError { UsageError(message: "job file \(path): \(text)") }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import BotsiCLI
+
+/// A job file's keys applied to `run`'s settings, as `run --job` does before the command line.
+func runSettings(job json: String) throws(UsageError) -> RunSettings {
+    var settings = RunCommand.initialSettings()
+    try JobFile.parse(Data(json.utf8), path: "test.json").apply(
+        to: &settings, options: RunCommand.options, positionals: RunCommand.positionals, inputsFromCommandLine: false)
+    return settings
+}
+
+/// `run ARGUMENTS` as the command line alone sets it.
+func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
+    try RunCommand.settings(from: arguments).settings
+}
+
+@Suite struct JobFileTests {
+    static let jobs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("jobs").path
+
+    @Test(arguments: ["nightly-reconcile.json", "bulk-migration.json", "audit.json"])
+    func theShippedJobFilesAreValidAndDescribed(name: String) throws {
+        let job = try JobFile.load(path: Self.jobs + "/" + name)
+        #expect((job.values["description"]?.string ?? "").count > 40)
+        #expect(job.values["journal"] != nil && job.values["keyEnv"] != nil)
+        var settings = RunCommand.initialSettings()
+        try job.apply(
+            to: &settings, options: RunCommand.options, positionals: RunCommand.positionals,
+            inputsFromCommandLine: false)
+        #expect(!settings.options.inputs.isEmpty)
+        #expect(settings.options.journalPath.hasPrefix("journals/"))
+    }
+
+    @Test func keysMeanWhatTheirOptionsMean() throws {
+        let job = try runSettings(
+            job: """
+                {"description": "d", "inputs": "in.csv", "concurrency": 16, "rate": 40.5, "timeout": "30s",
+                 "connectTimeout": 2, "stopAt": "06:30", "maxFailureRate": "20%", "retryFailed": true,
+                 "adaptive": false, "refreshOlderThan": "7d", "journal": "j.sqlite", "minSample": 100}
+                """)
+        let commandLine = try runSettings([
+            "in.csv", "--concurrency", "16", "--rate", "40.5", "--timeout", "30s", "--connect-timeout", "2",
+            "--stop-at", "06:30", "--max-failure-rate", "20", "--retry-failed", "--no-adaptive",
+            "--refresh-older-than", "7d", "--journal", "j.sqlite", "--min-sample", "100",
+        ])
+        #expect(job == commandLine)
+        #expect(job.options.inputs == ["in.csv"])
+        #expect(job.options.concurrency == 16 && job.options.rate == 40.5 && job.options.connectTimeout == 2)
+        #expect(job.options.refreshOlderThan == 7 * 86400 && job.options.maxFailureRate == 20)
+        #expect(job.options.retryFailed && !job.options.adaptive)
+        #expect(job.stopAt == ClockTime(hour: 6, minute: 30))
+    }
+
+    @Test func flagsThatAreOffChangeNothing() throws {
+        #expect(try runSettings(job: #"{"retryFailed": false, "adaptive": true}"#) == RunSettings())
+        #expect(try runSettings(job: #"{"adaptive": null, "quiet": false}"#) == RunSettings())
+    }
+
+    @Test func unknownKeysAreNamedWithASuggestion() {
+        #expect {
+            _ = try runSettings(job: #"{"concurency": 8, "maxAttemps": 3, "max_failure_rate": 5, "zzzzzzzzzz": 1}"#)
+        } throws: { error in
+            let message = (error as? UsageError)?.message ?? ""
+            return message.contains("'concurency' (did you mean 'concurrency'?)")
+                && message.contains("'maxAttemps' (did you mean 'maxAttempts'?)")
+                && message.contains("'max_failure_rate' (did you mean 'maxFailureRate'?)")
+                && message.contains("'zzzzzzzzzz';") && message.contains("test.json")
+        }
+    }
+
+    @Test func theKeyItselfIsRefusedWithAPointerToKeyEnv() {
+        #expect {
+            _ = try runSettings(job: #"{"apiKey": "sk_live_not_a_real_key"}"#)
+        } throws: { error in
+            let message = (error as? UsageError)?.message ?? ""
+            return message.contains("keyEnv") && !message.contains("sk_live_not_a_real_key")
+        }
+    }
+
+    struct BadValue: Sendable, CustomTestStringConvertible {
+        let json: String
+        let mentions: String
+        var testDescription: String { json }
+    }
+
+    @Test(arguments: [
+        BadValue(json: #"{"timeout": "soon"}"#, mentions: "\"timeout\" must be a duration"),
+        BadValue(json: #"{"timeout": "1e3"}"#, mentions: "\"timeout\" must be a duration"),
+        BadValue(json: #"{"timeout": 0}"#, mentions: "\"timeout\" must be a duration of at least 1ms"),
+        BadValue(json: #"{"stopAt": "25:00"}"#, mentions: "\"stopAt\" must be a local time"),
+        BadValue(json: #"{"concurrency": 2.5}"#, mentions: "\"concurrency\" must be a whole number"),
+        BadValue(json: #"{"concurrency": true}"#, mentions: "\"concurrency\" must be a whole number"),
+        BadValue(json: #"{"concurrency": 0}"#, mentions: "\"concurrency\" must be a whole number from 1 to 4096"),
+        BadValue(json: #"{"concurrency": "8"}"#, mentions: "\"concurrency\" must be a whole number"),
+        BadValue(json: #"{"retryFailed": 1}"#, mentions: "\"retryFailed\" must be true or false"),
+        BadValue(json: #"{"maxFailureRate": 150}"#, mentions: "\"maxFailureRate\" must be a percentage"),
+        BadValue(json: #"{"format": "xml"}"#, mentions: "\"format\" must be csv or jsonl"),
+        BadValue(json: #"{"journal": ""}"#, mentions: "\"journal\" must be a non-empty string"),
+        BadValue(json: #"{"inputs": []}"#, mentions: "\"inputs\" must be a path"),
+        BadValue(json: #"{"inputs": ["a.csv", 3]}"#, mentions: "\"inputs\" must be a path"),
+        BadValue(json: #"{"description": 3}"#, mentions: "\"description\" must be a string"),
+        BadValue(json: #"["not", "an", "object"]"#, mentions: "is not a JSON object"),
+        BadValue(json: #"{"concurrency": 8"#, mentions: "is not valid JSON"),
+    ])
+    func badValuesAreRefusedNamingTheKey(_ bad: BadValue) {
+        #expect {
+            _ = try runSettings(job: bad.json)
+        } throws: { error in
+            (error as? UsageError)?.message.contains(bad.mentions) == true
+        }
+    }
+
+    @Test func inputsOnTheCommandLineReplaceTheJobs() throws {
+        var settings = RunCommand.initialSettings()
+        try JobFile.parse(Data(#"{"inputs": ["job.csv"]}"#.utf8), path: "test.json").apply(
+            to: &settings, options: RunCommand.options, positionals: RunCommand.positionals,
+            inputsFromCommandLine: true)
+        #expect(settings.options.inputs.isEmpty)
+    }
+}

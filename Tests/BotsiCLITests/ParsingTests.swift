@@ -1,0 +1,114 @@
+import BotsiBasics
+import Foundation
+import Testing
+
+@testable import BotsiCLI
+
+/// How argv is read against a table: forms of options, help anywhere, and the messages for
+/// what does not parse.
+@Suite struct ParsingTests {
+    func usageError(_ arguments: [String]) -> String {
+        do {
+            _ = try RunCommand.settings(from: arguments)
+            return ""
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func helpAnywhereBeforeDoubleDashWinsOverEverythingElse() throws {
+        #expect(try RunCommand.settings(from: ["in.csv", "--concurency", "x", "--help"]).wantsHelp)
+        #expect(try RunCommand.settings(from: ["-j", "0", "-h"]).wantsHelp)
+        #expect(try StatusCommand.settings(from: ["extra", "--help"]).wantsHelp)
+        #expect(try !RunCommand.settings(from: ["--", "--help"]).wantsHelp)
+    }
+
+    @Test func shortFormsBundleAndTakeAttachedValues() throws {
+        let long = try runSettings(["in.csv", "--dry-run", "--quiet", "--concurrency", "16"])
+        #expect(try runSettings(["in.csv", "-nq", "-j16"]) == long)
+        #expect(try runSettings(["in.csv", "-qnj", "16"]) == long)
+        #expect(long.options.dryRun && long.quiet && long.options.concurrency == 16)
+        #expect(try ReportCommand.settings(from: ["-o", "out.csv"]).settings.output == "out.csv")
+    }
+
+    @Test func doubleDashEndsTheOptions() throws {
+        let settings = try runSettings(["--journal", "j.sqlite", "--", "--odd-name.csv", "-"])
+        #expect(settings.options.inputs == ["--odd-name.csv", "-"])
+        #expect(settings.options.journalPath == "j.sqlite")
+    }
+
+    @Test func repeatableOptionsCollectAndOthersRefuseASecondValue() throws {
+        let report = try ReportCommand.settings(from: ["--status", "failed", "--status", "pending", "--code", "x"])
+        #expect(report.settings.statuses == ["failed", "pending"] && report.settings.codes == ["x"])
+        #expect(usageError(["--journal", "a", "--journal", "b"]) == "option '--journal' was given more than once")
+    }
+
+    @Test func malformedOptionsAreNamed() {
+        #expect(usageError(["--journal"]) == "option '--journal' needs a value")
+        #expect(usageError(["-j"]) == "option '-j' needs a value")
+        #expect(usageError(["--dry-run=yes"]) == "option '--dry-run' takes no value")
+        #expect(usageError(["-j", "lots"]) == "option '--concurrency' needs a whole number from 1 to 4096, not 'lots'")
+        #expect(usageError(["--timeout", "1e3"]).hasPrefix("option '--timeout' needs a duration"))
+        #expect(usageError(["--stop-at", "6:3"]).hasPrefix("option '--stop-at' needs a local time HH:MM"))
+        #expect(throws: UsageError.self) { try StatusCommand.settings(from: ["extra"]) }
+    }
+
+    @Test func aMistypedOptionSuggestsOnlyACloseName() {
+        #expect(usageError(["--concurency", "4"]).hasSuffix("did you mean '--concurrency'?"))
+        #expect(usageError(["--jbo", "f.json"]).hasSuffix("did you mean '--job'?"))
+        #expect(usageError(["-concurrency", "4"]).hasSuffix("did you mean '--concurrency'?"))
+        #expect(usageError(["--Quiet"]).hasSuffix("did you mean '--quiet'?"))
+        let far = usageError(["--verbose"])
+        #expect(far == "unknown option '--verbose' for 'run'; see 'botsi-restore run --help'")
+        #expect(usageError(["-x"]) == "unknown option '-x' for 'run'; see 'botsi-restore run --help'")
+    }
+
+    @Test func valuesAreCheckedByTheirKind() throws {
+        #expect(try runSettings(["--stop-at", "6:30"]).stopAt == ClockTime(hour: 6, minute: 30))
+        #expect(try runSettings(["--max-failure-rate", "12.5%"]).options.maxFailureRate == 12.5)
+        #expect(try runSettings(["--shard", "3/4"]).options.shardIndex == 3)
+        #expect(usageError(["--shard", "4/4"]).hasPrefix("option '--shard' needs I/N"))
+        #expect(try runSettings(["--backoff-base", "250ms"]).options.backoffBase == 0.25)
+        #expect(try runSettings(["--max-duration", "1.5h"]).maxDuration == 5400)
+        let faults = try SimulateCommand.settings(from: ["--faults", "429, reset"]).settings.options.faults
+        #expect(faults.map(\.rawValue) == ["429", "reset"])
+        #expect(throws: UsageError.self) { try SimulateCommand.settings(from: ["--faults", "429,teapot"]) }
+    }
+
+    @Test func theRunDeadlineIsTheEarlierOfDurationAndClock() throws {
+        let now = Date(timeIntervalSince1970: 1_772_366_400)
+        let inAnHour = RunCommand.deadline(maxDuration: 3600, stopAt: nil, now: now)
+        #expect(inAnHour == now.addingTimeInterval(3600))
+        #expect(RunCommand.deadline(maxDuration: nil, stopAt: nil, now: now) == nil)
+        let clock = try #require(RunCommand.deadline(maxDuration: nil, stopAt: ClockTime(hour: 0, minute: 0), now: now))
+        #expect(clock > now && clock <= now.addingTimeInterval(86400))
+        #expect(RunCommand.deadline(maxDuration: 60, stopAt: ClockTime(hour: 0, minute: 0), now: now) == now + 60)
+    }
+
+    @Test func runRefusesNoInputAndStdinTwice() {
+        #expect(throws: UsageError.self) { try RunCommand.runOptions(RunSettings(), now: .now) }
+        var twice = RunSettings()
+        twice.options.inputs = ["-", "-"]
+        #expect(throws: UsageError.self) { try RunCommand.runOptions(twice, now: .now) }
+    }
+}
+
+@Suite struct EditDistanceTests {
+    @Test func swapsAndCaseCostWhatTheyShould() {
+        #expect(Basics.editDistance("kitten", "sitting") == 3)
+        #expect(Basics.editDistance("jbo", "job") == 1)
+        #expect(Basics.editDistance("maxattempts", "maxAttempts") == 0)
+        #expect(Basics.editDistance("", "abc") == 3)
+        #expect(Basics.editDistance("abc", "") == 3)
+        #expect(Basics.editDistance("ca", "abc") == 3)
+    }
+
+    @Test func onlyCloseNamesAreSuggested() {
+        #expect(Basics.nearest(to: "rn", among: ["run", "runs"]) == "run")
+        #expect(Basics.nearest(to: "stauts", among: ["runs", "status"]) == "status")
+        #expect(Basics.nearest(to: "max_attempts", among: ["maxAttempts"]) == "maxAttempts")
+        #expect(Basics.nearest(to: "xyz", among: ["run", "report"]) == nil)
+        #expect(Basics.nearest(to: "timeot", among: ["timeout", "time"]) == "timeout")
+        #expect(Basics.nearest(to: "zzzzzzzzzz", among: ["concurrency", "inputs"]) == nil)
+    }
+}

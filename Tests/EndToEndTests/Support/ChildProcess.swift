@@ -41,8 +41,9 @@ struct Finished {
     let stderr: String
 }
 
-/// A `botsi-restore` child process. stdout and stderr go to files in the workspace, so a chatty child
-/// can never block on a full pipe; every wait is bounded and ends in SIGKILL.
+/// A `botsi-restore` child process (or, with `executable`, another program a test drives, such as a
+/// shell). stdout and stderr go to files in the workspace, so a chatty child can never block on a
+/// full pipe; every wait is bounded and ends in SIGKILL.
 final class Child: Sendable {
     let process: Process
     let stdoutPath: String
@@ -59,9 +60,10 @@ final class Child: Sendable {
 
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-        stdin: Data? = nil, environment: [String: String]? = nil
+        stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil
     ) throws {
-        let binary = try #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
+        let binary =
+            try executable ?? #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
         let tag = UUID().uuidString.prefix(8)
         stdoutPath = workspace.file("child-\(tag).stdout")
         stderrPath = workspace.file("child-\(tag).stderr")

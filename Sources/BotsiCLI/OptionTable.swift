@@ -13,8 +13,11 @@
 //    wholeNumber, number, duration, percent, choice, …; add one there if none fits), a short name
 //    only for an option used all the time, `default:` as one would type it when there is a
 //    default, and for `run` a `job:` key, or `.notInJobFiles(because:)` saying why not.
-// 3. `swift test --filter OptionTableTests` checks it parses, shows in help and has a job key or a
-//    reason; `bash scripts/docs.sh` regenerates docs/botsi-restore.1. Nothing else to edit.
+// 3. Run `bash scripts/docs.sh` and commit docs/botsi-restore.1 (ManPageTests fails until then).
+//    `swift test --filter BotsiCLITests` checks that it parses by each of its names, changes the
+//    settings, shows in help and the manual, that its default is the one in force, and that its
+//    job key means what the flag means (or that it says why it has none). Help, completions and
+//    the manual need no other edit.
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator

@@ -39,6 +39,9 @@ public final class Runner: @unchecked Sendable {
         let itemID: Int64
         let source: String
         let attemptsBefore: Int
+        /// The row's status when it was admitted. Until admission tells it (the owed-rows change),
+        /// every row decides as a pending one, which is what the table does for any row today.
+        let status: ItemStatus = .pending
         var attemptsThisRun = 0
         var startedAt = Date()
         var lastWasTimeout = false
@@ -76,7 +79,7 @@ public final class Runner: @unchecked Sendable {
     private var stopReason: StopReason?
     private var isFinished = false
     private var budget = RetryBudget()
-    private let backoff: BackoffPolicy
+    private let policy: OutcomePolicy
     private var random: SeededRandom
     private var summary = RunSummary()
     private let startedAt = Date()
@@ -113,8 +116,10 @@ public final class Runner: @unchecked Sendable {
         self.toolVersion = toolVersion
         self.onProgress = onProgress
         self.progressInterval = progressInterval
-        backoff = BackoffPolicy(
-            base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap)
+        policy = OutcomePolicy(
+            maxAttempts: options.maxAttempts, adaptive: options.adaptive,
+            backoff: BackoffPolicy(
+                base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap))
         random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
         throttle = AdaptiveThrottle(
@@ -421,45 +426,11 @@ public final class Runner: @unchecked Sendable {
         guard let journal else { return }
         if !journal.isInTransaction { try journal.begin() }
         let row = entry.payload
-        let number = row.attemptsBefore + row.attemptsThisRun
         if !result.reply.isThrottling {
             acceptedMeter.record(now: monotonicSeconds())
             latencyAverage = latencyAverage * 0.9 + result.duration * 0.1
         }
-        let now = Timestamp.string(Date())
-        func attempt(_ outcome: String, code: String?, profile: ProfileRecord? = nil) throws(JournalError) {
-            try journal.recordAttempt(
-                itemID: row.itemID, runID: runID, number: number, startedAt: result.startedAt,
-                durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus, code: code,
-                outcome: outcome, profile: profile)
-        }
-        func settle(
-            _ status: ItemStatus, code: String?, message: String?, profile: ProfileRecord? = nil
-        ) throws(JournalError) {
-            try attempt(status.rawValue, code: code, profile: profile)
-            try journal.recordOutcome(
-                itemID: row.itemID, status: status, code: code, httpStatus: result.httpStatus, message: message,
-                now: now, profile: profile)
-            summary.count(status: status.rawValue, code: code)
-            window.remove(entry.sequence)
-            countTowardFailureThreshold(status)
-        }
-        switch result.reply {
-        case .restored(let snapshot):
-            budget.succeeded(afterRetry: row.attemptsThisRun > 1, wasTimeout: row.lastWasTimeout)
-            try settle(.restored, code: nil, message: nil, profile: profileRecord(snapshot))
-        case .nothingToRestore(let message):
-            try settle(.nothingToRestore, code: "nothing_to_restore", message: message)
-        case .profileNotFound(let message):
-            try settle(.profileNotFound, code: "not_found", message: message)
-        case .rejected(let code, let message):
-            try settle(.rejected, code: code, message: message)
-        case .failed(let code, _, let message):
-            try settle(.failed, code: code, message: message)
-        case .fatal(let reason, _, let message):
-            stop(Self.stopReason(for: reason, message: message))
-            try settle(.pending, code: reason.rawValue, message: message)
-        case .retryable(let code, let httpStatus, let retryAfter, let message):
+        if case .retryable(_, let httpStatus, _, _) = result.reply {
             let clock = monotonicSeconds()
             let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
             if httpStatus == 429 {
@@ -467,33 +438,71 @@ public final class Runner: @unchecked Sendable {
             } else if httpStatus == 503 {
                 throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             }
-            let isTimeout = code == "timeout"
-            guard stopReason == nil, row.attemptsThisRun < options.maxAttempts else {
-                try settle(.pending, code: code, message: message)
-                return
-            }
-            // With adaptive throttling on, a 429 is answered by slowing down, which already keeps the
-            // service from being hammered; the budget guards against services that fail.
-            let answeredBySlowingDown = httpStatus == 429 && options.adaptive
-            guard answeredBySlowingDown || budget.spend(isTimeout: isTimeout) else {
-                summary.retryBudgetExhausted += 1
-                try settle(.pending, code: code, message: "retry budget exhausted; last error: \(message ?? code)")
-                return
-            }
-            try attempt("retry", code: code)
+        }
+        let isTimeout = result.reply.code == "timeout"
+        let facts = OutcomePolicy.Facts(
+            attemptsThisRun: row.attemptsThisRun, isStopping: stopReason != nil,
+            budgetCanPay: budget.canPay(isTimeout: isTimeout))
+        let decision = policy.decide(result.reply, row: row.status, facts: facts, random: &random)
+        if decision.spendsRetryBudget { _ = budget.spend(isTimeout: isTimeout) }
+        if case .restored = result.reply {
+            budget.succeeded(afterRetry: row.attemptsThisRun > 1, wasTimeout: row.lastWasTimeout)
+        }
+        if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
+            stop(Self.stopReason(for: reason, message: message))
+        }
+        var message = result.reply.message
+        if decision.reply == .budgetExhausted {
+            summary.retryBudgetExhausted += 1
+            message = "retry budget exhausted; last error: \(message ?? result.reply.code ?? "")"
+        }
+        try recordDecision(decision, result: result, entry: entry, message: message)
+    }
+
+    /// Journals a decision and carries it out: the row leaves the window, or waits to be retried.
+    private func recordDecision(
+        _ decision: OutcomePolicy.Decision, result: RestoreResult, entry: OrderingWindow<Row>.Entry, message: String?
+    ) throws(JournalError) {
+        guard let journal else { return }
+        let row = entry.payload
+        let code = result.reply.code
+        let now = Timestamp.string(Date())
+        var profile: ProfileRecord?
+        if case .restored(let snapshot) = result.reply { profile = profileRecord(snapshot) }
+        try journal.recordAttempt(
+            itemID: row.itemID, runID: runID, number: row.attemptsBefore + row.attemptsThisRun,
+            startedAt: result.startedAt, durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus,
+            code: code, outcome: decision.action.attemptOutcome(row: row.status), profile: profile)
+        let status: ItemStatus
+        switch decision.action.write {
+        case .settle(let settled):
+            status = settled
+            try journal.recordOutcome(
+                itemID: row.itemID, status: settled, code: code, httpStatus: result.httpStatus, message: message,
+                now: now, profile: profile)
+        case .lastError, .recoverPending:
+            status = .pending
             try journal.recordOutcome(
                 itemID: row.itemID, status: .pending, code: code, httpStatus: result.httpStatus, message: message,
                 now: now, profile: nil)
+        case .nothing:
+            status = row.status
+        }
+        switch decision.action.next {
+        case .done:
+            summary.count(status: status.rawValue, code: code)
+            window.remove(entry.sequence)
+            countTowardFailureThreshold(status)
+        case .retry:
             summary.retries += 1
             var waiting = entry
-            waiting.payload.lastWasTimeout = isTimeout
+            waiting.payload.lastWasTimeout = code == "timeout"
             waiting.payload.lastCode = code
             waiting.payload.waitingToRetry = true
             window[entry.sequence] = waiting
             waitingToRetry += 1
-            let delay = backoff.delay(failedAttempts: row.attemptsThisRun, retryAfter: retryAfter, random: &random)
             let sequence = entry.sequence
-            queue.asyncAfter(deadline: .now() + delay) { [self] in retryDue(sequence) }
+            queue.asyncAfter(deadline: .now() + (decision.retryDelay ?? 0)) { [self] in retryDue(sequence) }
         }
     }
 

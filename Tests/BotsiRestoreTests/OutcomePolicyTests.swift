@@ -1,0 +1,138 @@
+import BotsiAPI
+import BotsiJournal
+import Testing
+
+@testable import BotsiRestore
+
+/// The lifecycle table, line by line, against expectations written out here by hand; and the
+/// classing of replies by the facts the runner gives.
+@Suite struct OutcomePolicyTests {
+    typealias Policy = OutcomePolicy
+
+    private static let policy = OutcomePolicy(
+        maxAttempts: 3, adaptive: true, backoff: BackoffPolicy(base: 0.5, cap: 30, retryAfterCap: 120))
+
+    /// What the table must say for each event, written without the table's help.
+    private static func expected(_ event: Policy.Event, _ status: ItemStatus) -> Policy.Action {
+        switch event {
+        case .reply(.restored): return Policy.Action(.settle(.restored))
+        case .reply(.nothingToRestore): return Policy.Action(.settle(.nothingToRestore))
+        case .reply(.profileNotFound): return Policy.Action(.settle(.profileNotFound))
+        case .reply(.rejected): return Policy.Action(.settle(.rejected))
+        case .reply(.failed): return Policy.Action(.settle(.failed))
+        case .reply(.retryable): return Policy.Action(.lastError, .retry)
+        case .reply(.retriesExhausted), .reply(.budgetExhausted), .reply(.retryableWhileStopping):
+            return Policy.Action(.lastError)
+        case .reply(.unauthorized): return Policy.Action(.lastError, stopsRun: .unauthorized)
+        case .reply(.forbidden): return Policy.Action(.lastError, stopsRun: .forbidden)
+        case .reply(.iosSettingsMissing): return Policy.Action(.lastError, stopsRun: .iosSettingsMissing)
+        case .reply(.tlsFailure): return Policy.Action(.lastError, stopsRun: .tlsFailure)
+        case .stop: return Policy.Action(.nothing)
+        case .killed: return Policy.Action(.recoverPending)
+        }
+    }
+
+    @Test func everyStateAndEventHasTheExpectedAction() {
+        var checked = 0
+        for status in ItemStatus.allCases {
+            for event in Policy.Event.allCases {
+                let action = Policy.action(for: event, row: Policy.RowClass(status))
+                #expect(action == Self.expected(event, status), "\(event) on a \(status.rawValue) row")
+                checked += 1
+            }
+        }
+        #expect(checked == ItemStatus.allCases.count * Policy.Event.allCases.count)
+    }
+
+    @Test func theTableHasExactlyOneRulePerEventAndClassOfRow() {
+        let keys = Policy.rules.map { "\($0.event)|\($0.row)" }
+        #expect(Set(keys).count == keys.count)
+        #expect(keys.count == Policy.Event.allCases.count * Policy.RowClass.allCases.count)
+        #expect(Policy.rules.allSatisfy { !$0.why.isEmpty })
+    }
+
+    @Test func theAttemptRecordsTheStatusTheRowTookOrRetry() {
+        #expect(Policy.Action(.settle(.failed)).attemptOutcome(row: .pending) == "failed")
+        #expect(Policy.Action(.lastError, .retry).attemptOutcome(row: .pending) == "retry")
+        #expect(Policy.Action(.lastError).attemptOutcome(row: .pending) == "pending")
+    }
+
+    // MARK: Classing replies
+
+    private static let retryable503 = RestoreReply.retryable(
+        code: "http_503", httpStatus: 503, retryAfter: nil, message: nil)
+    private static let retryable429 = RestoreReply.retryable(
+        code: "http_429", httpStatus: 429, retryAfter: 2, message: nil)
+
+    private func facts(attempts: Int = 1, stopping: Bool = false, budget: Bool = true) -> Policy.Facts {
+        Policy.Facts(attemptsThisRun: attempts, isStopping: stopping, budgetCanPay: budget)
+    }
+
+    @Test func definitiveAndFatalRepliesAreClassedWhateverTheFacts() {
+        let replies: [(RestoreReply, Policy.ReplyClass)] = [
+            (.restored(ProfileSnapshot()), .restored), (.nothingToRestore(message: nil), .nothingToRestore),
+            (.profileNotFound(message: nil), .profileNotFound),
+            (.rejected(code: "bad_request", message: nil), .rejected),
+            (.failed(code: "http_409", httpStatus: 409, message: nil), .failed),
+            (.fatal(.unauthorized, httpStatus: 401, message: "m"), .unauthorized),
+            (.fatal(.forbidden, httpStatus: 403, message: "m"), .forbidden),
+            (.fatal(.iosSettingsMissing, httpStatus: 400, message: "m"), .iosSettingsMissing),
+            (.fatal(.tlsFailure, httpStatus: nil, message: "m"), .tlsFailure),
+        ]
+        for (reply, expected) in replies {
+            for stopping in [false, true] {
+                for attempts in [1, 3, 9] {
+                    let classed = Self.policy.classify(reply, facts: facts(attempts: attempts, stopping: stopping))
+                    #expect(classed == expected)
+                }
+            }
+        }
+    }
+
+    @Test func aRetryableReplyRetriesOnlyWithAttemptsBudgetAndARunGoingOn() {
+        #expect(Self.policy.classify(Self.retryable503, facts: facts()) == .retryable)
+        #expect(Self.policy.classify(Self.retryable503, facts: facts(attempts: 2)) == .retryable)
+        #expect(Self.policy.classify(Self.retryable503, facts: facts(attempts: 3)) == .retriesExhausted)
+        #expect(Self.policy.classify(Self.retryable503, facts: facts(budget: false)) == .budgetExhausted)
+        #expect(Self.policy.classify(Self.retryable503, facts: facts(stopping: true)) == .retryableWhileStopping)
+        // Stopping wins over everything, attempts over budget.
+        #expect(
+            Self.policy.classify(Self.retryable503, facts: facts(attempts: 3, stopping: true, budget: false))
+                == .retryableWhileStopping)
+        #expect(
+            Self.policy.classify(Self.retryable503, facts: facts(attempts: 3, budget: false)) == .retriesExhausted)
+    }
+
+    @Test func aThrottling429CostsNoBudgetWhenTheRunSlowsDownInstead() {
+        var random = SeededRandom(seed: 1)
+        let adaptive = Self.policy.decide(
+            Self.retryable429, row: .pending, facts: facts(budget: false), random: &random)
+        #expect(adaptive.reply == .retryable)
+        #expect(!adaptive.spendsRetryBudget)
+        var fixed = Self.policy
+        fixed.adaptive = false
+        #expect(fixed.classify(Self.retryable429, facts: facts(budget: false)) == .budgetExhausted)
+        let paid = fixed.decide(Self.retryable429, row: .pending, facts: facts(), random: &random)
+        #expect(paid.spendsRetryBudget)
+    }
+
+    @Test func aRetryWaitsTheBackoffAndHonoursRetryAfterAsAFloor() {
+        var random = SeededRandom(seed: 7)
+        let decision = Self.policy.decide(Self.retryable429, row: .pending, facts: facts(), random: &random)
+        #expect(decision.action.next == .retry)
+        #expect(decision.retryDelay.map { $0 >= 2 && $0 <= 120 } == true)
+        var same = SeededRandom(seed: 7)
+        let expected = Self.policy.backoff.delay(failedAttempts: 1, retryAfter: 2, random: &same)
+        #expect(decision.retryDelay == expected)
+        let settled = Self.policy.decide(.restored(ProfileSnapshot()), row: .pending, facts: facts(), random: &random)
+        #expect(settled.retryDelay == nil)
+        #expect(!settled.spendsRetryBudget)
+    }
+
+    @Test func stopCausesNameTheirExitCodes() {
+        #expect(Policy.StopCause.unauthorized.exitCodes == [77])
+        #expect(Policy.StopCause.iosSettingsMissing.exitCodes == [78])
+        #expect(Policy.StopCause.windowEnd.exitCodes == [75])
+        #expect(Policy.StopCause.signal.exitCodes == [130, 143])
+    }
+}

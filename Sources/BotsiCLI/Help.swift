@@ -1,7 +1,7 @@
 /// Help texts. Each command's text lists every option it accepts.
 enum Help {
     static let usageLines = """
-        usage: botsi-restore run [INPUT ...] [options]      restore every pair in the inputs
+        usage: botsi-restore run [INPUT ...] [options]      restore every pair in the inputs and what the journal owes
                botsi-restore report [options]               print the journal, one record per row
                botsi-restore status [options]               the run in progress or the last one
                botsi-restore runs [options]                 one line per run
@@ -17,8 +17,8 @@ enum Help {
         \(usageLines)
 
         The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names),
-        never from the command line. Every outcome is journaled in SQLite: rerunning the same command
-        continues where the last run stopped and never resends finished rows.
+        never from the command line. Every outcome is journaled in SQLite: every run first sends the rows
+        earlier runs left pending, and never resends finished rows unless asked to.
         """
 
     static func usage(for command: String) -> String {
@@ -52,7 +52,9 @@ enum Help {
 
         Sends every (profileId, originalTransactionId) pair of the inputs to
         POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
-        INPUT is a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin.
+        INPUT is a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin. First, oldest first, it
+        sends the rows the journal owes: those earlier runs left pending (and, with the options below,
+        failed or aged ones). With no INPUT it sends only those; it exits 0 saying so when none is owed.
 
         Job:
           --job FILE                    take options from a job file (jobs/*.json); flags given here win
@@ -63,9 +65,11 @@ enum Help {
                                         (default originalTransactionId or original_transaction_id)
         Journal:
           --journal PATH                SQLite journal (default botsi-restore.sqlite)
-          --retry-failed                also resend failed, profile_not_found and server-rejected rows
-          --refresh-older-than DUR      also resend restored rows last restored longer ago than DUR (e.g. 7d)
-          --dry-run                     read and check the input, say what would be sent, send nothing
+          --retry-failed                also resend the journal's failed, profile_not_found and server-rejected rows
+          --refresh-older-than DUR      also resend restored and nothing_to_restore rows whose last definitive
+                                        answer is older than DUR (e.g. 7d); a resend without one changes nothing
+          --dry-run                     make every check the run makes (key, base URL, CA file, journal, lock,
+                                        inputs), exit as it would, list what it would send; send and write nothing
         API:
           --base-url URL                default https://api.botsi.com; http:// only for loopback hosts
           --key-env NAME                environment variable holding the key (default BOTSI_SECRET_KEY)

@@ -29,7 +29,8 @@ enum RunCommand {
         // No core dumps from a process that holds the key in memory.
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
-        let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
+        // A dry run checks the key as the real run would (it sends nothing with it).
+        let apiKey = try APIKey.load(variable: options.keyEnvironmentVariable)
         let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
         let formatName = parsed.value("--log-format") ?? "text"
         guard let logFormat = LogFormat(rawValue: formatName) else {
@@ -42,10 +43,8 @@ enum RunCommand {
 
     static func runOptions(_ parsed: ParsedArguments) throws(UsageError) -> RunOptions {
         var options = RunOptions()
+        // No input files: the run sends what the journal owes (and says so when nothing is).
         options.inputs = parsed.positionals
-        guard !options.inputs.isEmpty else {
-            throw UsageError(message: "no input: name one or more .csv/.jsonl files, or - for stdin")
-        }
         if options.inputs.filter({ $0 == "-" }).count > 1 {
             throw UsageError(message: "stdin (-) can be read only once")
         }

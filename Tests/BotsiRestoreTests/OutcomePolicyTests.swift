@@ -1,47 +1,129 @@
 import BotsiAPI
 import BotsiJournal
+import Foundation
 import Testing
 
 @testable import BotsiRestore
 
-/// The lifecycle table, line by line, against expectations written out here by hand; and the
-/// classing of replies by the facts the runner gives.
+/// The lifecycle table, line by line, against expectations written out here by hand (the
+/// contract of issue 8): every status x event x mode; the selection of owed rows; and the classing
+/// of replies by the facts the runner gives.
 @Suite struct OutcomePolicyTests {
     typealias Policy = OutcomePolicy
 
     private static let policy = OutcomePolicy(
         maxAttempts: 3, adaptive: true, backoff: BackoffPolicy(base: 0.5, cap: 30, retryAfterCap: 120))
 
-    /// What the table must say for each event, written without the table's help.
+    /// What the table must say for each event, written without the table's help: a definitive
+    /// reply settles any row; anything else leaves a pending row pending with the last error and
+    /// a final row exactly as it was (an attempt only).
     private static func expected(_ event: Policy.Event, _ status: ItemStatus) -> Policy.Action {
+        let isFinal = status != .pending && status != .inFlight
+        let unanswered: Policy.Write = isFinal ? .attemptOnly : .lastError
         switch event {
         case .reply(.restored): return Policy.Action(.settle(.restored))
         case .reply(.nothingToRestore): return Policy.Action(.settle(.nothingToRestore))
         case .reply(.profileNotFound): return Policy.Action(.settle(.profileNotFound))
         case .reply(.rejected): return Policy.Action(.settle(.rejected))
         case .reply(.failed): return Policy.Action(.settle(.failed))
-        case .reply(.retryable): return Policy.Action(.lastError, .retry)
+        case .reply(.retryable): return Policy.Action(unanswered, .retry)
         case .reply(.retriesExhausted), .reply(.budgetExhausted), .reply(.retryableWhileStopping):
-            return Policy.Action(.lastError)
-        case .reply(.unauthorized): return Policy.Action(.lastError, stopsRun: .unauthorized)
-        case .reply(.forbidden): return Policy.Action(.lastError, stopsRun: .forbidden)
-        case .reply(.iosSettingsMissing): return Policy.Action(.lastError, stopsRun: .iosSettingsMissing)
-        case .reply(.tlsFailure): return Policy.Action(.lastError, stopsRun: .tlsFailure)
+            return Policy.Action(unanswered)
+        case .reply(.unauthorized): return Policy.Action(unanswered, stopsRun: .unauthorized)
+        case .reply(.forbidden): return Policy.Action(unanswered, stopsRun: .forbidden)
+        case .reply(.iosSettingsMissing): return Policy.Action(unanswered, stopsRun: .iosSettingsMissing)
+        case .reply(.tlsFailure): return Policy.Action(unanswered, stopsRun: .tlsFailure)
         case .stop: return Policy.Action(.nothing)
-        case .killed: return Policy.Action(.recoverPending)
+        case .killed: return Policy.Action(isFinal ? .clearMark : .recoverPending)
         }
     }
 
-    @Test func everyStateAndEventHasTheExpectedAction() {
-        var checked = 0
-        for status in ItemStatus.allCases {
-            for event in Policy.Event.allCases {
-                let action = Policy.action(for: event, row: Policy.RowClass(status))
-                #expect(action == Self.expected(event, status), "\(event) on a \(status.rawValue) row")
-                checked += 1
+    /// Every mode a run can be in, as far as the lifecycle tells them apart.
+    private static let modes: [Policy.RunMode] = {
+        var modes: [Policy.RunMode] = []
+        for retryFailed in [false, true] {
+            for refresh in [nil, 0, 86_400] as [Double?] {
+                for dryRun in [false, true] {
+                    for shardCount in [1, 2] {
+                        var mode = Policy.RunMode()
+                        mode.retryFailed = retryFailed
+                        mode.refreshOlderThan = refresh
+                        mode.dryRun = dryRun
+                        mode.shardCount = shardCount
+                        modes.append(mode)
+                    }
+                }
             }
         }
-        #expect(checked == ItemStatus.allCases.count * Policy.Event.allCases.count)
+        return modes
+    }()
+
+    /// Whether a run in `mode` sends a row of `status`, written without the table's help.
+    private static func expectedSelection(_ status: ItemStatus, _ mode: Policy.RunMode) -> Policy.Selection {
+        switch status {
+        case .pending, .inFlight: return .owed
+        case .failed, .profileNotFound, .rejected: return mode.retryFailed ? .owed : .notSent
+        case .restored, .nothingToRestore: return mode.refreshOlderThan != nil ? .ifAnsweredBefore : .notSent
+        }
+    }
+
+    @Test func everyStateEventAndModeHasTheExpectedAction() {
+        var checked = 0
+        for mode in Self.modes {
+            for status in ItemStatus.allCases {
+                #expect(Policy.selection(of: status, mode: mode) == Self.expectedSelection(status, mode))
+                for event in Policy.Event.allCases {
+                    // The mode chooses which rows are sent; what an event does to a row does not
+                    // depend on it (a dry run sends nothing, so no reply ever reaches its rows).
+                    let action = Policy.action(for: event, row: Policy.RowClass(status))
+                    #expect(action == Self.expected(event, status), "\(event) on a \(status.rawValue) row")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == Self.modes.count * ItemStatus.allCases.count * Policy.Event.allCases.count)
+    }
+
+    @Test func aRowIsOwedByItsStatusModeAgeAndShard() {
+        let now = Date()
+        let old = now.addingTimeInterval(-2 * 86_400)
+        let recent = now.addingTimeInterval(-60)
+        let mine = (0..<50).map { "p\($0)" }.first { shardIndex(profileId: $0, shardCount: 2) == 0 }!
+        let theirs = (0..<50).map { "p\($0)" }.first { shardIndex(profileId: $0, shardCount: 2) == 1 }!
+        for mode in Self.modes {
+            for status in ItemStatus.allCases {
+                for answeredAt in [nil, old, recent] as [Date?] {
+                    let expected: Bool
+                    switch Self.expectedSelection(status, mode) {
+                    case .owed: expected = true
+                    case .notSent: expected = false
+                    case .ifAnsweredBefore:
+                        expected =
+                            answeredAt.map { $0 < now.addingTimeInterval(-(mode.refreshOlderThan ?? 0)) } ?? false
+                    }
+                    #expect(
+                        Policy.isOwed(status: status, answeredAt: answeredAt, profileId: mine, mode: mode, now: now)
+                            == expected, "\(status) \(mode) \(String(describing: answeredAt))")
+                    let other = Policy.isOwed(
+                        status: status, answeredAt: answeredAt, profileId: theirs, mode: mode, now: now)
+                    #expect(other == (mode.shardCount == 1 && expected), "another shard's row")
+                }
+            }
+        }
+    }
+
+    @Test func theJournalsSelectionIsTheTables() {
+        let now = Date()
+        for mode in Self.modes {
+            let selection = Policy.owedSelection(mode: mode, now: now)
+            for status in ItemStatus.allCases where status != .inFlight {
+                #expect(selection.statuses.contains(status) == (Self.expectedSelection(status, mode) == .owed))
+                #expect(
+                    selection.refreshStatuses.contains(status)
+                        == (Self.expectedSelection(status, mode) == .ifAnsweredBefore))
+            }
+            #expect(selection.answeredBefore == mode.refreshOlderThan.map { now.addingTimeInterval(-$0) })
+        }
     }
 
     @Test func theTableHasExactlyOneRulePerEventAndClassOfRow() {
@@ -51,10 +133,12 @@ import Testing
         #expect(Policy.rules.allSatisfy { !$0.why.isEmpty })
     }
 
-    @Test func theAttemptRecordsTheStatusTheRowTookOrRetry() {
-        #expect(Policy.Action(.settle(.failed)).attemptOutcome(row: .pending) == "failed")
-        #expect(Policy.Action(.lastError, .retry).attemptOutcome(row: .pending) == "retry")
-        #expect(Policy.Action(.lastError).attemptOutcome(row: .pending) == "pending")
+    @Test func theAttemptRecordsTheStatusTheRowTookRetryOrKept() {
+        #expect(Policy.Action(.settle(.failed)).attemptOutcome == "failed")
+        #expect(Policy.Action(.lastError, .retry).attemptOutcome == "retry")
+        #expect(Policy.Action(.attemptOnly, .retry).attemptOutcome == "retry")
+        #expect(Policy.Action(.lastError).attemptOutcome == "pending")
+        #expect(Policy.Action(.attemptOnly).attemptOutcome == "kept")
     }
 
     // MARK: Classing replies

@@ -1,5 +1,6 @@
 import BotsiAPI
 import BotsiJournal
+import Foundation
 
 /// The row lifecycle, decided in one place: what an event does to a journal row. Pure and
 /// synchronous — no curl, no SQLite, no clock: the runner hands it the reply and the facts it
@@ -77,14 +78,19 @@ public struct OutcomePolicy: Sendable, Equatable {
 
     /// What the journal records for a row after an event.
     public enum Write: Hashable, Sendable {
-        /// A definitive answer: status and code (and a 200's profile snapshot) replace the row's.
+        /// A definitive answer: status and code (and a 200's profile snapshot) replace the row's,
+        /// and its time becomes the row's `answered_at`.
         case settle(ItemStatus)
-        /// The row becomes (or stays) `pending`, its code and message the last error's.
+        /// The row stays `pending`, its code and message the last error's.
         case lastError
+        /// The attempt is recorded; the row keeps its status, code and snapshot.
+        case attemptOnly
         /// Nothing is written to the row; what happened is on record as earlier attempts.
         case nothing
         /// At the next run's start the row, left `in_flight`, becomes `pending` again.
         case recoverPending
+        /// At the next run's start the row's in-flight mark is cleared; it stays as it was.
+        case clearMark
     }
 
     /// What the run does with the row after the write.
@@ -107,13 +113,14 @@ public struct OutcomePolicy: Sendable, Equatable {
             self.stopsRun = stopsRun
         }
 
-        /// The attempt's `outcome` column: the status the row took, or `retry`.
-        public func attemptOutcome(row: ItemStatus) -> String {
+        /// The attempt's `outcome` column: the status the row took, `retry`, or `kept` when a
+        /// final row kept its status for want of a definitive answer.
+        public var attemptOutcome: String {
             if next == .retry { return "retry" }
             switch write {
             case .settle(let status): return status.rawValue
             case .lastError, .recoverPending: return ItemStatus.pending.rawValue
-            case .nothing: return row.rawValue
+            case .attemptOnly, .nothing, .clearMark: return "kept"
             }
         }
     }
@@ -143,12 +150,14 @@ public struct OutcomePolicy: Sendable, Equatable {
                         why: "not sent again in this run; its last attempt, if any, is on record"))
             }
         }
-        for row in RowClass.allCases {
-            rules.append(
-                Rule(
-                    event: .killed, row: row, action: Action(.recoverPending),
-                    why: "its request may or may not have reached Botsi, and a restore is safe to repeat"))
-        }
+        rules.append(
+            Rule(
+                event: .killed, row: .pending, action: Action(.recoverPending),
+                why: "its request may or may not have reached Botsi, and a restore is safe to repeat"))
+        rules.append(
+            Rule(
+                event: .killed, row: .final, action: Action(.clearMark),
+                why: "no definitive answer came, so the row keeps the one it had"))
         return rules
     }()
 
@@ -157,19 +166,23 @@ public struct OutcomePolicy: Sendable, Equatable {
             return Rule(
                 event: .reply(reply), row: row, action: Action(.settle(status)), why: "a definitive answer")
         }
+        // Without a definitive answer a final row keeps the one it had: no regression.
+        let unanswered: Write = row == .pending ? .lastError : .attemptOnly
         switch reply {
         case .retryable:
             return Rule(
-                event: .reply(reply), row: row, action: Action(.lastError, .retry),
+                event: .reply(reply), row: row, action: Action(unanswered, .retry),
                 why: "transient: tried again after capped exponential backoff with full jitter")
         case .retriesExhausted, .budgetExhausted, .retryableWhileStopping:
             return Rule(
-                event: .reply(reply), row: row, action: Action(.lastError),
-                why: "no definitive answer in this run; the next run sends it again")
+                event: .reply(reply), row: row, action: Action(unanswered),
+                why: row == .pending
+                    ? "no definitive answer in this run; the journal owes it to the next run"
+                    : "no definitive answer in this run; the row keeps the one it had")
         case .unauthorized, .forbidden, .iosSettingsMissing, .tlsFailure:
             let cause = StopCause(rawValue: reply.rawValue) ?? .unauthorized
             return Rule(
-                event: .reply(reply), row: row, action: Action(.lastError, stopsRun: cause),
+                event: .reply(reply), row: row, action: Action(unanswered, stopsRun: cause),
                 why: "no answer for this row, and none for any other until the cause is fixed")
         default:
             preconditionFailure("definitive replies are handled above")
@@ -277,4 +290,113 @@ public struct OutcomePolicy: Sendable, Equatable {
     }
 
     private func slowsDownInstead(httpStatus: Int?) -> Bool { adaptive && httpStatus == 429 }
+
+    // MARK: What a run works on
+
+    /// The options that choose which rows the journal owes a run.
+    public enum Selector: String, Sendable, CaseIterable {
+        case plain = "every run"
+        case retryFailed = "--retry-failed"
+        case refresh = "--refresh-older-than D"
+    }
+
+    /// Whether a run sends a row of some status that its input does not bring as a new pair.
+    public enum Selection: String, Sendable {
+        case owed = "sent"
+        case ifAnsweredBefore = "sent when its last definitive answer is older than D"
+        case notSent = "not sent"
+    }
+
+    /// The selection table: for each status, what each selector does with it. A run's selectors
+    /// add up; `--dry-run` lists the same rows and sends none; `--shard I/N` keeps the rows whose
+    /// profileId hashes to I.
+    public static let selections: [(status: ItemStatus, selector: Selector, selection: Selection)] = {
+        var table: [(ItemStatus, Selector, Selection)] = []
+        for status in ItemStatus.allCases {
+            for selector in Selector.allCases {
+                let selection: Selection
+                switch (status, selector) {
+                case (.pending, _), (.inFlight, _): selection = .owed
+                case (.failed, .retryFailed), (.profileNotFound, .retryFailed), (.rejected, .retryFailed):
+                    selection = .owed
+                case (.restored, .refresh), (.nothingToRestore, .refresh): selection = .ifAnsweredBefore
+                default: selection = .notSent
+                }
+                table.append((status, selector, selection))
+            }
+        }
+        return table
+    }()
+
+    /// How a run is invoked, as far as the lifecycle cares.
+    public struct RunMode: Sendable, Equatable {
+        public var retryFailed = false
+        /// Seconds: `--refresh-older-than`.
+        public var refreshOlderThan: Double?
+        public var dryRun = false
+        public var shardIndex = 0
+        public var shardCount = 1
+
+        public init() {}
+
+        public init(_ options: RunOptions) {
+            retryFailed = options.retryFailed
+            refreshOlderThan = options.refreshOlderThan
+            dryRun = options.dryRun
+            shardIndex = options.shardIndex
+            shardCount = options.shardCount
+        }
+
+        public var selectors: [Selector] {
+            [.plain] + (retryFailed ? [.retryFailed] : []) + (refreshOlderThan != nil ? [.refresh] : [])
+        }
+
+        /// Whether the row belongs to this run's shard.
+        public func owns(profileId: String) -> Bool {
+            shardCount <= 1 || BotsiRestore.shardIndex(profileId: profileId, shardCount: shardCount) == shardIndex
+        }
+    }
+
+    /// What the table says a run in `mode` does with a row in `status` that it did not bring as
+    /// a new pair: the strongest of its selectors' selections.
+    public static func selection(of status: ItemStatus, mode: RunMode) -> Selection {
+        let chosen = selections.filter { $0.status == status && mode.selectors.contains($0.selector) }.map(\.selection)
+        if chosen.contains(.owed) { return .owed }
+        if chosen.contains(.ifAnsweredBefore) { return .ifAnsweredBefore }
+        return .notSent
+    }
+
+    /// Whether a run in `mode` started at `now` sends a row (its status, last definitive answer
+    /// and profileId given).
+    public static func isOwed(
+        status: ItemStatus, answeredAt: Date?, profileId: String, mode: RunMode, now: Date
+    ) -> Bool {
+        guard mode.owns(profileId: profileId) else { return false }
+        switch selection(of: status, mode: mode) {
+        case .owed: return true
+        case .notSent: return false
+        case .ifAnsweredBefore:
+            guard let answeredAt, let age = mode.refreshOlderThan else { return false }
+            return answeredAt < now.addingTimeInterval(-age)
+        }
+    }
+
+    /// The same choice as the journal's query for a run in `mode` started at `now` (the shard
+    /// is applied to the rows it returns).
+    public static func owedSelection(mode: RunMode, now: Date) -> OwedSelection {
+        var selection = OwedSelection(statuses: [])
+        for status in ItemStatus.allCases {
+            switch Self.selection(of: status, mode: mode) {
+            case .owed: selection.statuses.insert(status)
+            case .ifAnsweredBefore: selection.refreshStatuses.insert(status)
+            case .notSent: break
+            }
+        }
+        // A run recovers rows left in flight before it selects: none is `in_flight` by then.
+        selection.statuses.remove(.inFlight)
+        if let age = mode.refreshOlderThan, !selection.refreshStatuses.isEmpty {
+            selection.answeredBefore = now.addingTimeInterval(-age)
+        }
+        return selection
+    }
 }

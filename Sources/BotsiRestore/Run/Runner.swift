@@ -39,9 +39,11 @@ public final class Runner: @unchecked Sendable {
         let itemID: Int64
         let source: String
         let attemptsBefore: Int
-        /// The row's status when it was admitted. Until admission tells it (the owed-rows change),
-        /// every row decides as a pending one, which is what the table does for any row today.
-        let status: ItemStatus = .pending
+        /// The row's status when the run took it up: the lifecycle table tells pending rows from
+        /// final ones (a final row keeps its status without a definitive answer).
+        let status: ItemStatus
+        /// The input it was read from (its index in `readers`); nil for a row the journal owed.
+        let readerIndex: Int?
         var attemptsThisRun = 0
         var startedAt = Date()
         var lastWasTimeout = false
@@ -61,6 +63,13 @@ public final class Runner: @unchecked Sendable {
 
     private var readers: [InputReader] = []
     private var readerIndex = 0
+    /// Rows read from each input and, of those, rows sent: what a damaged file's message tells.
+    private var rowsReadByReader: [Int] = []
+    private var rowsSentByReader: [Int] = []
+    private var owedFeeder: OwedRowFeeder?
+    /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
+    /// can a resend have been kept without an answer.
+    private var tookUpFinalRows = false
     private var bytesOfFinishedReaders: Int64 = 0
     private var inputsRecord: [[String: String]] = []
     private var inputDone = false
@@ -136,14 +145,10 @@ public final class Runner: @unchecked Sendable {
 
     /// Runs to the end and returns what happened. Blocks the calling thread.
     public func run() throws(RunSetupError) -> RunSummary {
-        if !options.dryRun {
-            do {
-                _ = try validateBaseURL(options.baseURL)
-            } catch {
-                throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
-            }
-        }
+        // The same checks, in the same order, for a dry run: it exits as the real run would.
+        try RunPreflight.checkClient(options, apiKey: apiKey, toolVersion: toolVersion)
         try openInputs()
+        try RunPreflight.checkJournalForRunWithoutInput(options)
         try openJournal()
         defer {
             lock?.release()
@@ -168,6 +173,8 @@ public final class Runner: @unchecked Sendable {
         for path in options.inputs {
             do {
                 readers.append(try InputReader(path: path, format: format, columns: columns))
+                rowsReadByReader.append(0)
+                rowsSentByReader.append(0)
             } catch {
                 let code: Int32
                 switch error.kind {
@@ -183,7 +190,9 @@ public final class Runner: @unchecked Sendable {
     private func openJournal() throws(RunSetupError) {
         var path = options.journalPath
         if options.dryRun && !FileManager.default.fileExists(atPath: path) {
-            // A dry run must not leave a journal behind: check against an empty throw-away one.
+            // A dry run must not leave a journal behind: check that the real run could create
+            // this one, then work against an empty throw-away one.
+            try RunPreflight.checkJournalCreatable(path)
             path = NSTemporaryDirectory() + "/botsi-restore-dry-run-\(getpid()).sqlite"
             temporaryJournalPath = path
         }
@@ -191,18 +200,19 @@ public final class Runner: @unchecked Sendable {
             let holder = LockHolder(
                 pid: getpid(), host: ProcessInfo.processInfo.hostName, startedAt: Timestamp.string(startedAt))
             lock = try RunLock(journalPath: path, holder: holder)
-            let journal = try Journal(path: path)
+            // Everything a dry run writes, a migration included, is rolled back at the end.
+            let journal = try Journal(path: path, migrationUncommitted: options.dryRun)
             self.journal = journal
-            if options.dryRun {
-                // Everything a dry run writes is rolled back at the end.
-                try journal.begin()
-            }
+            if options.dryRun && !journal.isInTransaction { try journal.begin() }
             try journal.transaction { () throws(JournalError) in
-                summary.recoveredInFlight = try journal.recoverInFlight()
+                let recovery = try journal.recoverInFlight()
+                summary.recoveredInFlight = recovery.pending
+                summary.recoveredMarks = recovery.final
                 runID = try journal.startRun(
                     startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
                     pid: getpid(), optionsJSON: optionsJSON(), inputsJSON: "[]")
             }
+            owedFeeder = OwedRowFeeder(mode: OutcomePolicy.RunMode(options), runID: runID, startedAt: startedAt)
         } catch {
             if case .locked = error {
                 throw RunSetupError(exitCode: ExitCode.temporaryFailure, message: error.description)
@@ -212,13 +222,7 @@ public final class Runner: @unchecked Sendable {
     }
 
     private func startClient() throws(RunSetupError) {
-        var configuration = ClientConfiguration(
-            baseURL: options.baseURL, apiKey: apiKey, userAgent: "botsi-restore/\(toolVersion)")
-        configuration.requestTimeout = options.timeout
-        configuration.connectTimeout = options.connectTimeout
-        configuration.maxConnections = options.concurrency
-        configuration.caCertificatePath = options.caCertificatePath
-        configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
+        let configuration = RunPreflight.clientConfiguration(options, apiKey: apiKey, toolVersion: toolVersion)
         do {
             client = try RestoreClient(configuration: configuration) { [self] result in
                 deliver(result)
@@ -258,15 +262,29 @@ public final class Runner: @unchecked Sendable {
         finishIfDone()
     }
 
-    /// Reads a bounded slice of input so that results queued meanwhile are not kept waiting.
+    /// Reads a bounded slice of work so that results queued meanwhile are not kept waiting: the
+    /// rows the journal owes first, oldest first, then the input in its order.
     private func readSlice() throws(JournalError) {
         guard let journal else { return }
         let now = Timestamp.string(Date())
-        let policy = ResendPolicy(
-            retryFailed: options.retryFailed,
-            refreshRestoredBefore: options.refreshOlderThan.map { Date().addingTimeInterval(-$0) })
         var budgetForSlice = 2048
         while budgetForSlice > 0 && window.count < windowLimit && stopReason == nil {
+            if var feeder = owedFeeder, !feeder.isDone {
+                if !journal.isInTransaction { try journal.begin() }
+                let owed = try feeder.next(from: journal)
+                owedFeeder = feeder
+                guard let owed else { continue }
+                budgetForSlice -= 1
+                try journal.claim(itemID: owed.itemID, runID: runID)
+                summary.owedRows += 1
+                if owed.status.isFinal { tookUpFinalRows = true }
+                take(
+                    profileId: owed.profileId, transactionId: owed.originalTransactionId,
+                    row: Row(
+                        itemID: owed.itemID, source: owed.source, attemptsBefore: owed.attempts, status: owed.status,
+                        readerIndex: nil))
+                continue
+            }
             guard readerIndex < readers.count else {
                 inputDone = true
                 return
@@ -276,7 +294,7 @@ public final class Runner: @unchecked Sendable {
             do {
                 record = try reader.next()
             } catch {
-                stop(.inputFailure(message: error.message))
+                stop(.inputFailure(message: damagedInputMessage(error.message, reader: reader)))
                 return
             }
             guard let record else {
@@ -286,6 +304,7 @@ public final class Runner: @unchecked Sendable {
             budgetForSlice -= 1
             if !journal.isInTransaction { try journal.begin() }
             summary.rowsRead += 1
+            rowsReadByReader[readerIndex] += 1
             switch record {
             case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
                 summary.otherShards += 1
@@ -301,27 +320,33 @@ public final class Runner: @unchecked Sendable {
                 let source = "\(reader.displayName):\(row.line)"
                 let admission = try journal.admit(
                     profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
-                    runID: runID, now: now, policy: policy)
+                    runID: runID, now: now)
                 switch admission {
                 case .duplicate:
                     summary.duplicates += 1
                 case .finished(let status):
                     summary.alreadyFinished[status.rawValue, default: 0] += 1
-                case .send(let itemID, let attempts, let isNew):
-                    if isNew { summary.newRows += 1 }
-                    if options.dryRun {
-                        summary.wouldSend += 1
-                    } else {
-                        window.add(
-                            sequence: nextSequence, profileId: row.profileId,
-                            transactionId: row.originalTransactionId,
-                            payload: Row(itemID: itemID, source: source, attemptsBefore: attempts))
-                        nextSequence += 1
-                    }
+                case .send(let itemID, let attempts, _):
+                    summary.newRows += 1
+                    take(
+                        profileId: row.profileId, transactionId: row.originalTransactionId,
+                        row: Row(
+                            itemID: itemID, source: source, attemptsBefore: attempts, status: .pending,
+                            readerIndex: readerIndex))
                 }
             }
         }
         if budgetForSlice == 0 { schedulePump() }
+    }
+
+    /// A row this run works on: queued to be sent, or, in a dry run, counted.
+    private func take(profileId: String, transactionId: String, row: Row) {
+        if options.dryRun {
+            summary.wouldSend += 1
+            return
+        }
+        window.add(sequence: nextSequence, profileId: profileId, transactionId: transactionId, payload: row)
+        nextSequence += 1
     }
 
     /// Sharding: each row belongs to the shard its profileId hashes to (rejected rows without a
@@ -355,7 +380,11 @@ public final class Runner: @unchecked Sendable {
             if !journal.isInTransaction { try journal.begin() }
             let timestamp = now ?? Timestamp.string(Date())
             now = timestamp
-            try journal.markInFlight(itemID: entry.payload.itemID, runID: runID, now: timestamp)
+            try journal.markInFlight(
+                itemID: entry.payload.itemID, runID: runID, now: timestamp, keepsStatus: entry.payload.status.isFinal)
+            if entry.payload.attemptsThisRun == 0, let reader = entry.payload.readerIndex {
+                rowsSentByReader[reader] += 1
+            }
             entry.payload.waitingToRetry = false
             window[sequence] = entry
             pendingSends.append(
@@ -472,27 +501,34 @@ public final class Runner: @unchecked Sendable {
         try journal.recordAttempt(
             itemID: row.itemID, runID: runID, number: row.attemptsBefore + row.attemptsThisRun,
             startedAt: result.startedAt, durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus,
-            code: code, outcome: decision.action.attemptOutcome(row: row.status), profile: profile)
+            code: code, outcome: decision.action.attemptOutcome, profile: profile)
+        // The row's status now, and whether it got an answer: a final row resent without one
+        // keeps its status but counts, for the failure threshold, as a row that ran out of attempts.
         let status: ItemStatus
+        var answered = true
         switch decision.action.write {
         case .settle(let settled):
             status = settled
             try journal.recordOutcome(
                 itemID: row.itemID, status: settled, code: code, httpStatus: result.httpStatus, message: message,
                 now: now, profile: profile)
-        case .lastError, .recoverPending:
+        case .lastError:
             status = .pending
             try journal.recordOutcome(
                 itemID: row.itemID, status: .pending, code: code, httpStatus: result.httpStatus, message: message,
                 now: now, profile: nil)
-        case .nothing:
+        case .attemptOnly:
             status = row.status
+            answered = false
+        case .nothing, .recoverPending, .clearMark:
+            preconditionFailure("a reply never leaves a row \(decision.action.write)")
         }
         switch decision.action.next {
         case .done:
-            summary.count(status: status.rawValue, code: code)
+            summary.count(status: status.rawValue, code: answered ? code : nil)
+            if !answered { summary.kept += 1 }
             window.remove(entry.sequence)
-            countTowardFailureThreshold(status)
+            countTowardFailureThreshold(answered ? status : .pending)
         case .retry:
             summary.retries += 1
             var waiting = entry
@@ -519,7 +555,7 @@ public final class Runner: @unchecked Sendable {
         stop(
             .failureThreshold(
                 message:
-                    "\(share) of the \(settledSent) rows sent failed or ran out of attempts (threshold \(threshold) after \(options.minSample) rows); the unsent rows stay pending — see the codes with 'botsi-restore report --status failed --status pending', fix the cause, then rerun"
+                    "\(share) of the \(settledSent) rows sent failed or ran out of attempts (threshold \(threshold) after \(options.minSample) rows); the rows not sent stay pending"
             ))
     }
 
@@ -565,15 +601,49 @@ public final class Runner: @unchecked Sendable {
         guard stopReason == nil else { return }
         stopReason = reason
         summary.stopMessage = Self.describe(reason)
-        // Rows waiting out a backoff are done for this run: they stay pending with their last error.
+        summary.stopCause = reason.cause?.rawValue
+        // Rows waiting out a backoff are done for this run; the table says what a stop writes to
+        // them (nothing: their last error is on record, a final row keeps its status).
         for sequence in window.allSequences where window[sequence]?.payload.waitingToRetry == true {
             waitingToRetry -= 1
-            summary.count(status: ItemStatus.pending.rawValue, code: window[sequence]?.payload.lastCode)
+            if let row = window[sequence]?.payload, let cause = reason.cause {
+                let action = OutcomePolicy.action(for: .stop(cause), row: OutcomePolicy.RowClass(row.status))
+                applyStopRule(action.write, to: row)
+            }
             window.remove(sequence)
         }
     }
 
-    private static func describe(_ reason: StopReason) -> String {
+    private func applyStopRule(_ write: OutcomePolicy.Write, to row: Row) {
+        guard let journal, write != .nothing else { return }
+        do {
+            if !journal.isInTransaction { try journal.begin() }
+            switch write {
+            case .lastError:
+                try journal.recordOutcome(
+                    itemID: row.itemID, status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
+                    now: Timestamp.string(Date()), profile: nil)
+            case .nothing, .attemptOnly:
+                break
+            case .settle, .recoverPending, .clearMark:
+                preconditionFailure("a stop cannot \(write) a row")
+            }
+        } catch {
+            failJournal(error)
+        }
+    }
+
+    /// A damaged input stops the run: say how far into the file it got and what comes next.
+    private func damagedInputMessage(_ message: String, reader: InputReader) -> String {
+        let read = rowsReadByReader[readerIndex]
+        let sent = rowsSentByReader[readerIndex]
+        return
+            "\(message) — \(read) rows of it were read before that point and \(sent) of them sent (their outcomes "
+            + "are in the journal); the next run reads \(reader.displayName) again from the start and skips the rows "
+            + "already finished, so fix or re-export the file first"
+    }
+
+    static func describe(_ reason: StopReason) -> String {
         switch reason {
         case .unauthorized(let message), .forbidden(let message), .iosSettingsMissing(let message),
             .tlsFailure(let message), .journalFailure(let message), .inputFailure(let message),
@@ -588,8 +658,33 @@ public final class Runner: @unchecked Sendable {
     private func finishIfDone() {
         guard !isFinished, inFlight == 0, pendingSends.isEmpty else { return }
         if stopReason == nil && !(inputDone && window.isEmpty) { return }
-        summary.notSent = window.count
+        do {
+            try countFromJournal()
+        } catch {
+            failJournal(error)
+            return
+        }
         finish(exitCode: exitCode())
+    }
+
+    /// The rows this run worked on (its new input rows and the owed rows it claimed) by their
+    /// status now, read from the journal whatever stopped the run: the summary, its `runs` line
+    /// and the exit status all rest on these numbers.
+    private func countFromJournal() throws(JournalError) {
+        summary.nextCommand = RunAdvice.runCommand(options, inputs: inputDone ? [] : options.inputs)
+        guard let journal, !options.dryRun else { return }
+        var statuses: [String: Int] = [:]
+        var codes: [String: Int] = [:]
+        var notSent = 0
+        for count in try journal.rowCounts(runID: runID) {
+            statuses[count.status, default: 0] += count.count
+            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
+            if !(ItemStatus(rawValue: count.status)?.isFinal ?? true) { notSent += count.notSent }
+        }
+        summary.statuses = statuses
+        summary.codes = codes
+        summary.notSent = notSent
+        summary.kept = tookUpFinalRows ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
     }
 
     private func exitCode() -> Int32 {
@@ -685,7 +780,7 @@ public final class Runner: @unchecked Sendable {
                 stop(
                     .deadline(
                         message:
-                            "the time window ended (\(Timestamp.string(deadline))); in-flight requests were allowed to finish — the next run continues with the rest"
+                            "the time window ended (\(Timestamp.string(deadline))); in-flight requests were allowed to finish"
                     ))
                 schedulePump()
             }
@@ -744,11 +839,29 @@ public final class Runner: @unchecked Sendable {
         return RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead,
             bytesRead: bytesOfFinishedReaders + (current?.bytesRead ?? 0), totalBytes: totalBytes,
-            finished: summary.sent, inFlight: inFlight, waitingToRetry: waitingToRetry, requests: summary.requests,
+            finished: summary.finished, inFlight: inFlight, waitingToRetry: waitingToRetry, requests: summary.requests,
             retries: summary.retries, statuses: summary.statuses, rejected: summary.rejectedRows,
             skipped: summary.alreadyFinished.values.reduce(0, +), duplicates: summary.duplicates,
             recentRate: recentRate, stopping: summary.stopMessage,
             throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil, concurrencyLimit: throttle.concurrency)
+    }
+}
+
+extension StopReason {
+    /// The lifecycle table's name for this stop; nil for a journal failure, after which nothing
+    /// can be written.
+    var cause: OutcomePolicy.StopCause? {
+        switch self {
+        case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
+        case .iosSettingsMissing: .iosSettingsMissing
+        case .tlsFailure: .tlsFailure
+        case .signal: .signal
+        case .journalFailure: nil
+        case .inputFailure: .inputDamaged
+        case .deadline: .windowEnd
+        case .failureThreshold: .failureThreshold
+        }
     }
 }
 

@@ -220,3 +220,36 @@ import Testing
         #expect(Policy.StopCause.signal.exitCodes == [130, 143])
     }
 }
+
+/// docs/lifecycle.md is the policy's table printed: checked in, and never stale.
+@Suite struct LifecycleDocumentTests {
+    private static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while url.path != "/"
+            && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path)
+        {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    @Test func theCheckedInDocumentIsWhatTheCodeSays() throws {
+        let path = Self.packageRoot.appendingPathComponent("docs/lifecycle.md").path
+        let checkedIn = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(checkedIn == LifecycleDocument.markdown(), "docs/lifecycle.md is stale: run 'bash scripts/docs.sh'")
+    }
+
+    @Test func theTransitionTableHasALinePerEventAndTheSelectionTableALinePerState() {
+        let lines = LifecycleDocument.markdown().split(separator: "\n").map(String.init)
+        let transitions = lines.drop { $0 != "## Transitions" }.prefix { $0 != "## Counts and exit status" }
+        #expect(
+            transitions.filter { $0.hasPrefix("| ") && !$0.hasPrefix("| event") }.count == Policy.Event.allCases.count)
+        let modes = lines.drop { !$0.hasPrefix("## Modes") }.prefix { $0 != "## Events" }
+        #expect(modes.filter { $0.hasPrefix("| `") }.count == ItemStatus.allCases.count)
+        // A final row's line for a retryable reply says what the rule says: no regression.
+        let retryable = transitions.first { $0.hasPrefix("| retryable reply, attempts spent |") }
+        #expect(retryable?.contains("keeps status, code and snapshot") == true)
+    }
+
+    typealias Policy = OutcomePolicy
+}

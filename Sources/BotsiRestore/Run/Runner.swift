@@ -89,6 +89,10 @@ public final class Runner: @unchecked Sendable {
     private var isFinished = false
     private var budget = RetryBudget()
     private let policy: OutcomePolicy
+    /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
+    /// apart) or return to pending (mark it `in_flight`).
+    private let finalRowsKeepStatusThroughAKill =
+        OutcomePolicy.action(for: .killed, row: .final).write == .clearMark
     private var random: SeededRandom
     private var summary = RunSummary()
     private let startedAt = Date()
@@ -380,8 +384,11 @@ public final class Runner: @unchecked Sendable {
             if !journal.isInTransaction { try journal.begin() }
             let timestamp = now ?? Timestamp.string(Date())
             now = timestamp
+            // How a row is marked decides what a kill does to it; the table says which rows keep
+            // their status through one.
+            let keepsStatus = entry.payload.status.isFinal && finalRowsKeepStatusThroughAKill
             try journal.markInFlight(
-                itemID: entry.payload.itemID, runID: runID, now: timestamp, keepsStatus: entry.payload.status.isFinal)
+                itemID: entry.payload.itemID, runID: runID, now: timestamp, keepsStatus: keepsStatus)
             if entry.payload.attemptsThisRun == 0, let reader = entry.payload.readerIndex {
                 rowsSentByReader[reader] += 1
             }

@@ -42,6 +42,13 @@ public enum RunAdvice {
         }
     }
 
+    /// A damaged input stops the run: how far into the file it got, and what the next run does.
+    static func damagedInput(_ message: String, file: String, rowsRead: Int, rowsSent: Int) -> String {
+        "\(message) — \(rowsRead) rows of it were read before that point and \(rowsSent) of them sent (their "
+            + "outcomes are in the journal); the next run reads \(file) again from the start and skips the rows "
+            + "already finished, so fix or re-export the file first"
+    }
+
     /// A word as a POSIX shell reads it back: left alone when it holds nothing special.
     static func shellQuoted(_ word: String) -> String {
         let plain = word.unicodeScalars.allSatisfy { scalar in

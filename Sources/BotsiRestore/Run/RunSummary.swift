@@ -56,6 +56,22 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
+    /// Fills the row counts with the rows run `runID` worked on (its new input rows and the owed
+    /// rows it took up), by their status now, from the journal: whatever stopped the run, the
+    /// summary, its `runs` line and the exit status rest on these numbers. `keptPossible`: the
+    /// run took up final rows, so some resends may have been kept without an answer.
+    mutating func countRows(of runID: Int64, in journal: Journal, keptPossible: Bool) throws(JournalError) {
+        statuses = [:]
+        codes = [:]
+        notSent = 0
+        for count in try journal.rowCounts(runID: runID) {
+            statuses[count.status, default: 0] += count.count
+            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
+            if !(ItemStatus(rawValue: count.status)?.isFinal ?? true) { notSent += count.notSent }
+        }
+        kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+    }
+
     mutating func count(status: String, code: String?) {
         statuses[status, default: 0] += 1
         codes["\(status)/\(code ?? "")", default: 0] += 1

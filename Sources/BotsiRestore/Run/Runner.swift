@@ -89,6 +89,7 @@ public final class Runner: @unchecked Sendable {
     private var isFinished = false
     private var budget = RetryBudget()
     private let policy: OutcomePolicy
+    private let runMode: OutcomePolicy.RunMode
     /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
     /// apart) or return to pending (mark it `in_flight`).
     private let finalRowsKeepStatusThroughAKill =
@@ -133,6 +134,7 @@ public final class Runner: @unchecked Sendable {
             maxAttempts: options.maxAttempts, adaptive: options.adaptive,
             backoff: BackoffPolicy(
                 base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap))
+        runMode = OutcomePolicy.RunMode(options)
         random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
         throttle = AdaptiveThrottle(
@@ -216,7 +218,7 @@ public final class Runner: @unchecked Sendable {
                     startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
                     pid: getpid(), optionsJSON: optionsJSON(), inputsJSON: "[]")
             }
-            owedFeeder = OwedRowFeeder(mode: OutcomePolicy.RunMode(options), runID: runID, startedAt: startedAt)
+            owedFeeder = OwedRowFeeder(mode: runMode, runID: runID, startedAt: startedAt)
         } catch {
             if case .locked = error {
                 throw RunSetupError(exitCode: ExitCode.temporaryFailure, message: error.description)
@@ -298,7 +300,10 @@ public final class Runner: @unchecked Sendable {
             do {
                 record = try reader.next()
             } catch {
-                stop(.inputFailure(message: damagedInputMessage(error.message, reader: reader)))
+                let message = RunAdvice.damagedInput(
+                    error.message, file: reader.displayName, rowsRead: rowsReadByReader[readerIndex],
+                    rowsSent: rowsSentByReader[readerIndex])
+                stop(.inputFailure(message: message))
                 return
             }
             guard let record else {
@@ -356,8 +361,7 @@ public final class Runner: @unchecked Sendable {
     /// Sharding: each row belongs to the shard its profileId hashes to (rejected rows without a
     /// profileId to shard 0), so one profile's rows stay in order on one machine.
     private func isMine(_ profileId: String) -> Bool {
-        options.shardCount <= 1
-            || shardIndex(profileId: profileId, shardCount: options.shardCount) == options.shardIndex
+        runMode.owns(profileId: profileId)
     }
 
     private func finishReader(_ reader: InputReader, complete: Bool) {
@@ -640,17 +644,7 @@ public final class Runner: @unchecked Sendable {
         }
     }
 
-    /// A damaged input stops the run: say how far into the file it got and what comes next.
-    private func damagedInputMessage(_ message: String, reader: InputReader) -> String {
-        let read = rowsReadByReader[readerIndex]
-        let sent = rowsSentByReader[readerIndex]
-        return
-            "\(message) — \(read) rows of it were read before that point and \(sent) of them sent (their outcomes "
-            + "are in the journal); the next run reads \(reader.displayName) again from the start and skips the rows "
-            + "already finished, so fix or re-export the file first"
-    }
-
-    static func describe(_ reason: StopReason) -> String {
+    private static func describe(_ reason: StopReason) -> String {
         switch reason {
         case .unauthorized(let message), .forbidden(let message), .iosSettingsMissing(let message),
             .tlsFailure(let message), .journalFailure(let message), .inputFailure(let message),
@@ -674,24 +668,11 @@ public final class Runner: @unchecked Sendable {
         finish(exitCode: exitCode())
     }
 
-    /// The rows this run worked on (its new input rows and the owed rows it claimed) by their
-    /// status now, read from the journal whatever stopped the run: the summary, its `runs` line
-    /// and the exit status all rest on these numbers.
+    /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
     private func countFromJournal() throws(JournalError) {
         summary.nextCommand = RunAdvice.runCommand(options, inputs: inputDone ? [] : options.inputs)
         guard let journal, !options.dryRun else { return }
-        var statuses: [String: Int] = [:]
-        var codes: [String: Int] = [:]
-        var notSent = 0
-        for count in try journal.rowCounts(runID: runID) {
-            statuses[count.status, default: 0] += count.count
-            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
-            if !(ItemStatus(rawValue: count.status)?.isFinal ?? true) { notSent += count.notSent }
-        }
-        summary.statuses = statuses
-        summary.codes = codes
-        summary.notSent = notSent
-        summary.kept = tookUpFinalRows ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+        try summary.countRows(of: runID, in: journal, keptPossible: tookUpFinalRows)
     }
 
     private func exitCode() -> Int32 {
@@ -851,24 +832,6 @@ public final class Runner: @unchecked Sendable {
             skipped: summary.alreadyFinished.values.reduce(0, +), duplicates: summary.duplicates,
             recentRate: recentRate, stopping: summary.stopMessage,
             throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil, concurrencyLimit: throttle.concurrency)
-    }
-}
-
-extension StopReason {
-    /// The lifecycle table's name for this stop; nil for a journal failure, after which nothing
-    /// can be written.
-    var cause: OutcomePolicy.StopCause? {
-        switch self {
-        case .unauthorized: .unauthorized
-        case .forbidden: .forbidden
-        case .iosSettingsMissing: .iosSettingsMissing
-        case .tlsFailure: .tlsFailure
-        case .signal: .signal
-        case .journalFailure: nil
-        case .inputFailure: .inputDamaged
-        case .deadline: .windowEnd
-        case .failureThreshold: .failureThreshold
-        }
     }
 }
 

@@ -253,3 +253,29 @@ import Testing
 
     typealias Policy = OutcomePolicy
 }
+
+/// The commands the advice prints must do what the words say: same journal, same service.
+@Suite struct RunAdviceTests {
+    @Test func theRunCommandCarriesWhatDecidesWhereRowsGoAndQuotesForTheShell() {
+        var options = RunOptions()
+        options.journalPath = "/data/my journal.sqlite"
+        #expect(RunAdvice.runCommand(options) == "botsi-restore run --journal '/data/my journal.sqlite'")
+        options.baseURL = "http://127.0.0.1:8080"
+        options.keyEnvironmentVariable = "OTHER_KEY"
+        options.caCertificatePath = "ca.pem"
+        options.shardIndex = 1
+        options.shardCount = 4
+        options.format = "csv"
+        options.retryFailed = true
+        #expect(
+            RunAdvice.runCommand(options)
+                == "botsi-restore run --journal '/data/my journal.sqlite' --base-url http://127.0.0.1:8080 "
+                + "--key-env OTHER_KEY --cacert ca.pem --shard 1/4")
+        #expect(
+            RunAdvice.runCommand(options, inputs: ["it's.csv"]).hasPrefix(
+                "botsi-restore run 'it'\\''s.csv' --journal '/data/my journal.sqlite' --format csv"))
+        #expect(
+            RunAdvice.reportCommand(journalPath: "j.sqlite", ["--status", "pending"])
+                == "botsi-restore report --journal j.sqlite --status pending")
+    }
+}

@@ -74,6 +74,27 @@ struct OwedRowsAndPreflightTests {
         #expect(!FileManager.default.fileExists(atPath: journal), "a refused run left a journal behind")
     }
 
+    @Test func aDryRunOnAJournalAnotherRunHoldsExits75LikeTheRealRun() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(200))
+        let first = try Child(
+            runArguments([input], workspace, simulator, ["--concurrency", "1"]), key: Simulator.defaultKey,
+            in: workspace)
+        defer {
+            first.send(SIGKILL)
+            _ = first.wait(timeout: 30)
+        }
+        let working = eventually(timeout: 60) { (JournalView.read(workspace.journal)?.finalPairs.count ?? 0) >= 1 }
+        try #require(working, "the first run never got going: \(first.stderrSoFar)")
+        let dry = try botsi(
+            runArguments([input], workspace, simulator, ["--dry-run"]), key: Simulator.defaultKey, in: workspace)
+        #expect(dry.status == 75, "stderr: \(dry.stderr)")
+        #expect(dry.stderr.contains("in use"), "stderr: \(dry.stderr)")
+        #expect(first.isRunning, "the dry run disturbed the first run")
+    }
+
     @Test func aDryRunListsTheOwedRowsAndChangesNothing() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

@@ -85,6 +85,14 @@ public final class RestoreClient: Sendable {
     }
 }
 
+/// Every check `RestoreClient.init` makes on a configuration before it starts anything (base URL,
+/// key, timeouts, CA file), so that a dry run refuses what the real run would.
+public func checkClientConfiguration(_ configuration: ClientConfiguration) throws(ClientError) {
+    var configuration = configuration
+    configuration.baseURL = try validateBaseURL(configuration.baseURL)
+    try checkConfiguration(configuration)
+}
+
 private func checkConfiguration(_ configuration: ClientConfiguration) throws(ClientError) {
     let key = configuration.apiKey
     guard !key.isEmpty else {

@@ -70,18 +70,22 @@ extension RunCommand {
             ) { $0.options.journalPath = $1 },
             .flag(
                 "--retry-failed", job: "retryFailed",
-                help: "also resend failed, profile_not_found and server-rejected rows"
+                help: "also resend the journal's failed, profile_not_found and server-rejected rows"
             ) { $0.options.retryFailed = true },
             .value(
                 "--refresh-older-than", .duration(), job: "refreshOlderThan",
-                help: "also resend restored rows last restored longer ago than DUR (e.g. 7d)"
+                help:
+                    "also resend restored and nothing_to_restore rows whose last definitive answer is older than DUR "
+                    + "(e.g. 7d); a resend without one changes nothing"
             ) { $0.options.refreshOlderThan = $1 },
             .flag(
                 "--dry-run", short: "n",
                 job: .notInJobFiles(
                     because: "a rehearsal is asked for where the job starts (run --job FILE -n), "
                         + "so no job file is left rehearsing by mistake"),
-                help: "read and check the input, say what would be sent, send nothing"
+                help:
+                    "make every check the run makes (key, base URL, CA file, journal, lock, inputs), exit as it "
+                    + "would, list what it would send; send and write nothing"
             ) { $0.options.dryRun = true },
         ])
 

@@ -15,12 +15,14 @@ struct RunSettings: Equatable {
 
 enum RunCommand: Command {
     static let name = "run"
-    static let summary = "restore every pair in the inputs"
+    static let summary = "restore every pair in the inputs and what the journal owes"
     static let synopsis = "[INPUT ...] [options]"
     static let jobFileOption: String? = "--job"
     static let discussion = """
         Sends every (profileId, originalTransactionId) pair of the inputs to
-        POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
+        POST {base-url}/v2/purchases/apple-store/restore and journals each outcome. First, oldest first,
+        it sends the rows the journal owes: those earlier runs left pending (and, with the options below,
+        failed or aged ones). With no INPUT it sends only those; it exits 0 saying so when none is owed.
         """
     static let epilogue = """
         Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure or
@@ -36,7 +38,8 @@ enum RunCommand: Command {
         // No core dumps from a process that holds the key in memory.
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
-        let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
+        // A dry run checks the key as the real run would (it sends nothing with it).
+        let apiKey = try APIKey.load(variable: options.keyEnvironmentVariable)
         return execute(
             options: options, apiKey: apiKey, quiet: settings.quiet, logInterval: settings.logInterval,
             logFormat: settings.logFormat)
@@ -46,9 +49,7 @@ enum RunCommand: Command {
     /// deadline.
     static func runOptions(_ settings: RunSettings, now: Date) throws(UsageError) -> RunOptions {
         var options = settings.options
-        guard !options.inputs.isEmpty else {
-            throw UsageError(message: "no input: name one or more .csv/.jsonl files, or - for stdin")
-        }
+        // No input files: the run sends what the journal owes (and says so when nothing is).
         if options.inputs.filter({ $0 == "-" }).count > 1 {
             throw UsageError(message: "stdin (-) can be read only once")
         }

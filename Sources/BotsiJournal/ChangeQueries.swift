@@ -1,12 +1,13 @@
 import Foundation
 
-/// Where a row stood as of a run: what its last attempt in that run or an earlier one says.
+/// Where a row stood at the end of a run: its last definitive answer in that run or an earlier one
+/// (a resend without one changes nothing), or, for a row never answered yet, its last error.
 public struct RowState: Sendable, Equatable {
-    /// The row's status after that attempt (`pending` for an attempt that was to be retried).
+    /// The row's status: the answer's, or `pending` for a row never answered.
     public var status: String
     public var code: String?
     public var httpStatus: Int?
-    /// The run that made the attempt.
+    /// The run that made the attempt the state comes from.
     public var runID: Int64
     public var attemptedAt: String
     /// For `restored`: the profile snapshot the 200 returned.
@@ -39,9 +40,12 @@ public struct RowChange: Sendable, Equatable {
 }
 
 extension Journal {
-    /// Streams the rows whose state as of run `later` differs from their state as of run `earlier`
-    /// (`earlier` < `later`), in item order. A row's state as of run R is its last attempt with
-    /// `run_id <= R`; only rows some run in (earlier, later] sent can differ, so only those are read.
+    /// Streams the rows whose state (status, code, and for restored rows the profile snapshot) as
+    /// of run `later` differs from their state as of run `earlier` (`earlier` < `later`), in item
+    /// order. A row's state as of run R is its last definitive attempt with `run_id <= R` — a row
+    /// keeps its final status until another definitive answer replaces it — or, when it has none,
+    /// its last attempt (pending, with that error's code). Only rows some run in (earlier, later]
+    /// sent can differ, so only those are read.
     public func forEachChange(
         since earlier: Int64, until later: Int64, _ body: (RowChange) throws -> Void
     ) throws {
@@ -49,16 +53,23 @@ extension Journal {
             WITH touched AS (
                 SELECT DISTINCT item_id FROM attempts WHERE run_id > ?1 AND run_id <= ?2
             ),
-            ranked AS (
-                SELECT a.item_id, a.run_id, a.started_at, a.http_status, a.code,
-                    CASE a.outcome WHEN 'retry' THEN 'pending' ELSE a.outcome END AS status,
-                    a.profile_state, a.access_levels,
-                    row_number() OVER (PARTITION BY a.item_id ORDER BY a.run_id DESC, a.id DESC) AS position_after,
-                    row_number() OVER (
-                        PARTITION BY a.item_id, a.run_id <= ?1 ORDER BY a.run_id DESC, a.id DESC
-                    ) AS position_in_half
+            graded AS (
+                SELECT a.*, a.outcome IN ('restored', 'nothing_to_restore', 'profile_not_found', 'rejected', 'failed')
+                    AS definitive
                 FROM attempts a JOIN touched t ON t.item_id = a.item_id
                 WHERE a.run_id <= ?2
+            ),
+            ranked AS (
+                SELECT item_id, run_id, started_at, http_status, code,
+                    CASE WHEN definitive THEN outcome ELSE 'pending' END AS status,
+                    profile_state, access_levels,
+                    row_number() OVER (
+                        PARTITION BY item_id ORDER BY definitive DESC, run_id DESC, id DESC
+                    ) AS position_after,
+                    row_number() OVER (
+                        PARTITION BY item_id, run_id <= ?1 ORDER BY definitive DESC, run_id DESC, id DESC
+                    ) AS position_in_half
+                FROM graded
             ),
             after AS (SELECT * FROM ranked WHERE position_after = 1),
             before AS (SELECT * FROM ranked WHERE run_id <= ?1 AND position_in_half = 1)
@@ -70,6 +81,7 @@ extension Journal {
             LEFT JOIN before b ON b.item_id = f.item_id
             WHERE b.item_id IS NULL
                 OR b.status IS NOT f.status
+                OR b.code IS NOT f.code
                 OR (f.status = 'restored'
                     AND (b.profile_state IS NOT f.profile_state OR b.access_levels IS NOT f.access_levels))
             ORDER BY i.id

@@ -2,7 +2,8 @@ internal import CSQLite
 import Foundation
 
 /// The status a journal row is in. Every row ends in one of the final ones; `pending` and
-/// `inFlight` mean the next run sends it again.
+/// `inFlight` mean the journal owes it: the next run sends it again. A final row keeps its
+/// status until a definitive answer replaces it (docs/lifecycle.md).
 public enum ItemStatus: String, Sendable, CaseIterable, Codable {
     case pending
     case inFlight = "in_flight"
@@ -15,27 +16,15 @@ public enum ItemStatus: String, Sendable, CaseIterable, Codable {
     public var isFinal: Bool { self != .pending && self != .inFlight }
 }
 
-/// What a run should do with a row it read.
+/// What a run should do with a row it read from its input.
 public enum Admission: Equatable, Sendable {
-    /// Send it; `attempts` is how many attempts earlier runs made.
+    /// A pair the journal did not hold: send it. (`attempts` and `isNew` are 0 and true.)
     case send(itemID: Int64, attempts: Int, isNew: Bool)
-    /// The same pair already appeared earlier in this run.
+    /// The same pair already appeared earlier in this run, from its input or as an owed row.
     case duplicate
-    /// A final outcome is on record; nothing to do.
+    /// The journal holds the pair and this run did not select it as owed: nothing to do. A run
+    /// selects every row it owes before it reads its input, so the status is a final one.
     case finished(ItemStatus)
-}
-
-/// Which finished rows a run sends again.
-public struct ResendPolicy: Sendable, Equatable {
-    /// Also resend `failed`, `profile_not_found` and server-`rejected` rows.
-    public var retryFailed: Bool
-    /// Also resend `restored` rows whose last success is older than this instant.
-    public var refreshRestoredBefore: Date?
-
-    public init(retryFailed: Bool = false, refreshRestoredBefore: Date? = nil) {
-        self.retryFailed = retryFailed
-        self.refreshRestoredBefore = refreshRestoredBefore
-    }
 }
 
 /// The profile as the last successful restore returned it, kept for audits.
@@ -60,10 +49,16 @@ public final class Journal {
     /// Prepared statements by the address of their SQL literal: cheaper to look up per row than
     /// hashing the SQL text.
     private var statements: [UInt: SQLiteStatement] = [:]
+    /// Statements whose text is put together at run time (once per run, not per row).
+    private var builtStatements: [String: SQLiteStatement] = [:]
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
-    public init(path: String, create: Bool = true, readOnly: Bool = false) throws(JournalError) {
+    /// `migrationUncommitted` (a dry run) migrates inside a transaction it leaves open, for the
+    /// caller to roll back: the file stays at its version.
+    public init(
+        path: String, create: Bool = true, readOnly: Bool = false, migrationUncommitted: Bool = false
+    ) throws(JournalError) {
         self.path = path
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists {
@@ -86,7 +81,7 @@ public final class Journal {
         }
         connection.setBusyTimeout(milliseconds: 5000)
         do {
-            try checkAndMigrate(readOnly: readOnly)
+            try checkAndMigrate(readOnly: readOnly, commit: !migrationUncommitted)
         } catch let error as JournalError {
             throw error
         } catch let error as SQLiteError {
@@ -96,7 +91,7 @@ public final class Journal {
         }
     }
 
-    private func checkAndMigrate(readOnly: Bool) throws {
+    private func checkAndMigrate(readOnly: Bool, commit: Bool) throws {
         // The first read fails here for a file that is not SQLite at all.
         let applicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
         let version = try connection.scalarInt("PRAGMA user_version") ?? 0
@@ -127,7 +122,7 @@ public final class Journal {
                 for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
                 try connection.execute("PRAGMA application_id=\(Schema.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Schema.currentVersion)")
-                try connection.execute("COMMIT")
+                if commit { try connection.execute("COMMIT") }
             } catch {
                 if connection.isInTransaction { try? connection.execute("ROLLBACK") }
                 throw error
@@ -144,12 +139,21 @@ public final class Journal {
         return statement
     }
 
+    /// The same, for SQL put together at run time from a few known shapes.
+    func statement(built sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = builtStatements[sql] { return statement }
+        let statement = try connection.prepare(sql)
+        builtStatements[sql] = statement
+        return statement
+    }
+
     func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(JournalError) -> T {
         do { return try body() } catch { throw JournalError.from(error, path: path) }
     }
 
     public func close() {
         statements.removeAll()
+        builtStatements.removeAll()
         connection.close()
     }
 
@@ -224,25 +228,29 @@ public final class Journal {
         }
     }
 
-    /// Rows a killed run left in flight go back to pending: their request may or may not have
-    /// reached Botsi, and a restore is safe to repeat. Returns how many there were.
-    public func recoverInFlight() throws(JournalError) -> Int {
+    /// What a killed run left in flight, put right at the next run's start: rows that were
+    /// pending go back to pending (their request may or may not have reached Botsi, and a restore
+    /// is safe to repeat); final rows that were being resent lose their mark and stay as they were.
+    public func recoverInFlight() throws(JournalError) -> InFlightRecovery {
         try wrap { () throws(SQLiteError) in
             try statement("UPDATE items SET status = 'pending' WHERE status = 'in_flight'").reset().run()
-            return connection.changes
+            let pending = connection.changes
+            try statement("UPDATE items SET in_flight_run = NULL WHERE in_flight_run IS NOT NULL").reset().run()
+            return InFlightRecovery(pending: pending, final: connection.changes)
         }
     }
 
     // MARK: Rows
 
-    /// Records that this run read the pair at `source` and says whether to send it.
+    /// Records that this run read the pair at `source` and says whether to send it. Call it after
+    /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
+    /// this run's already or not to be sent.
     public func admit(
-        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
-        policy: ResendPolicy
+        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String
     ) throws(JournalError) -> Admission {
         try wrap { () throws(SQLiteError) in
             let lookup = try statement(
-                "SELECT id, status, last_run, attempts, restored_at FROM items WHERE profile_id = ? AND original_transaction_id = ?"
+                "SELECT id, status, last_run FROM items WHERE profile_id = ? AND original_transaction_id = ?"
             )
             try lookup.reset(.text(profileId), .text(originalTransactionId))
             guard try lookup.step() else {
@@ -258,42 +266,30 @@ public final class Journal {
                 ).run()
                 return .send(itemID: connection.lastInsertRowID, attempts: 0, isNew: true)
             }
-            let itemID = lookup.int(0)
             let status = ItemStatus(rawValue: lookup.text(1) ?? "") ?? .pending
-            let lastRun = lookup.int(2)
-            let attempts = Int(lookup.int(3))
-            let restoredAt = lookup.text(4)
-            if lastRun == runID { return .duplicate }
-            let resend: Bool
-            switch status {
-            case .pending, .inFlight: resend = true
-            case .failed, .profileNotFound, .rejected: resend = policy.retryFailed
-            case .restored:
-                if let cutoff = policy.refreshRestoredBefore, let restoredAt {
-                    resend = restoredAt < Timestamp.string(cutoff)
-                } else {
-                    resend = false
-                }
-            case .nothingToRestore: resend = false
-            }
-            // A finished row that stays finished costs no write: a rerun over a journal of
-            // finished rows only reads, which is what makes it fast.
-            guard resend else { return .finished(status) }
-            try statement("UPDATE items SET last_source = ?, last_run = ? WHERE id = ?")
-                .reset(.text(source), .int(runID), .int(itemID)).run()
-            return .send(itemID: itemID, attempts: attempts, isNew: false)
+            // A known row costs no write: a rerun over a journal of finished rows only reads,
+            // which is what makes it fast.
+            return lookup.int(2) == runID ? .duplicate : .finished(status)
         }
     }
 
-    /// Marks a row in flight before its request goes out, so a crash leaves a trace of it.
-    public func markInFlight(itemID: Int64, runID: Int64, now: String) throws(JournalError) {
+    /// Marks a row in flight before its request goes out, so a crash leaves a trace of it. A
+    /// pending row turns `in_flight`; a final row being resent (`keepsStatus`) keeps its status
+    /// and gets the mark in `in_flight_run`, so that nothing but a definitive answer changes it.
+    public func markInFlight(itemID: Int64, runID: Int64, now: String, keepsStatus: Bool = false) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
-            try statement("UPDATE items SET status = 'in_flight', sent_run = ?, updated_at = ? WHERE id = ?")
-                .reset(.int(runID), .text(now), .int(itemID)).run()
+            if keepsStatus {
+                try statement("UPDATE items SET in_flight_run = ?, sent_run = ? WHERE id = ?")
+                    .reset(.int(runID), .int(runID), .int(itemID)).run()
+            } else {
+                try statement("UPDATE items SET status = 'in_flight', sent_run = ?, updated_at = ? WHERE id = ?")
+                    .reset(.int(runID), .text(now), .int(itemID)).run()
+            }
         }
     }
 
-    /// One request and what came of it. `outcome` is the row's status after it, or `retry`.
+    /// One request and what came of it. `outcome` is the row's status after it, `retry`, or `kept`
+    /// (a final row's resend ended without a definitive answer). Clears a final row's in-flight mark.
     public func recordAttempt(
         itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double,
         httpStatus: Int?, code: String?, outcome: String, profile: ProfileRecord?
@@ -310,12 +306,14 @@ public final class Journal {
                 .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome),
                 .optionalText(profile?.state), .optionalText(profile?.accessLevelsJSON)
             ).run()
-            try statement("UPDATE items SET attempts = attempts + 1 WHERE id = ?").reset(.int(itemID)).run()
+            try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
+                .reset(.int(itemID)).run()
         }
     }
 
-    /// Records where a row stands after this run's attempts. `pending` with a code means the run
-    /// gave up on it for now (attempts or retry budget spent, or the run stopped).
+    /// Records where a row stands after a reply. A final status is a definitive answer (its time
+    /// is `answered_at`, what `--refresh-older-than` ages rows by); `pending` with a code means
+    /// the run gave up on a pending row for now (attempts or retry budget spent, or the run stopped).
     public func recordOutcome(
         itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String,
         profile: ProfileRecord?
@@ -325,19 +323,24 @@ public final class Journal {
                 try statement(
                     """
                     UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ?,
-                        restored_at = ?, profile_state = ?, access_levels = ? WHERE id = ?
+                        restored_at = ?, profile_state = ?, access_levels = ?, answered_at = coalesce(?, answered_at)
+                    WHERE id = ?
                     """
                 ).reset(
                     .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
                     .text(now), .text(now), .optionalText(profile.state), .optionalText(profile.accessLevelsJSON),
-                    .int(itemID)
+                    .optionalText(status.isFinal ? now : nil), .int(itemID)
                 ).run()
             } else {
                 try statement(
-                    "UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ? WHERE id = ?"
+                    """
+                    UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ?,
+                        answered_at = coalesce(?, answered_at)
+                    WHERE id = ?
+                    """
                 ).reset(
                     .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                    .text(now), .int(itemID)
+                    .text(now), .optionalText(status.isFinal ? now : nil), .int(itemID)
                 ).run()
             }
         }

@@ -135,7 +135,7 @@ extension Journal {
             UPDATE main.items AS o SET status = s.status, code = s.code, http_status = s.http_status,
                 message = s.message, last_source = s.last_source, last_run = \(mapped("s.last_run")),
                 sent_run = \(mapped("s.sent_run")), updated_at = s.updated_at, restored_at = s.restored_at,
-                profile_state = s.profile_state, access_levels = s.access_levels
+                profile_state = s.profile_state, access_levels = s.access_levels, answered_at = s.answered_at
             FROM shard.items AS s
             WHERE o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
                 AND s.updated_at > o.updated_at
@@ -156,10 +156,11 @@ extension Journal {
             """
             INSERT INTO main.items (profile_id, original_transaction_id, status, code, http_status, message, attempts,
                 first_source, last_source, first_run, last_run, sent_run, created_at, updated_at, restored_at,
-                profile_state, access_levels)
+                profile_state, access_levels, answered_at)
             SELECT s.profile_id, s.original_transaction_id, s.status, s.code, s.http_status, s.message, s.attempts,
                 s.first_source, s.last_source, \(mapped("s.first_run")), \(mapped("s.last_run")),
-                \(mapped("s.sent_run")), s.created_at, s.updated_at, s.restored_at, s.profile_state, s.access_levels
+                \(mapped("s.sent_run")), s.created_at, s.updated_at, s.restored_at, s.profile_state, s.access_levels,
+                s.answered_at
             FROM shard.items AS s
             WHERE NOT EXISTS (
                 SELECT 1 FROM main.items o

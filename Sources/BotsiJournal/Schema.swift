@@ -80,6 +80,23 @@ enum Schema {
         """
         ALTER TABLE runs ADD COLUMN progress TEXT NOT NULL DEFAULT '{}';
         """,
+        // Version 3 (issue 8, the row lifecycle): `answered_at`, the time of the row's last
+        // definitive answer, which `--refresh-older-than` ages rows by (a 200's `restored_at` is
+        // not enough: nothing_to_restore is revisable too); `in_flight_run`, the in-flight mark of
+        // a final row being resent, kept apart from its status so that a killed resend cannot turn
+        // it pending. Indexes: owed rows in journal order (`items_pending`, partial, so a plain run
+        // that owes nothing pays one empty lookup), the rows a run worked on (`items_last_run`,
+        // for its counts) and the marks to clear after a kill (`items_in_flight_run`, partial).
+        """
+        ALTER TABLE items ADD COLUMN answered_at TEXT;
+        ALTER TABLE items ADD COLUMN in_flight_run INTEGER REFERENCES runs(id);
+        UPDATE items SET answered_at = CASE WHEN status = 'restored' THEN coalesce(restored_at, updated_at)
+            ELSE updated_at END
+        WHERE status IN ('restored', 'nothing_to_restore', 'profile_not_found', 'rejected', 'failed');
+        CREATE INDEX items_pending ON items(id) WHERE status = 'pending';
+        CREATE INDEX items_last_run ON items(last_run);
+        CREATE INDEX items_in_flight_run ON items(in_flight_run) WHERE in_flight_run IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -173,7 +173,7 @@ enum StressFixture {
                 let transaction = String(2_000_000_000_000_000 + index)
                 let admission = try journal.admit(
                     profileId: profile, originalTransactionId: transaction, source: "in.csv:\(index + 2)",
-                    runID: run, now: now, policy: ResendPolicy())
+                    runID: run, now: now)
                 guard case .send(let item, _, _) = admission else { continue }
                 try journal.recordOutcome(
                     itemID: item, status: .restored, code: nil, httpStatus: 200, message: nil, now: now,

@@ -20,15 +20,27 @@ private func startRun(_ journal: Journal) throws -> Int64 {
     }
 }
 
-private func admit(
-    _ journal: Journal, _ profile: String, _ transaction: String, run: Int64, policy: ResendPolicy = .init()
-) throws -> Admission {
+private func admit(_ journal: Journal, _ profile: String, _ transaction: String, run: Int64) throws -> Admission {
     try journal.transaction { () throws(JournalError) in
         try journal.admit(
             profileId: profile, originalTransactionId: transaction, source: "in.csv:2", runID: run,
-            now: Timestamp.string(Date()), policy: policy)
+            now: Timestamp.string(Date()))
     }
 }
+
+/// Every owed row's profile id, batch by batch as a run reads them.
+private func owed(_ journal: Journal, _ selection: OwedSelection, run: Int64 = 0, batch: Int = 2) throws -> [String] {
+    var ids: [String] = []
+    var after: Int64 = 0
+    while true {
+        let rows = try journal.owedRows(after: after, limit: batch, selection: selection, runID: run)
+        guard let last = rows.last else { return ids }
+        ids += rows.map(\.profileId)
+        after = last.itemID
+    }
+}
+
+private let plain = OwedSelection(statuses: [.pending])
 
 private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code: String? = nil) throws {
     try journal.transaction { () throws(JournalError) in
@@ -66,59 +78,82 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(try admit(journal, "p1", "100", run: nextRun) == .finished(.restored))
     }
 
-    @Test func pendingAndInFlightRowsAreSentAgainAndInFlightIsRecovered() throws {
+    @Test func pendingRowsAreOwedOldestFirstAndInFlightOnesAreRecovered() throws {
         let directory = TemporaryDirectory()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _, _) = try admit(journal, "p1", "100", run: run) else {
-            Issue.record("expected send")
-            return
+        var items: [Int64] = []
+        for index in 0..<5 {
+            guard case .send(let item, _, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
+                Issue.record("expected send")
+                return
+            }
+            items.append(item)
         }
+        try settle(journal, item: items[2], .restored)
         try journal.transaction { () throws(JournalError) in
-            try journal.markInFlight(itemID: item, runID: run, now: Timestamp.string(Date()))
+            try journal.markInFlight(itemID: items[1], runID: run, now: Timestamp.string(Date()))
+            try journal.markInFlight(itemID: items[2], runID: run, now: Timestamp.string(Date()), keepsStatus: true)
         }
+        #expect(try owed(journal, plain) == ["p0", "p3", "p4"], "in_flight is recovered before rows are selected")
         let recovered = try journal.transaction { () throws(JournalError) in try journal.recoverInFlight() }
-        #expect(recovered == 1)
+        #expect(recovered == InFlightRecovery(pending: 1, final: 1))
+        #expect(try owed(journal, plain) == ["p0", "p1", "p3", "p4"])
         let nextRun = try startRun(journal)
-        #expect(try admit(journal, "p1", "100", run: nextRun) == .send(itemID: item, attempts: 0, isNew: false))
+        #expect(try admit(journal, "p2", "102", run: nextRun) == .finished(.restored), "the final row stayed final")
+        // A claimed row is this run's: the owed rows leave it out and its input sees a duplicate.
+        try journal.transaction { () throws(JournalError) in try journal.claim(itemID: items[0], runID: nextRun) }
+        #expect(try owed(journal, plain, run: nextRun) == ["p1", "p3", "p4"])
+        #expect(try admit(journal, "p0", "100", run: nextRun) == .duplicate)
     }
 
     @Test(arguments: [ItemStatus.failed, .profileNotFound, .rejected])
-    func retryFailedResendsOnlyWithTheFlag(status: ItemStatus) throws {
+    func failuresAreOwedOnlyWhenTheSelectionAsksForThem(status: ItemStatus) throws {
         let directory = TemporaryDirectory()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
         try settle(journal, item: item, status, code: "x")
         #expect(try admit(journal, "p", "1", run: try startRun(journal)) == .finished(status))
-        let policy = ResendPolicy(retryFailed: true)
-        #expect(try admit(journal, "p", "1", run: try startRun(journal), policy: policy) != .finished(status))
+        #expect(try owed(journal, plain).isEmpty)
+        #expect(try owed(journal, OwedSelection(statuses: [.pending, status])) == ["p"])
     }
 
-    @Test func nothingToRestoreIsNeverResentEvenWithRetryFailed() throws {
+    @Test(arguments: [ItemStatus.restored, .nothingToRestore])
+    func refreshableRowsAreOwedOnlyWhenAnsweredBeforeTheCutoff(status: ItemStatus) throws {
         let directory = TemporaryDirectory()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
-        try settle(journal, item: item, .nothingToRestore, code: "nothing_to_restore")
-        let policy = ResendPolicy(retryFailed: true, refreshRestoredBefore: Date().addingTimeInterval(10))
-        #expect(
-            try admit(journal, "p", "1", run: try startRun(journal), policy: policy) == .finished(.nothingToRestore))
+        try settle(journal, item: item, status)
+        let past = OwedSelection(
+            statuses: [.pending], refreshStatuses: [status], answeredBefore: Date().addingTimeInterval(-3600))
+        #expect(try owed(journal, past).isEmpty)
+        let future = OwedSelection(
+            statuses: [.pending], refreshStatuses: [status], answeredBefore: Date().addingTimeInterval(3600))
+        #expect(try owed(journal, future) == ["p"])
     }
 
-    @Test func refreshResendsOnlyRestoredRowsOlderThanTheCutoff() throws {
+    @Test func aRunsCountsAreTheRowsItWorkedOnAsTheyStandNow() throws {
         let directory = TemporaryDirectory()
         let journal = try Journal(path: directory.file("j.sqlite"))
-        let run = try startRun(journal)
-        guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
-        try settle(journal, item: item, .restored)
-        let past = ResendPolicy(refreshRestoredBefore: Date().addingTimeInterval(-3600))
-        #expect(try admit(journal, "p", "1", run: try startRun(journal), policy: past) == .finished(.restored))
-        let future = ResendPolicy(refreshRestoredBefore: Date().addingTimeInterval(3600))
-        if case .send = try admit(journal, "p", "1", run: try startRun(journal), policy: future) {
-        } else {
-            Issue.record("a restored row older than the cutoff must be resent")
+        let first = try startRun(journal)
+        for index in 0..<3 { _ = try admit(journal, "p\(index)", "\(index)", run: first) }
+        let second = try startRun(journal)
+        guard case .send(let item, _, _) = try admit(journal, "q", "9", run: second) else { return }
+        try journal.transaction { () throws(JournalError) in
+            try journal.claim(itemID: 1, runID: second)
+            try journal.markInFlight(itemID: 1, runID: second, now: Timestamp.string(Date()))
         }
+        try settle(journal, item: 1, .restored)
+        #expect(
+            try journal.rowCounts(runID: second) == [
+                RunRowCount(status: "pending", code: nil, count: 1, notSent: 1),
+                RunRowCount(status: "restored", code: nil, count: 1, notSent: 0),
+            ])
+        #expect(
+            try journal.rowCounts(runID: first) == [RunRowCount(status: "pending", code: nil, count: 2, notSent: 2)])
+        _ = item
     }
 
     @Test func secondRunLockNamesTheHolder() throws {

@@ -43,9 +43,43 @@ import Testing
         let admission = try journal.transaction { () throws(JournalError) in
             try journal.admit(
                 profileId: "p1", originalTransactionId: "2000000000000002", source: "in.csv:2", runID: run,
-                now: Timestamp.string(Date()), policy: ResendPolicy())
+                now: Timestamp.string(Date()))
         }
         #expect(admission == .finished(.restored))
+        #expect(try journal.integrityCheck() == "ok")
+    }
+
+    @Test func aVersionTwoJournalMigratesToThreeWithTheTimeOfEachRowsLastDefinitiveAnswer() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v2.sqlite")
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute(Schema.migrations[0])
+        try connection.execute(Schema.migrations[1])
+        try connection.execute(
+            """
+            INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.1', 'h', 1, '{}');
+            INSERT INTO items (profile_id, original_transaction_id, status, code, first_source, last_source, first_run,
+                last_run, created_at, updated_at, restored_at)
+            VALUES
+                ('p1', '1', 'restored', NULL, 's', 's', 1, 1, 'c', '2026-01-03T00:00:00.000Z', '2026-01-02T00:00:00.000Z'),
+                ('p2', '2', 'nothing_to_restore', 'nothing_to_restore', 's', 's', 1, 1, 'c', '2026-01-04T00:00:00.000Z', NULL),
+                ('p3', '3', 'pending', 'http_503', 's', 's', 1, 1, 'c', '2026-01-05T00:00:00.000Z', NULL),
+                ('p4', '4', 'in_flight', NULL, 's', 's', 1, 1, 'c', '2026-01-06T00:00:00.000Z', NULL);
+            PRAGMA application_id = \(Schema.applicationID);
+            PRAGMA user_version = 2;
+            """)
+        connection.close()
+
+        let journal = try Journal(path: path)
+        defer { journal.close() }
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 3)
+        let answered = try journal.connection.prepare("SELECT profile_id, answered_at FROM items ORDER BY id")
+        var times: [String: String?] = [:]
+        while try answered.step() { times[answered.text(0) ?? ""] = answered.text(1) }
+        #expect(times["p1"] == "2026-01-02T00:00:00.000Z", "a restored row: its last 200")
+        #expect(times["p2"] == "2026-01-04T00:00:00.000Z", "another final row: its last change")
+        #expect(times["p3"] == .some(nil), "a pending row has no answer yet")
+        #expect(times["p4"] == .some(nil))
         #expect(try journal.integrityCheck() == "ok")
     }
 

@@ -157,7 +157,7 @@ import Testing
             options.deadline = Date().addingTimeInterval(1)
         }
         #expect(first.exitCode == 75)
-        #expect(first.sent > 0 && first.sent < 400)
+        #expect(first.finished > 0 && first.finished < 400)
         #expect(try harness.records().allSatisfy { $0.status != "in_flight" })
         let second = try harness.run([input])
         #expect(second.exitCode == 0)

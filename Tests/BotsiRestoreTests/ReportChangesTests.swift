@@ -45,6 +45,13 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
         ClassifyCase(
             before: state("restored", levels: levels(true)), after: state("nothing_to_restore"),
             expected: .statusChanged),
+        ClassifyCase(
+            before: RowState(
+                status: "pending", code: "http_503", httpStatus: 503, runID: 1, attemptedAt: "", profileState: nil,
+                accessLevels: nil),
+            after: RowState(
+                status: "pending", code: "timeout", httpStatus: nil, runID: 2, attemptedAt: "", profileState: nil,
+                accessLevels: nil), expected: .codeChanged),
     ]
 
     @Test(arguments: cases)
@@ -78,7 +85,7 @@ struct JournalBuilder {
         if items[profile] == nil {
             let admission = try journal.admit(
                 profileId: profile, originalTransactionId: "2000000000000002", source: "in.csv:1", runID: run,
-                now: now, policy: ResendPolicy())
+                now: now)
             guard case .send(let itemID, _, _) = admission else { throw CancellationError() }
             items[profile] = itemID
         }
@@ -155,29 +162,32 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
         let input = directory.csv(
             "in.csv", [("p-restored", "2000000000000002"), ("p-nothing", "2000000000000010")])
         let healthy = try RunningSimulator()
-        #expect(try runJob([input], journal: journal, baseURL: healthy.baseURL).exitCode == 0)
-
         let failing = try RunningSimulator { options in
             options.faultRate = 1
             options.faults = [.unavailable]
             options.retryAfterSeconds = 0
         }
-        let second = try runJob([input], journal: journal, baseURL: failing.baseURL) { options in
+        let first = try runJob([input], journal: journal, baseURL: failing.baseURL) { $0.maxAttempts = 2 }
+        #expect(first.exitCode == 75)
+        #expect(try runJob([input], journal: journal, baseURL: healthy.baseURL).exitCode == 0)
+        // A refresh that gets no answer keeps every row as it was: no change to report.
+        let third = try runJob([input], journal: journal, baseURL: failing.baseURL) { options in
             options.refreshOlderThan = 0
             options.maxAttempts = 2
         }
-        #expect(second.exitCode == 75)
-        let third = try runJob([input], journal: journal, baseURL: healthy.baseURL) { $0.refreshOlderThan = 0 }
-        #expect(third.exitCode == 0)
+        #expect(third.requests == 4)
+        #expect(third.kept == 2)
 
-        let failed = try changes(journal, since: 1, until: 2)
-        #expect(Set(failed.keys) == ["p-restored"], "the nothing_to_restore row was not resent")
+        let failed = try changes(journal, since: 0, until: 1)
         #expect(failed["p-restored"]?.1 == .newlyFailing)
         #expect(failed["p-restored"]?.0.after.status == "pending")
         #expect(failed["p-restored"]?.0.after.code == "http_503")
-        let recovered = try changes(journal, since: 2, until: 3)
+        var recovered = try changes(journal, since: 1, until: 2)
         #expect(recovered["p-restored"]?.1 == .newlyRestored)
         #expect(recovered["p-restored"]?.0.after.accessLevels?.contains("isActive") == true)
+        #expect(recovered["p-nothing"]?.1 == .recovered)
+        #expect(try changes(journal, since: 2, until: 3).isEmpty)
+        _ = recovered.removeValue(forKey: "p-nothing")
 
         var lines: [String] = []
         let writer = ChangeWriter(format: .csv) { lines.append($0) }

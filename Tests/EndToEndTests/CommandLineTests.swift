@@ -168,7 +168,7 @@ struct CommandLineTests {
             "in.csv", "profileId,originalTransactionId\np-1,2000000000000002\np-1,2000000000000002\np-2,12x\n")
         let finished = try botsi(
             runArguments([input], workspace, simulator, ["--dry-run"]), key: nil, in: workspace,
-            environment: environment)
+            environment: environment.merging(["BOTSI_SECRET_KEY": "a-key"]) { $1 })
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
         #expect(finished.stderr.contains("would send: 1"), "stderr: \(finished.stderr)")
         #expect(simulator.stats().requests == 0)

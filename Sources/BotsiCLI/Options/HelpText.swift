@@ -22,8 +22,8 @@ enum HelpText {
         \(usageLines)
 
         The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names),
-        never from the command line. Every outcome is journaled in SQLite: rerunning the same command
-        continues where the last run stopped and never resends finished rows.
+        never from the command line. Every outcome is journaled in SQLite: every run first sends the rows
+        earlier runs left pending, and never resends finished rows unless asked to.
         """
     }
 

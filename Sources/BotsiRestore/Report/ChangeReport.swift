@@ -17,6 +17,8 @@ public enum ChangeKind: String, Sendable, CaseIterable {
     case recovered
     /// First sent after the earlier run, with an answer other than the above.
     case new
+    /// The same status with another code (e.g. a pending row's last error, or another 4xx).
+    case codeChanged = "code_changed"
     /// Any other change of status (e.g. `restored` to `nothing_to_restore`).
     case statusChanged = "status_changed"
 
@@ -39,6 +41,7 @@ public enum ChangeKind: String, Sendable, CaseIterable {
             return .snapshotChanged
         }
         if wasFailing && !isFailing { return .recovered }
+        if before.status == after.status { return .codeChanged }
         return .statusChanged
     }
 }

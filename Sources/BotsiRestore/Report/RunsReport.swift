@@ -33,7 +33,8 @@ public struct RunLine: Sendable, Equatable {
             var statuses = (counts["statuses"] as? [String: Any])?.compactMapValues { ($0 as? NSNumber)?.intValue }
             let outcomes = attemptOutcomes[run.id] ?? [:]
             let fromAttempts = statuses == nil
-            if statuses == nil { statuses = outcomes.filter { $0.key != "retry" } }
+            // Attempts that left the row as it was (`retry`, `kept`) are no row's status.
+            if statuses == nil { statuses = outcomes.filter { $0.key != "retry" && $0.key != "kept" } }
             let rejected = (counts["rejectedByReason"] as? [String: Any])?.values
                 .compactMap { ($0 as? NSNumber)?.intValue }.reduce(0, +)
             return RunLine(

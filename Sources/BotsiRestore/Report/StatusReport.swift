@@ -141,7 +141,7 @@ public struct StatusReport: Sendable {
         } else if let eta = etaSeconds {
             lines.append("ETA       ~\(RunSummary.duration(eta)) for the \(pendingRows) pending rows read so far")
         } else if pendingRows > 0 && !isAlive {
-            lines.append("next      \(pendingRows) rows pending: run the same command again to continue")
+            lines.append("next      send the \(pendingRows) pending rows with: \(nextCommand(run))")
         }
         return lines.joined(separator: "\n")
     }
@@ -212,6 +212,21 @@ public struct StatusReport: Sendable {
         let skipped: Set<String> = ["inputs", "journalPath"]
         return options.filter { !skipped.contains($0.key) && !($0.value is NSNull) }.sorted { $0.key < $1.key }
             .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
+    }
+
+    /// The command that sends what the journal owes, against the service the latest run used.
+    func nextCommand(_ run: RunRecord) -> String {
+        // Read field by field: a run of an older version recorded fewer options.
+        let recorded = Self.jsonValue(run.options) as? [String: Any] ?? [:]
+        var options = RunOptions()
+        options.journalPath = journalPath
+        options.baseURL = recorded["baseURL"] as? String ?? options.baseURL
+        options.keyEnvironmentVariable = recorded["keyEnvironmentVariable"] as? String ?? options.keyEnvironmentVariable
+        options.caCertificatePath = recorded["caCertificatePath"] as? String
+        options.insecureSkipTLSVerify = recorded["insecureSkipTLSVerify"] as? Bool ?? false
+        options.shardIndex = (recorded["shardIndex"] as? NSNumber)?.intValue ?? 0
+        options.shardCount = (recorded["shardCount"] as? NSNumber)?.intValue ?? 1
+        return RunAdvice.runCommand(options)
     }
 
     static func jsonValue(_ text: String) -> Any? {

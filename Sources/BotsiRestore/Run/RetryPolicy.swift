@@ -43,6 +43,11 @@ public struct RetryBudget: Sendable, Equatable {
         tokens = capacity
     }
 
+    /// Whether the budget can pay for one retry of this kind, without taking anything.
+    public func canPay(isTimeout: Bool) -> Bool {
+        tokens >= (isTimeout ? Self.timeoutCost : Self.retryCost)
+    }
+
     /// Takes what a retry costs; false (and nothing taken) when the budget cannot pay.
     public mutating func spend(isTimeout: Bool) -> Bool {
         let cost = isTimeout ? Self.timeoutCost : Self.retryCost

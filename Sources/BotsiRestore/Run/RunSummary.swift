@@ -1,11 +1,17 @@
+import BotsiJournal
 import Foundation
 
 /// What a run did, for the summary on stderr, the journal's `runs.counts` and the exit status.
 public struct RunSummary: Sendable, Codable, Equatable {
-    /// Rows this run sent, by the status they ended in (pending included).
+    /// Rows this run worked on (its new input rows and the owed rows it took up), by their status
+    /// at its end, read from the journal.
     public var statuses: [String: Int] = [:]
     /// The same rows by "status/code" (e.g. "pending/http_503", "restored/").
     public var codes: [String: Int] = [:]
+    /// Rows the journal owed from earlier runs that this run took up (sent first).
+    public var owedRows = 0
+    /// Final rows this run resent without getting a definitive answer: they kept their status.
+    public var kept = 0
     /// Rows refused by the input checks, by reason.
     public var rejectedByReason: [String: Int] = [:]
     /// Rows whose final outcome was already on record, by status.
@@ -15,16 +21,23 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var newRows = 0
     /// Dry run only: rows a real run would send.
     public var wouldSend = 0
-    /// Rows admitted but never sent because the run stopped first; they stay pending.
+    /// Of the pending rows, those this run did not send because it stopped first.
     public var notSent = 0
     /// Rows a killed run had left in flight, returned to pending at start.
     public var recoveredInFlight = 0
+    /// Final rows a killed run was resending, unmarked at start and otherwise as they were.
+    public var recoveredMarks = 0
     public var requests = 0
     public var retries = 0
     public var retryBudgetExhausted = 0
     public var durationSeconds: Double = 0
     public var exitCode: Int32 = 0
     public var stopMessage: String?
+    /// What stopped the run, as the lifecycle table names it (`OutcomePolicy.StopCause`).
+    public var stopCause: String?
+    /// The command that sends what the journal owes after this run, reading the input again
+    /// when the run did not read it all.
+    public var nextCommand: String?
     public var dryRun = false
     /// Whether the run read all of its input before it ended.
     public var inputComplete = false
@@ -37,10 +50,27 @@ public struct RunSummary: Sendable, Codable, Equatable {
 
     public init() {}
 
-    public var sent: Int { statuses.values.reduce(0, +) }
-    public var pending: Int { (statuses["pending"] ?? 0) + notSent }
+    /// Rows worked on that hold a final status.
+    public var finished: Int { statuses.filter { ItemStatus(rawValue: $0.key)?.isFinal ?? false }.values.reduce(0, +) }
+    public var pending: Int { (statuses["pending"] ?? 0) + (statuses["in_flight"] ?? 0) }
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
+
+    /// Fills the row counts with the rows run `runID` worked on (its new input rows and the owed
+    /// rows it took up), by their status now, from the journal: whatever stopped the run, the
+    /// summary, its `runs` line and the exit status rest on these numbers. `keptPossible`: the
+    /// run took up final rows, so some resends may have been kept without an answer.
+    mutating func countRows(of runID: Int64, in journal: Journal, keptPossible: Bool) throws(JournalError) {
+        statuses = [:]
+        codes = [:]
+        notSent = 0
+        for count in try journal.rowCounts(runID: runID) {
+            statuses[count.status, default: 0] += count.count
+            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
+            if !(ItemStatus(rawValue: count.status)?.isFinal ?? true) { notSent += count.notSent }
+        }
+        kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+    }
 
     mutating func count(status: String, code: String?) {
         statuses[status, default: 0] += 1
@@ -56,14 +86,21 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
         if dryRun {
-            lines.append("  would send: \(wouldSend) (\(newRows) new, \(wouldSend - newRows) pending or to resend)")
+            lines.append("  would send: \(wouldSend) (\(newRows) new, \(owedRows) from the journal)")
+        } else if owedRows > 0 {
+            lines.append(
+                "  from the journal (left pending, or chosen by --retry-failed / --refresh-older-than), sent first: \(owedRows)"
+            )
         }
         for (key, value) in codes.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
             let code = parts.count > 1 && !parts[1].isEmpty ? " (\(parts[1]))" : ""
             lines.append("  \(parts[0])\(code): \(value)")
         }
-        if notSent > 0 { lines.append("  pending (not sent, run stopped): \(notSent)") }
+        if notSent > 0 { lines.append("  of the pending rows, not sent before the run stopped: \(notSent)") }
+        if kept > 0 {
+            lines.append("  resent without a definitive answer, kept their earlier status: \(kept)")
+        }
         for (reason, value) in rejectedByReason.sorted(by: { $0.key < $1.key }) {
             lines.append("  rejected by input checks (\(reason)): \(value)")
         }
@@ -72,7 +109,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if duplicates > 0 { lines.append("  duplicates (same pair again, sent once): \(duplicates)") }
         if recoveredInFlight > 0 {
-            lines.append("  rows left in flight by an earlier run, sent again: \(recoveredInFlight)")
+            lines.append("  rows left in flight by an earlier run, pending again: \(recoveredInFlight)")
+        }
+        if recoveredMarks > 0 {
+            lines.append("  final rows an earlier run was resending when it died, kept as they were: \(recoveredMarks)")
         }
         if retryBudgetExhausted > 0 {
             lines.append(
@@ -87,20 +127,47 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "  throttled \(throttleEvents) times by 429/503 replies: slowed to \(lowest) requests/s at the lowest, \(final) at the end"
             )
         }
-        if let stopMessage { lines.append("stopped: \(stopMessage)") }
-        if stopMessage != nil && !dryRun && !inputComplete {
-            lines.append("input not read yet when the run stopped is read by the next run")
-        }
-        if pending > 0 && !dryRun {
+        if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete {
             lines.append(
-                "\(pending) rows remain pending: run the same command again to continue (finished rows are not resent); see them with: botsi-restore report --journal \(journalPath) --status pending"
-            )
+                "nothing owed: journal \(journalPath) holds no row to send; name input files to send new pairs")
         }
+        if let stopMessage { lines.append("stopped: \(stopMessage)") }
+        if !dryRun { lines += advice(journalPath: journalPath) }
         if rejectedRows > 0 {
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// What to do next, with a command that does it: first what must be fixed, when something
+    /// must, then how to send what the journal owes (and read the input left unread).
+    private func advice(journalPath: String) -> [String] {
+        let cause = stopCause.flatMap(OutcomePolicy.StopCause.init(rawValue:))
+        var lines: [String] = []
+        if cause == .failureThreshold {
+            let report = RunAdvice.reportCommand(
+                journalPath: journalPath, ["--run", "latest", "--status", "failed", "--status", "pending"])
+            lines.append("look at the failures with: \(report) — and fix their cause first")
+        }
+        let fix = cause.flatMap(RunAdvice.fixFirst)
+        let unread = stopMessage != nil && !inputComplete
+        guard pending > 0 || unread, let nextCommand else {
+            if let fix { lines.append(fix) }
+            return lines
+        }
+        var what: [String] = []
+        if pending > 0 { what.append("send the \(pending) pending rows") }
+        if unread { what.append("read the input the run did not finish") }
+        if let fix { lines.append(fix + ";") }
+        let then = fix != nil || cause == .failureThreshold ? "then " : ""
+        lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")
+        if pending > 0 {
+            lines.append(
+                "see the pending rows with: \(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "pending"]))"
+            )
+        }
+        return lines
     }
 
     static func duration(_ seconds: Double) -> String {

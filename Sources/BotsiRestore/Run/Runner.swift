@@ -39,6 +39,11 @@ public final class Runner: @unchecked Sendable {
         let itemID: Int64
         let source: String
         let attemptsBefore: Int
+        /// The row's status when the run took it up: the lifecycle table tells pending rows from
+        /// final ones (a final row keeps its status without a definitive answer).
+        let status: ItemStatus
+        /// The input it was read from (its index in `readers`); nil for a row the journal owed.
+        let readerIndex: Int?
         var attemptsThisRun = 0
         var startedAt = Date()
         var lastWasTimeout = false
@@ -58,6 +63,13 @@ public final class Runner: @unchecked Sendable {
 
     private var readers: [InputReader] = []
     private var readerIndex = 0
+    /// Rows read from each input and, of those, rows sent: what a damaged file's message tells.
+    private var rowsReadByReader: [Int] = []
+    private var rowsSentByReader: [Int] = []
+    private var owedFeeder: OwedRowFeeder?
+    /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
+    /// can a resend have been kept without an answer.
+    private var tookUpFinalRows = false
     private var bytesOfFinishedReaders: Int64 = 0
     private var inputsRecord: [[String: String]] = []
     private var inputDone = false
@@ -76,7 +88,12 @@ public final class Runner: @unchecked Sendable {
     private var stopReason: StopReason?
     private var isFinished = false
     private var budget = RetryBudget()
-    private let backoff: BackoffPolicy
+    private let policy: OutcomePolicy
+    private let runMode: OutcomePolicy.RunMode
+    /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
+    /// apart) or return to pending (mark it `in_flight`).
+    private let finalRowsKeepStatusThroughAKill =
+        OutcomePolicy.action(for: .killed, row: .final).write == .clearMark
     private var random: SeededRandom
     private var summary = RunSummary()
     private let startedAt = Date()
@@ -113,8 +130,11 @@ public final class Runner: @unchecked Sendable {
         self.toolVersion = toolVersion
         self.onProgress = onProgress
         self.progressInterval = progressInterval
-        backoff = BackoffPolicy(
-            base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap)
+        policy = OutcomePolicy(
+            maxAttempts: options.maxAttempts, adaptive: options.adaptive,
+            backoff: BackoffPolicy(
+                base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap))
+        runMode = OutcomePolicy.RunMode(options)
         random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
         throttle = AdaptiveThrottle(
@@ -131,14 +151,10 @@ public final class Runner: @unchecked Sendable {
 
     /// Runs to the end and returns what happened. Blocks the calling thread.
     public func run() throws(RunSetupError) -> RunSummary {
-        if !options.dryRun {
-            do {
-                _ = try validateBaseURL(options.baseURL)
-            } catch {
-                throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
-            }
-        }
+        // The same checks, in the same order, for a dry run: it exits as the real run would.
+        try RunPreflight.checkClient(options, apiKey: apiKey, toolVersion: toolVersion)
         try openInputs()
+        try RunPreflight.checkJournalForRunWithoutInput(options)
         try openJournal()
         defer {
             lock?.release()
@@ -163,6 +179,8 @@ public final class Runner: @unchecked Sendable {
         for path in options.inputs {
             do {
                 readers.append(try InputReader(path: path, format: format, columns: columns))
+                rowsReadByReader.append(0)
+                rowsSentByReader.append(0)
             } catch {
                 let code: Int32
                 switch error.kind {
@@ -178,7 +196,9 @@ public final class Runner: @unchecked Sendable {
     private func openJournal() throws(RunSetupError) {
         var path = options.journalPath
         if options.dryRun && !FileManager.default.fileExists(atPath: path) {
-            // A dry run must not leave a journal behind: check against an empty throw-away one.
+            // A dry run must not leave a journal behind: check that the real run could create
+            // this one, then work against an empty throw-away one.
+            try RunPreflight.checkJournalCreatable(path)
             path = NSTemporaryDirectory() + "/botsi-restore-dry-run-\(getpid()).sqlite"
             temporaryJournalPath = path
         }
@@ -186,18 +206,19 @@ public final class Runner: @unchecked Sendable {
             let holder = LockHolder(
                 pid: getpid(), host: ProcessInfo.processInfo.hostName, startedAt: Timestamp.string(startedAt))
             lock = try RunLock(journalPath: path, holder: holder)
-            let journal = try Journal(path: path)
+            // Everything a dry run writes, a migration included, is rolled back at the end.
+            let journal = try Journal(path: path, migrationUncommitted: options.dryRun)
             self.journal = journal
-            if options.dryRun {
-                // Everything a dry run writes is rolled back at the end.
-                try journal.begin()
-            }
+            if options.dryRun && !journal.isInTransaction { try journal.begin() }
             try journal.transaction { () throws(JournalError) in
-                summary.recoveredInFlight = try journal.recoverInFlight()
+                let recovery = try journal.recoverInFlight()
+                summary.recoveredInFlight = recovery.pending
+                summary.recoveredMarks = recovery.final
                 runID = try journal.startRun(
                     startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
                     pid: getpid(), optionsJSON: optionsJSON(), inputsJSON: "[]")
             }
+            owedFeeder = OwedRowFeeder(mode: runMode, runID: runID, startedAt: startedAt)
         } catch {
             if case .locked = error {
                 throw RunSetupError(exitCode: ExitCode.temporaryFailure, message: error.description)
@@ -207,13 +228,7 @@ public final class Runner: @unchecked Sendable {
     }
 
     private func startClient() throws(RunSetupError) {
-        var configuration = ClientConfiguration(
-            baseURL: options.baseURL, apiKey: apiKey, userAgent: "botsi-restore/\(toolVersion)")
-        configuration.requestTimeout = options.timeout
-        configuration.connectTimeout = options.connectTimeout
-        configuration.maxConnections = options.concurrency
-        configuration.caCertificatePath = options.caCertificatePath
-        configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
+        let configuration = RunPreflight.clientConfiguration(options, apiKey: apiKey, toolVersion: toolVersion)
         do {
             client = try RestoreClient(configuration: configuration) { [self] result in
                 deliver(result)
@@ -253,15 +268,29 @@ public final class Runner: @unchecked Sendable {
         finishIfDone()
     }
 
-    /// Reads a bounded slice of input so that results queued meanwhile are not kept waiting.
+    /// Reads a bounded slice of work so that results queued meanwhile are not kept waiting: the
+    /// rows the journal owes first, oldest first, then the input in its order.
     private func readSlice() throws(JournalError) {
         guard let journal else { return }
         let now = Timestamp.string(Date())
-        let policy = ResendPolicy(
-            retryFailed: options.retryFailed,
-            refreshRestoredBefore: options.refreshOlderThan.map { Date().addingTimeInterval(-$0) })
         var budgetForSlice = 2048
         while budgetForSlice > 0 && window.count < windowLimit && stopReason == nil {
+            if var feeder = owedFeeder, !feeder.isDone {
+                if !journal.isInTransaction { try journal.begin() }
+                let owed = try feeder.next(from: journal)
+                owedFeeder = feeder
+                guard let owed else { continue }
+                budgetForSlice -= 1
+                try journal.claim(itemID: owed.itemID, runID: runID)
+                summary.owedRows += 1
+                if owed.status.isFinal { tookUpFinalRows = true }
+                take(
+                    profileId: owed.profileId, transactionId: owed.originalTransactionId,
+                    row: Row(
+                        itemID: owed.itemID, source: owed.source, attemptsBefore: owed.attempts, status: owed.status,
+                        readerIndex: nil))
+                continue
+            }
             guard readerIndex < readers.count else {
                 inputDone = true
                 return
@@ -271,7 +300,10 @@ public final class Runner: @unchecked Sendable {
             do {
                 record = try reader.next()
             } catch {
-                stop(.inputFailure(message: error.message))
+                let message = RunAdvice.damagedInput(
+                    error.message, file: reader.displayName, rowsRead: rowsReadByReader[readerIndex],
+                    rowsSent: rowsSentByReader[readerIndex])
+                stop(.inputFailure(message: message))
                 return
             }
             guard let record else {
@@ -281,6 +313,7 @@ public final class Runner: @unchecked Sendable {
             budgetForSlice -= 1
             if !journal.isInTransaction { try journal.begin() }
             summary.rowsRead += 1
+            rowsReadByReader[readerIndex] += 1
             switch record {
             case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
                 summary.otherShards += 1
@@ -296,34 +329,39 @@ public final class Runner: @unchecked Sendable {
                 let source = "\(reader.displayName):\(row.line)"
                 let admission = try journal.admit(
                     profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
-                    runID: runID, now: now, policy: policy)
+                    runID: runID, now: now)
                 switch admission {
                 case .duplicate:
                     summary.duplicates += 1
                 case .finished(let status):
                     summary.alreadyFinished[status.rawValue, default: 0] += 1
-                case .send(let itemID, let attempts, let isNew):
-                    if isNew { summary.newRows += 1 }
-                    if options.dryRun {
-                        summary.wouldSend += 1
-                    } else {
-                        window.add(
-                            sequence: nextSequence, profileId: row.profileId,
-                            transactionId: row.originalTransactionId,
-                            payload: Row(itemID: itemID, source: source, attemptsBefore: attempts))
-                        nextSequence += 1
-                    }
+                case .send(let itemID, let attempts, _):
+                    summary.newRows += 1
+                    take(
+                        profileId: row.profileId, transactionId: row.originalTransactionId,
+                        row: Row(
+                            itemID: itemID, source: source, attemptsBefore: attempts, status: .pending,
+                            readerIndex: readerIndex))
                 }
             }
         }
         if budgetForSlice == 0 { schedulePump() }
     }
 
+    /// A row this run works on: queued to be sent, or, in a dry run, counted.
+    private func take(profileId: String, transactionId: String, row: Row) {
+        if options.dryRun {
+            summary.wouldSend += 1
+            return
+        }
+        window.add(sequence: nextSequence, profileId: profileId, transactionId: transactionId, payload: row)
+        nextSequence += 1
+    }
+
     /// Sharding: each row belongs to the shard its profileId hashes to (rejected rows without a
     /// profileId to shard 0), so one profile's rows stay in order on one machine.
     private func isMine(_ profileId: String) -> Bool {
-        options.shardCount <= 1
-            || shardIndex(profileId: profileId, shardCount: options.shardCount) == options.shardIndex
+        runMode.owns(profileId: profileId)
     }
 
     private func finishReader(_ reader: InputReader, complete: Bool) {
@@ -350,7 +388,14 @@ public final class Runner: @unchecked Sendable {
             if !journal.isInTransaction { try journal.begin() }
             let timestamp = now ?? Timestamp.string(Date())
             now = timestamp
-            try journal.markInFlight(itemID: entry.payload.itemID, runID: runID, now: timestamp)
+            // How a row is marked decides what a kill does to it; the table says which rows keep
+            // their status through one.
+            let keepsStatus = entry.payload.status.isFinal && finalRowsKeepStatusThroughAKill
+            try journal.markInFlight(
+                itemID: entry.payload.itemID, runID: runID, now: timestamp, keepsStatus: keepsStatus)
+            if entry.payload.attemptsThisRun == 0, let reader = entry.payload.readerIndex {
+                rowsSentByReader[reader] += 1
+            }
             entry.payload.waitingToRetry = false
             window[sequence] = entry
             pendingSends.append(
@@ -421,45 +466,11 @@ public final class Runner: @unchecked Sendable {
         guard let journal else { return }
         if !journal.isInTransaction { try journal.begin() }
         let row = entry.payload
-        let number = row.attemptsBefore + row.attemptsThisRun
         if !result.reply.isThrottling {
             acceptedMeter.record(now: monotonicSeconds())
             latencyAverage = latencyAverage * 0.9 + result.duration * 0.1
         }
-        let now = Timestamp.string(Date())
-        func attempt(_ outcome: String, code: String?, profile: ProfileRecord? = nil) throws(JournalError) {
-            try journal.recordAttempt(
-                itemID: row.itemID, runID: runID, number: number, startedAt: result.startedAt,
-                durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus, code: code,
-                outcome: outcome, profile: profile)
-        }
-        func settle(
-            _ status: ItemStatus, code: String?, message: String?, profile: ProfileRecord? = nil
-        ) throws(JournalError) {
-            try attempt(status.rawValue, code: code, profile: profile)
-            try journal.recordOutcome(
-                itemID: row.itemID, status: status, code: code, httpStatus: result.httpStatus, message: message,
-                now: now, profile: profile)
-            summary.count(status: status.rawValue, code: code)
-            window.remove(entry.sequence)
-            countTowardFailureThreshold(status)
-        }
-        switch result.reply {
-        case .restored(let snapshot):
-            budget.succeeded(afterRetry: row.attemptsThisRun > 1, wasTimeout: row.lastWasTimeout)
-            try settle(.restored, code: nil, message: nil, profile: profileRecord(snapshot))
-        case .nothingToRestore(let message):
-            try settle(.nothingToRestore, code: "nothing_to_restore", message: message)
-        case .profileNotFound(let message):
-            try settle(.profileNotFound, code: "not_found", message: message)
-        case .rejected(let code, let message):
-            try settle(.rejected, code: code, message: message)
-        case .failed(let code, _, let message):
-            try settle(.failed, code: code, message: message)
-        case .fatal(let reason, _, let message):
-            stop(Self.stopReason(for: reason, message: message))
-            try settle(.pending, code: reason.rawValue, message: message)
-        case .retryable(let code, let httpStatus, let retryAfter, let message):
+        if case .retryable(_, let httpStatus, _, _) = result.reply {
             let clock = monotonicSeconds()
             let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
             if httpStatus == 429 {
@@ -467,33 +478,78 @@ public final class Runner: @unchecked Sendable {
             } else if httpStatus == 503 {
                 throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             }
-            let isTimeout = code == "timeout"
-            guard stopReason == nil, row.attemptsThisRun < options.maxAttempts else {
-                try settle(.pending, code: code, message: message)
-                return
-            }
-            // With adaptive throttling on, a 429 is answered by slowing down, which already keeps the
-            // service from being hammered; the budget guards against services that fail.
-            let answeredBySlowingDown = httpStatus == 429 && options.adaptive
-            guard answeredBySlowingDown || budget.spend(isTimeout: isTimeout) else {
-                summary.retryBudgetExhausted += 1
-                try settle(.pending, code: code, message: "retry budget exhausted; last error: \(message ?? code)")
-                return
-            }
-            try attempt("retry", code: code)
+        }
+        let isTimeout = result.reply.code == "timeout"
+        let facts = OutcomePolicy.Facts(
+            attemptsThisRun: row.attemptsThisRun, isStopping: stopReason != nil,
+            budgetCanPay: budget.canPay(isTimeout: isTimeout))
+        let decision = policy.decide(result.reply, row: row.status, facts: facts, random: &random)
+        if decision.spendsRetryBudget { _ = budget.spend(isTimeout: isTimeout) }
+        if case .restored = result.reply {
+            budget.succeeded(afterRetry: row.attemptsThisRun > 1, wasTimeout: row.lastWasTimeout)
+        }
+        if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
+            stop(Self.stopReason(for: reason, message: message))
+        }
+        var message = result.reply.message
+        if decision.reply == .budgetExhausted {
+            summary.retryBudgetExhausted += 1
+            message = "retry budget exhausted; last error: \(message ?? result.reply.code ?? "")"
+        }
+        try recordDecision(decision, result: result, entry: entry, message: message)
+    }
+
+    /// Journals a decision and carries it out: the row leaves the window, or waits to be retried.
+    private func recordDecision(
+        _ decision: OutcomePolicy.Decision, result: RestoreResult, entry: OrderingWindow<Row>.Entry, message: String?
+    ) throws(JournalError) {
+        guard let journal else { return }
+        let row = entry.payload
+        let code = result.reply.code
+        let now = Timestamp.string(Date())
+        var profile: ProfileRecord?
+        if case .restored(let snapshot) = result.reply { profile = profileRecord(snapshot) }
+        try journal.recordAttempt(
+            itemID: row.itemID, runID: runID, number: row.attemptsBefore + row.attemptsThisRun,
+            startedAt: result.startedAt, durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus,
+            code: code, outcome: decision.action.attemptOutcome, profile: profile)
+        // The row's status now, and whether it got an answer: a final row resent without one
+        // keeps its status but counts, for the failure threshold, as a row that ran out of attempts.
+        let status: ItemStatus
+        var answered = true
+        switch decision.action.write {
+        case .settle(let settled):
+            status = settled
+            try journal.recordOutcome(
+                itemID: row.itemID, status: settled, code: code, httpStatus: result.httpStatus, message: message,
+                now: now, profile: profile)
+        case .lastError:
+            status = .pending
             try journal.recordOutcome(
                 itemID: row.itemID, status: .pending, code: code, httpStatus: result.httpStatus, message: message,
                 now: now, profile: nil)
+        case .attemptOnly:
+            status = row.status
+            answered = false
+        case .nothing, .recoverPending, .clearMark:
+            preconditionFailure("a reply never leaves a row \(decision.action.write)")
+        }
+        switch decision.action.next {
+        case .done:
+            summary.count(status: status.rawValue, code: answered ? code : nil)
+            if !answered { summary.kept += 1 }
+            window.remove(entry.sequence)
+            countTowardFailureThreshold(answered ? status : .pending)
+        case .retry:
             summary.retries += 1
             var waiting = entry
-            waiting.payload.lastWasTimeout = isTimeout
+            waiting.payload.lastWasTimeout = code == "timeout"
             waiting.payload.lastCode = code
             waiting.payload.waitingToRetry = true
             window[entry.sequence] = waiting
             waitingToRetry += 1
-            let delay = backoff.delay(failedAttempts: row.attemptsThisRun, retryAfter: retryAfter, random: &random)
             let sequence = entry.sequence
-            queue.asyncAfter(deadline: .now() + delay) { [self] in retryDue(sequence) }
+            queue.asyncAfter(deadline: .now() + (decision.retryDelay ?? 0)) { [self] in retryDue(sequence) }
         }
     }
 
@@ -510,7 +566,7 @@ public final class Runner: @unchecked Sendable {
         stop(
             .failureThreshold(
                 message:
-                    "\(share) of the \(settledSent) rows sent failed or ran out of attempts (threshold \(threshold) after \(options.minSample) rows); the unsent rows stay pending — see the codes with 'botsi-restore report --status failed --status pending', fix the cause, then rerun"
+                    "\(share) of the \(settledSent) rows sent failed or ran out of attempts (threshold \(threshold) after \(options.minSample) rows); the rows not sent stay pending"
             ))
     }
 
@@ -556,11 +612,35 @@ public final class Runner: @unchecked Sendable {
         guard stopReason == nil else { return }
         stopReason = reason
         summary.stopMessage = Self.describe(reason)
-        // Rows waiting out a backoff are done for this run: they stay pending with their last error.
+        summary.stopCause = reason.cause?.rawValue
+        // Rows waiting out a backoff are done for this run; the table says what a stop writes to
+        // them (nothing: their last error is on record, a final row keeps its status).
         for sequence in window.allSequences where window[sequence]?.payload.waitingToRetry == true {
             waitingToRetry -= 1
-            summary.count(status: ItemStatus.pending.rawValue, code: window[sequence]?.payload.lastCode)
+            if let row = window[sequence]?.payload, let cause = reason.cause {
+                let action = OutcomePolicy.action(for: .stop(cause), row: OutcomePolicy.RowClass(row.status))
+                applyStopRule(action.write, to: row)
+            }
             window.remove(sequence)
+        }
+    }
+
+    private func applyStopRule(_ write: OutcomePolicy.Write, to row: Row) {
+        guard let journal, write != .nothing else { return }
+        do {
+            if !journal.isInTransaction { try journal.begin() }
+            switch write {
+            case .lastError:
+                try journal.recordOutcome(
+                    itemID: row.itemID, status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
+                    now: Timestamp.string(Date()), profile: nil)
+            case .nothing, .attemptOnly:
+                break
+            case .settle, .recoverPending, .clearMark:
+                preconditionFailure("a stop cannot \(write) a row")
+            }
+        } catch {
+            failJournal(error)
         }
     }
 
@@ -579,8 +659,20 @@ public final class Runner: @unchecked Sendable {
     private func finishIfDone() {
         guard !isFinished, inFlight == 0, pendingSends.isEmpty else { return }
         if stopReason == nil && !(inputDone && window.isEmpty) { return }
-        summary.notSent = window.count
+        do {
+            try countFromJournal()
+        } catch {
+            failJournal(error)
+            return
+        }
         finish(exitCode: exitCode())
+    }
+
+    /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
+    private func countFromJournal() throws(JournalError) {
+        summary.nextCommand = RunAdvice.runCommand(options, inputs: inputDone ? [] : options.inputs)
+        guard let journal, !options.dryRun else { return }
+        try summary.countRows(of: runID, in: journal, keptPossible: tookUpFinalRows)
     }
 
     private func exitCode() -> Int32 {
@@ -676,7 +768,7 @@ public final class Runner: @unchecked Sendable {
                 stop(
                     .deadline(
                         message:
-                            "the time window ended (\(Timestamp.string(deadline))); in-flight requests were allowed to finish — the next run continues with the rest"
+                            "the time window ended (\(Timestamp.string(deadline))); in-flight requests were allowed to finish"
                     ))
                 schedulePump()
             }
@@ -735,7 +827,7 @@ public final class Runner: @unchecked Sendable {
         return RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead,
             bytesRead: bytesOfFinishedReaders + (current?.bytesRead ?? 0), totalBytes: totalBytes,
-            finished: summary.sent, inFlight: inFlight, waitingToRetry: waitingToRetry, requests: summary.requests,
+            finished: summary.finished, inFlight: inFlight, waitingToRetry: waitingToRetry, requests: summary.requests,
             retries: summary.retries, statuses: summary.statuses, rejected: summary.rejectedRows,
             skipped: summary.alreadyFinished.values.reduce(0, +), duplicates: summary.duplicates,
             recentRate: recentRate, stopping: summary.stopMessage,

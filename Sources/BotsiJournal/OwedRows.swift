@@ -1,0 +1,151 @@
+import Foundation
+
+/// Which rows a run owes, whatever its input: the statuses it sends unconditionally and those it
+/// sends once their last definitive answer is older than `answeredBefore`. The run's lifecycle
+/// table decides them (`OutcomePolicy.selection`); the journal only finds the rows.
+public struct OwedSelection: Sendable, Equatable {
+    public var statuses: Set<ItemStatus>
+    public var refreshStatuses: Set<ItemStatus>
+    public var answeredBefore: Date?
+
+    public init(statuses: Set<ItemStatus>, refreshStatuses: Set<ItemStatus> = [], answeredBefore: Date? = nil) {
+        self.statuses = statuses
+        self.refreshStatuses = refreshStatuses
+        self.answeredBefore = answeredBefore
+    }
+}
+
+/// A row the journal owes, as a run picks it up.
+public struct OwedRow: Sendable, Equatable {
+    public var itemID: Int64
+    public var profileId: String
+    public var originalTransactionId: String
+    public var status: ItemStatus
+    /// Attempts earlier runs made.
+    public var attempts: Int
+    /// `file:line` where the pair was last read.
+    public var source: String
+}
+
+/// Rows a killed run left in flight, as the next run found them.
+public struct InFlightRecovery: Sendable, Equatable {
+    /// Pending rows left `in_flight`, pending again.
+    public var pending: Int
+    /// Final rows left marked, unmarked and otherwise as they were.
+    public var final: Int
+
+    public init(pending: Int, final: Int) {
+        self.pending = pending
+        self.final = final
+    }
+}
+
+/// Rows a run worked on, by their status and code at its end.
+public struct RunRowCount: Sendable, Equatable {
+    public var status: String
+    public var code: String?
+    public var count: Int
+    /// How many of them this run did not send (it stopped first).
+    public var notSent: Int
+
+    public init(status: String, code: String?, count: Int, notSent: Int) {
+        self.status = status
+        self.code = code
+        self.count = count
+        self.notSent = notSent
+    }
+}
+
+extension Journal {
+    /// Owed rows with an id above `after`, oldest first, at most `limit` of them: a run reads
+    /// them batch by batch, never all at once. Rows this run already claimed are left out.
+    public func owedRows(
+        after: Int64, limit: Int, selection: OwedSelection, runID: Int64
+    ) throws(JournalError) -> [OwedRow] {
+        let columns = "id, profile_id, original_transaction_id, status, attempts, last_source"
+        let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
+        let sql: String
+        if selection.statuses == [.pending] && !refreshing {
+            // The plain run: the partial index `items_pending` holds exactly these rows, in id order
+            // (named, or the planner may pick `items_status` and sort every pending row per batch).
+            sql = """
+                SELECT \(columns) FROM items INDEXED BY items_pending
+                WHERE status = 'pending' AND id > ?1 AND last_run != ?3 ORDER BY id LIMIT ?2
+                """
+        } else {
+            // Failures and refreshable rows may be most of the journal: walk it in id order once,
+            // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
+            var conditions = ["+status IN (\(Self.list(selection.statuses)))"]
+            if refreshing {
+                conditions.append("(+status IN (\(Self.list(selection.refreshStatuses))) AND answered_at < ?4)")
+            }
+            sql = """
+                SELECT \(columns) FROM items
+                WHERE id > ?1 AND last_run != ?3 AND (\(conditions.joined(separator: " OR ")))
+                ORDER BY id LIMIT ?2
+                """
+        }
+        return try wrap { () throws(SQLiteError) in
+            let statement = try statement(built: sql)
+            try statement.reset(.int(after), .int(Int64(limit)), .int(runID))
+            if refreshing, let cutoff = selection.answeredBefore {
+                try statement.bind(.text(Timestamp.string(cutoff)), at: 4)
+            }
+            var rows: [OwedRow] = []
+            while try statement.step() {
+                rows.append(
+                    OwedRow(
+                        itemID: statement.int(0), profileId: statement.text(1) ?? "",
+                        originalTransactionId: statement.text(2) ?? "",
+                        status: ItemStatus(rawValue: statement.text(3) ?? "") ?? .pending,
+                        attempts: Int(statement.int(4)), source: statement.text(5) ?? ""))
+            }
+            try statement.reset()
+            return rows
+        }
+    }
+
+    private static func list(_ statuses: Set<ItemStatus>) -> String {
+        statuses.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
+    }
+
+    /// Makes an owed row this run's: its input will not send it a second time, and its counts
+    /// include it.
+    public func claim(itemID: Int64, runID: Int64) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement("UPDATE items SET last_run = ? WHERE id = ?").reset(.int(runID), .int(itemID)).run()
+        }
+    }
+
+    /// The rows run `runID` worked on (its new input rows and the owed rows it claimed), by their
+    /// status and code now. What the run's summary and its `runs` line show.
+    public func rowCounts(runID: Int64) throws(JournalError) -> [RunRowCount] {
+        try wrap { () throws(SQLiteError) in
+            let statement = try statement(
+                """
+                SELECT status, code, count(*), sum(sent_run IS NOT ?1) FROM items WHERE last_run = ?1
+                GROUP BY status, code ORDER BY status, code
+                """)
+            try statement.reset(.int(runID))
+            var counts: [RunRowCount] = []
+            while try statement.step() {
+                counts.append(
+                    RunRowCount(
+                        status: statement.text(0) ?? "", code: statement.text(1), count: Int(statement.int(2)),
+                        notSent: Int(statement.int(3))))
+            }
+            return counts
+        }
+    }
+
+    /// The attempts run `runID` made, by outcome.
+    public func attemptOutcomes(runID: Int64) throws(JournalError) -> [String: Int] {
+        try wrap { () throws(SQLiteError) in
+            let statement = try statement("SELECT outcome, count(*) FROM attempts WHERE run_id = ? GROUP BY outcome")
+            try statement.reset(.int(runID))
+            var outcomes: [String: Int] = [:]
+            while try statement.step() { outcomes[statement.text(0) ?? "", default: 0] += Int(statement.int(1)) }
+            return outcomes
+        }
+    }
+}

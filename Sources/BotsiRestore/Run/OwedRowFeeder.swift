@@ -1,0 +1,42 @@
+import BotsiJournal
+import Foundation
+
+/// Hands a run the rows its journal owes, oldest first, a batch at a time so that a journal of
+/// millions of owed rows never sits in memory. What is owed comes from the lifecycle table
+/// (`OutcomePolicy.owedSelection`); rows of other shards are passed over here.
+struct OwedRowFeeder {
+    static let batchSize = 256
+
+    private let selection: OwedSelection
+    private let mode: OutcomePolicy.RunMode
+    private let runID: Int64
+    private var after: Int64 = 0
+    private var batch: [OwedRow] = []
+    private var position = 0
+    private(set) var isDone = false
+
+    init(mode: OutcomePolicy.RunMode, runID: Int64, startedAt: Date) {
+        self.mode = mode
+        self.runID = runID
+        selection = OutcomePolicy.owedSelection(mode: mode, now: startedAt)
+    }
+
+    /// The next owed row of this run's shard, nil once there is none.
+    mutating func next(from journal: Journal) throws(JournalError) -> OwedRow? {
+        while !isDone {
+            if position == batch.count {
+                batch = try journal.owedRows(after: after, limit: Self.batchSize, selection: selection, runID: runID)
+                position = 0
+                guard let last = batch.last else {
+                    isDone = true
+                    return nil
+                }
+                after = last.itemID
+            }
+            let row = batch[position]
+            position += 1
+            if mode.owns(profileId: row.profileId) { return row }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// What to do after a run, in words that name the journal and give a command that does what they
+/// say: the same service, key variable, CA and shard as the run, so it sends what the journal owes.
+public enum RunAdvice {
+    /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
+    /// owes; with them it also reads them (finished rows are skipped).
+    public static func runCommand(_ options: RunOptions, inputs: [String] = []) -> String {
+        let defaults = RunOptions()
+        var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
+        if !inputs.isEmpty {
+            if let format = options.format { words += ["--format", format] }
+            if let column = options.profileColumn { words += ["--profile-column", column] }
+            if let column = options.transactionColumn { words += ["--transaction-column", column] }
+        }
+        if options.baseURL != defaults.baseURL { words += ["--base-url", options.baseURL] }
+        if options.keyEnvironmentVariable != defaults.keyEnvironmentVariable {
+            words += ["--key-env", options.keyEnvironmentVariable]
+        }
+        if let path = options.caCertificatePath { words += ["--cacert", path] }
+        if options.insecureSkipTLSVerify { words.append("--insecure-skip-tls-verify") }
+        if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
+        return words.map(shellQuoted).joined(separator: " ")
+    }
+
+    /// `botsi-restore report --journal J ARGUMENTS...`.
+    public static func reportCommand(journalPath: String, _ arguments: [String]) -> String {
+        (["botsi-restore", "report", "--journal", journalPath] + arguments).map(shellQuoted).joined(separator: " ")
+    }
+
+    /// What must change before another run can get anywhere, for the causes that need a fix first.
+    static func fixFirst(_ cause: OutcomePolicy.StopCause) -> String? {
+        switch cause {
+        case .unauthorized, .forbidden:
+            return "fix the key first (the raw key of this app, without \"Bearer \", in the variable the run reads)"
+        case .iosSettingsMissing:
+            return "set up the app's App Store connection (iOS settings) in Botsi first"
+        case .tlsFailure:
+            return "fix the TLS problem first (check --base-url; for a private CA pass --cacert FILE)"
+        case .failureThreshold, .windowEnd, .signal, .inputDamaged:
+            return nil
+        }
+    }
+
+    /// A damaged input stops the run: how far into the file it got, and what the next run does.
+    static func damagedInput(_ message: String, file: String, rowsRead: Int, rowsSent: Int) -> String {
+        "\(message) — \(rowsRead) rows of it were read before that point and \(rowsSent) of them sent (their "
+            + "outcomes are in the journal); the next run reads \(file) again from the start and skips the rows "
+            + "already finished, so fix or re-export the file first"
+    }
+
+    /// A word as a POSIX shell reads it back: left alone when it holds nothing special.
+    static func shellQuoted(_ word: String) -> String {
+        let plain = word.unicodeScalars.allSatisfy { scalar in
+            CharacterSet.alphanumerics.contains(scalar) || "@%+=:,./_-".unicodeScalars.contains(scalar)
+        }
+        if plain && !word.isEmpty { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

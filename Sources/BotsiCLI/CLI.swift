@@ -1,3 +1,4 @@
+import BotsiFiles
 import BotsiRestore
 import Foundation
 
@@ -7,6 +8,7 @@ public enum CLI {
     public static let version = "0.1.0"
 
     public static func main(arguments: [String]) -> Int32 {
+        Files.setNoticeHandler { Output.error("botsi-restore: " + $0) }
         let arguments = Array(arguments.dropFirst())
         guard let command = arguments.first else {
             Output.error(Help.overview)

@@ -1,0 +1,168 @@
+import BotsiJournal
+import BotsiSimulator
+import Foundation
+import Testing
+
+/// Whose journal it is and where it lives: a journal is used only when it is the running user's own
+/// regular file in a directory no one else can write (issue 12, problem 2; issue 8, "tightened on open").
+@Suite("only the user's own journal, in a directory no one else writes")
+struct JournalTrustTests {
+    private func finishedJournal(_ workspace: Workspace, rows: Int = 10) throws {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let run = try botsi(
+            runArguments([workspace.csv(Pair.generate(rows))], workspace, simulator), key: Simulator.defaultKey,
+            in: workspace)
+        try #require(run.status == 0, "stderr: \(run.stderr)")
+    }
+
+    @Test func aJournalOthersCouldReadIsMadePrivateOnOpenAndSaysSoOnce() throws {
+        let workspace = Workspace()
+        try finishedJournal(workspace)
+        chmod(workspace.journal, 0o644)
+        let first = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        #expect(first.stderr.contains("mode 0644") && first.stderr.contains("0600"), "stderr: \(first.stderr)")
+        #expect(mode(workspace.journal) == 0o600)
+        let second = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(!second.stderr.contains("0600"), "said twice: \(second.stderr)")
+    }
+
+    @Test(.needsRoot) func aJournalOwnedByAnotherUserIsRefusedAndLeftAsItIs() throws {
+        let workspace = Workspace()
+        try finishedJournal(workspace)
+        chown(workspace.journal, SecondUser.uid, SecondUser.gid)
+        chmod(workspace.journal, 0o666)
+        let bytes = workspace.bytes("journal.sqlite")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let commands = [
+            runArguments([workspace.csv(Pair.generate(3, prefix: "more"), name: "more.csv")], workspace, simulator),
+            ["status", "--journal", workspace.journal], ["report", "--journal", workspace.journal],
+        ]
+        for command in commands {
+            let refused = try botsi(command, key: Simulator.defaultKey, in: workspace)
+            #expect(refused.status == 73, "\(command[0]): \(refused.stderr)")
+            #expect(refused.stderr.contains("belongs to uid 65534"), "\(command[0]): \(refused.stderr)")
+        }
+        #expect(simulator.stats().requests == 0)
+        let status = try #require(linkStatus(workspace.journal))
+        #expect(status.st_uid == SecondUser.uid && status.st_mode & 0o777 == 0o666, "the other user's file was changed")
+        #expect(workspace.bytes("journal.sqlite") == bytes)
+    }
+
+    @Test(.needsRoot) func aJournalPlantedInAnotherUsersDirectoryIsNeitherUsedNorCreated() throws {
+        let workspace = Workspace()
+        try finishedJournal(workspace)
+        chmod(workspace.journal, 0o644)
+        let theirs = SecondUser.directory("theirs", in: workspace.path)
+        try #require(
+            try SecondUser.shell("cp ../journal.sqlite planted.sqlite && chmod 666 planted.sqlite", in: theirs) == 0)
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        for journal in [theirs + "/planted.sqlite", theirs + "/new.sqlite"] {
+            let arguments =
+                ["run", workspace.csv(Pair.generate(3, prefix: "x"), name: "x.csv")]
+                + ["--journal", journal, "--base-url", simulator.baseURL]
+            let refused = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+            #expect(refused.status == 73, "\(journal): \(refused.stderr)")
+            #expect(refused.stderr.contains("belongs to uid 65534"), "\(journal): \(refused.stderr)")
+        }
+        #expect(simulator.stats().requests == 0)
+        #expect(names(in: theirs) == ["planted.sqlite"])
+        #expect(mode(theirs + "/planted.sqlite") == 0o666)
+    }
+
+    @Test(.needsRoot) func aJournalInADirectoryOthersCanWriteIsRefused() throws {
+        let workspace = Workspace()
+        try finishedJournal(workspace)
+        let shared = workspace.file("shared")
+        mkdir(shared, 0o755)
+        chmod(shared, 0o1777)
+        rename(workspace.journal, shared + "/journal.sqlite")
+        // Someone else's log beside it would be read and written as the journal's own.
+        try #require(try SecondUser.shell("touch journal.sqlite-wal && chmod 666 journal.sqlite-wal", in: shared) == 0)
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        for journal in [shared + "/journal.sqlite", shared + "/new.sqlite"] {
+            let arguments =
+                ["run", workspace.csv(Pair.generate(3, prefix: "y"), name: "y.csv")]
+                + ["--journal", journal, "--base-url", simulator.baseURL]
+            let refused = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+            #expect(refused.status == 73, "\(journal): \(refused.stderr)")
+            #expect(refused.stderr.contains("other users can write"), "\(journal): \(refused.stderr)")
+        }
+        #expect(simulator.stats().requests == 0)
+        #expect(names(in: shared) == ["journal.sqlite", "journal.sqlite-wal"])
+        #expect((try? FileManager.default.attributesOfItem(atPath: shared + "/journal.sqlite-wal")[.size] as? Int) == 0)
+    }
+
+    @Test(.needsRoot) func anOrdinaryUserWorksOnTheirOwnJournalAndRootMayNotUseIt() throws {
+        let workspace = Workspace()
+        let home = SecondUser.directory("home", in: workspace.path, mode: 0o700)
+        let input = workspace.csv(Pair.generate(8), name: "home/in.csv")
+        chown(input, SecondUser.uid, SecondUser.gid)
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let journal = home + "/journal.sqlite"
+        let run = try botsi(
+            ["run", input, "--journal", journal, "--base-url", simulator.baseURL], key: Simulator.defaultKey,
+            in: workspace, workingDirectory: home, asSecondUser: true)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let status = try #require(linkStatus(journal))
+        #expect(status.st_uid == SecondUser.uid && status.st_mode & 0o777 == 0o600)
+        let theirs = try botsi(["status", "--journal", journal], key: nil, in: workspace, asSecondUser: true)
+        #expect(theirs.status == 0, "stderr: \(theirs.stderr)")
+        let roots = try botsi(["status", "--journal", journal], key: nil, in: workspace)
+        #expect(roots.status == 73 && roots.stderr.contains("run it as its owner"), "stderr: \(roots.stderr)")
+    }
+
+    @Test(.needsRoot) func theDemoAndADryRunUseDirectoriesNoOneCouldPrepare() throws {
+        let workspace = Workspace()
+        let victim = workspace.write("victim.txt", "precious\n")
+        chmod(victim, 0o644)
+        let temporary = workspace.file("tmp")
+        mkdir(temporary, 0o755)
+        chmod(temporary, 0o1777)
+        // The names the demo and dry runs used to take from their pid, prepared for the next pids.
+        let next =
+            Int(
+                (try? String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        let window = (next + 1)...(next + 1500)
+        let plant = """
+            import os
+            for pid in range(\(window.lowerBound), \(window.upperBound + 1)):
+                os.mkdir(f"botsi-restore-demo-{pid}")
+                for name in ["demo.sqlite", "demo.sqlite.lock"]:
+                    os.symlink("\(victim)", f"botsi-restore-demo-{pid}/{name}")
+                for suffix in ["", ".lock"]:
+                    os.symlink("\(victim)", f"botsi-restore-dry-run-{pid}.sqlite{suffix}")
+            """
+        try #require(try SecondUser.shell("python3 -c '\(plant)'", in: temporary) == 0)
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = temporary
+
+        let demo = try Child(
+            ["demo"], key: nil, in: workspace, workingDirectory: Locations.packageRoot, environment: environment)
+        let demoRun = demo.wait(timeout: 120)
+        #expect(demoRun.status == 0, "stderr: \(demoRun.stderr)")
+        environment["BOTSI_SECRET_KEY"] = "key"
+        let dryRun = try Child(
+            ["run", workspace.csv(Pair.generate(3)), "--journal", workspace.file("new.sqlite"), "--dry-run"],
+            key: nil, in: workspace, environment: environment)
+        let dry = dryRun.wait(timeout: 60)
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        print("prepared pids \(window); demo ran as \(demo.pid), the dry run as \(dryRun.pid)")
+
+        #expect(workspace.bytes("victim.txt") == Data("precious\n".utf8), "a prepared link was followed")
+        #expect(mode(victim) == 0o644)
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("new.sqlite")), "the dry run left a journal")
+        let ours = names(in: temporary).filter { (linkStatus(temporary + "/" + $0)?.st_uid ?? 1) == 0 }
+        #expect(ours.count == 1 && ours.allSatisfy { $0.hasPrefix("botsi-restore-demo-") }, "left: \(ours)")
+        if let directory = ours.first {
+            #expect(mode(temporary + "/" + directory) == 0o700, "the demo's directory is not private")
+            #expect(demoRun.stderr.contains(temporary + "/" + directory + "/demo.sqlite"))
+        }
+    }
+}

@@ -19,6 +19,13 @@ public struct ResolvedPath: Sendable, Equatable {
         if FileStatus.ofName(typed) != nil {
             guard let real = realPath(typed) else {
                 let code = errno
+                // /dev/stdin on a pipe: a link to "pipe:[…]", which names no file but opens.
+                if let target = FileStatus.ofTarget(typed), !target.isRegular {
+                    throw FileError(
+                        .refused, path: typed,
+                        "\(role) \(typed) is not a regular file (it is \(target.kindName)); nothing was changed — "
+                            + "give the path of a file")
+                }
                 if code == ENOENT {
                     throw FileError(
                         .refused, path: typed,

@@ -124,36 +124,28 @@ struct JournalTrustTests {
         let temporary = workspace.file("tmp")
         mkdir(temporary, 0o755)
         chmod(temporary, 0o1777)
-        // The names the demo and dry runs used to take from their pid, prepared for the next pids.
-        let next =
-            Int(
-                (try? String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
-        let window = (next + 1)...(next + 1500)
-        let plant = """
-            import os
-            for pid in range(\(window.lowerBound), \(window.upperBound + 1)):
-                os.mkdir(f"botsi-restore-demo-{pid}")
-                for name in ["demo.sqlite", "demo.sqlite.lock"]:
-                    os.symlink("\(victim)", f"botsi-restore-demo-{pid}/{name}")
-                for suffix in ["", ".lock"]:
-                    os.symlink("\(victim)", f"botsi-restore-dry-run-{pid}.sqlite{suffix}")
-            """
-        try #require(try SecondUser.shell("python3 -c '\(plant)'", in: temporary) == 0)
         var environment = Child.environment(key: nil)
         environment["TMPDIR"] = temporary
 
+        let demoWindow = try prepareNextPids(in: temporary, linkingTo: victim) { pid in
+            "mkdir \"botsi-restore-demo-\(pid)\" or die; "
+                + "symlink $v, \"botsi-restore-demo-\(pid)/$_\" for (\"demo.sqlite\", \"demo.sqlite.lock\");"
+        }
         let demo = try Child(
             ["demo"], key: nil, in: workspace, workingDirectory: Locations.packageRoot, environment: environment)
         let demoRun = demo.wait(timeout: 120)
         #expect(demoRun.status == 0, "stderr: \(demoRun.stderr)")
+
+        let dryWindow = try prepareNextPids(in: temporary, linkingTo: victim) { pid in
+            "symlink $v, \"botsi-restore-dry-run-\(pid).sqlite$_\" for (\"\", \".lock\");"
+        }
         environment["BOTSI_SECRET_KEY"] = "key"
         let dryRun = try Child(
             ["run", workspace.csv(Pair.generate(3)), "--journal", workspace.file("new.sqlite"), "--dry-run"],
             key: nil, in: workspace, environment: environment)
         let dry = dryRun.wait(timeout: 60)
         #expect(dry.status == 0, "stderr: \(dry.stderr)")
-        print("prepared pids \(window); demo ran as \(demo.pid), the dry run as \(dryRun.pid)")
+        print("demo: pid \(demo.pid), names prepared for \(demoWindow); dry run: pid \(dryRun.pid), for \(dryWindow)")
 
         #expect(workspace.bytes("victim.txt") == Data("precious\n".utf8), "a prepared link was followed")
         #expect(mode(victim) == 0o644)
@@ -164,5 +156,20 @@ struct JournalTrustTests {
             #expect(mode(temporary + "/" + directory) == 0o700, "the demo's directory is not private")
             #expect(demoRun.stderr.contains(temporary + "/" + directory + "/demo.sqlite"))
         }
+    }
+
+    /// As the second user, makes in `directory` what `names(pid)` (perl, `$v` the victim, `$_` the
+    /// loop word) says for the next 1,500 pids: what a name taken from a pid invites.
+    private func prepareNextPids(
+        in directory: String, linkingTo victim: String, _ names: (String) -> String
+    ) throws -> ClosedRange<Int> {
+        let last = (try? String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8)).flatMap {
+            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let window = ((last ?? 0) + 1)...((last ?? 0) + 1500)
+        // perl, not a shell loop: 1,500 names in well under a second.
+        let script = "my $v = \"\(victim)\"; for my $p (\(window.lowerBound)..\(window.upperBound)) { \(names("$p")) }"
+        try #require(try SecondUser.shell("perl -e '\(script)'", in: directory) == 0)
+        return window
     }
 }

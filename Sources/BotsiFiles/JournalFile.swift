@@ -91,8 +91,11 @@ public final class JournalFile {
                     .refused, path: typed, "journal \(typed) changed while it was being opened; nothing was changed")
             }
             guard status.isOwnedByUser else { throw Self.foreign(typed, "journal", status) }
-            try Self.makePrivate(descriptor, status, name: "journal \(typed)")
-            try Self.checkSideFiles(of: resolved, identity: status.identity)
+            // Only a journal is ever narrowed: a link to any other file of the user's (/etc/passwd,
+            // for root) must not make the tool chmod it. SQLite refuses the file later.
+            let isJournal = Self.isJournalOrEmpty(descriptor)
+            if isJournal { try Self.makePrivate(descriptor, status, name: "journal \(typed)") }
+            try Self.checkSideFiles(of: resolved, identity: status.identity, narrowing: isJournal)
         } catch {
             PinnedDescriptors.release(status.identity, descriptor: descriptor)
             throw error
@@ -194,7 +197,22 @@ public final class JournalFile {
                 + "\(Files.octal(narrowed))")
     }
 
-    private static func checkSideFiles(of resolved: ResolvedPath, identity: FileIdentity) throws(FileError) {
+    /// `PRAGMA application_id` of a botsi-restore journal ('BRST'); Schema.applicationID is the same.
+    public static let applicationID: UInt32 = 0x4252_5354
+
+    /// Empty (a journal not set up yet), or an SQLite database whose header carries our
+    /// application id.
+    static func isJournalOrEmpty(_ descriptor: Int32) -> Bool {
+        var header = [UInt8](repeating: 0, count: 100)
+        let count = pread(descriptor, &header, header.count, 0)
+        if count == 0 { return true }
+        guard count == 100, header[0..<16].elementsEqual("SQLite format 3\0".utf8) else { return false }
+        return header[68..<72].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == applicationID
+    }
+
+    private static func checkSideFiles(
+        of resolved: ResolvedPath, identity: FileIdentity, narrowing: Bool
+    ) throws(FileError) {
         for (suffix, what) in sideFiles {
             let path = resolved.path + suffix
             let typed = resolved.typed + suffix
@@ -210,7 +228,7 @@ public final class JournalFile {
             guard status.linkCount == 1 else {
                 throw FileError(.refused, path: typed, "\(typed) has another hard link to it; \(advice)")
             }
-            guard status.permissions & 0o077 != 0 else { continue }
+            guard narrowing, status.permissions & 0o077 != 0 else { continue }
             let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             // Parked, not closed: SQLite may hold locks on this file in this process.

@@ -11,6 +11,9 @@ public struct ResolvedPath: Sendable, Equatable {
     /// The resolved directory that holds it.
     public let directory: String
     public let exists: Bool
+    /// When `typed` itself is a symbolic link: the resolved directory the link is in, which
+    /// decides where it leads and so must be trusted as much as `directory`.
+    public var linkDirectory: String? = nil
 
     /// Resolves `typed`, following links to the end. A link that leads nowhere is refused: a file
     /// is never created at the far end of a link. `role` names the file in messages ("journal").
@@ -34,7 +37,13 @@ public struct ResolvedPath: Sendable, Equatable {
                 }
                 throw FileError(.failed, path: typed, "cannot resolve \(role) \(typed): \(Files.reason(code))")
             }
-            return ResolvedPath(typed: typed, path: real, directory: parent(of: real), exists: true)
+            var resolved = ResolvedPath(typed: typed, path: real, directory: parent(of: real), exists: true)
+            if FileStatus.ofName(typed)?.isLink == true, let linkDirectory = realPath(split(typed).directory),
+                linkDirectory != resolved.directory
+            {
+                resolved.linkDirectory = linkDirectory
+            }
+            return resolved
         }
         let code = errno
         guard code == ENOENT else {
@@ -74,6 +83,12 @@ public struct ResolvedPath: Sendable, Equatable {
     /// own where SQLite opens the journal's `-wal`/`-shm`, or swap the journal itself. The user's own
     /// (or root's), not writable by group or others, or by the user's private group only.
     public func checkDirectoryIsPrivate(role: String) throws(FileError) {
+        try Self.checkPrivate(directory, holding: typed, role: role)
+        // A link in someone else's directory leads wherever they like: not followed.
+        if let linkDirectory { try Self.checkPrivate(linkDirectory, holding: typed, role: role) }
+    }
+
+    private static func checkPrivate(_ directory: String, holding typed: String, role: String) throws(FileError) {
         guard let status = FileStatus.ofTarget(directory) else {
             throw FileError(.failed, path: typed, "cannot inspect the directory \(directory): \(Files.reason(errno))")
         }

@@ -109,6 +109,36 @@ import Testing
         #expect(noticesNaming(wide).contains { $0.contains("was mode 0664") && $0.contains("now 0600") })
     }
 
+    @Test func onlyAJournalIsEverNarrowedNotAnotherFileALinkLeadsTo() throws {
+        collectNotices()
+        let scratch = Scratch()
+        let passwd = scratch.write("passwd", "root:x:0:0::/root:/bin/sh\n", mode: 0o644)
+        var header = [UInt8]("SQLite format 3\0".utf8) + [UInt8](repeating: 0, count: 84)
+        header[68..<72] = [0x12, 0x34, 0x56, 0x78]  // another application's id
+        let database = scratch.file("other.db")
+        _ = FileManager.default.createFile(atPath: database, contents: Data(header))
+        chmod(database, 0o644)
+        symlink(passwd, scratch.file("link.sqlite"))
+        for path in [scratch.file("link.sqlite"), database] {
+            try JournalFile(path: path, access: .write).close()
+        }
+        #expect(permissions(passwd) == 0o644 && permissions(database) == 0o644)
+        #expect(noticesNaming(scratch.path).isEmpty)
+    }
+
+    @Test func aLinkInADirectoryOthersCanWriteIsNotFollowed() throws {
+        let scratch = Scratch()
+        let journal = try JournalFile(path: scratch.file("j.sqlite"), access: .create)
+        journal.close()
+        let shared = scratch.file("shared")
+        mkdir(shared, 0o777)
+        chmod(shared, 0o1777)
+        symlink(journal.path, shared + "/j.sqlite")
+        expectRefusal("other users can write the directory \(shared)") {
+            _ = try JournalFile(path: shared + "/j.sqlite", access: .write)
+        }
+    }
+
     @Test func sideFilesSQLiteWouldUseAsTheJournalsMustBeItsOwnPlainFiles() throws {
         let scratch = Scratch()
         let journal = scratch.write("j.sqlite", "")

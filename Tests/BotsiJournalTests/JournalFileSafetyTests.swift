@@ -49,6 +49,10 @@ import Testing
         writing.close()
     }
 
+    @Test func theFileRulesKnowTheJournalsApplicationID() {
+        #expect(Int64(JournalFile.applicationID) == Schema.applicationID)
+    }
+
     @Test func aFIFOBesideTheJournalIsRefusedBeforeSQLiteWouldFailOnIt() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("j.sqlite")

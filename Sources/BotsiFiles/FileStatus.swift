@@ -61,7 +61,7 @@ struct FileStatus {
     }
 }
 
-/// Names of users and groups, for messages and the user-private-group rule.
+/// Users and groups, for messages and the group rule of directories.
 enum Accounts {
     static func userName(_ uid: uid_t) -> String? {
         var entry = passwd()
@@ -71,23 +71,20 @@ enum Accounts {
         return String(cString: entry.pw_name)
     }
 
-    static func groupName(_ gid: gid_t) -> String? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 16384)
-        guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return String(cString: entry.gr_name)
-    }
-
     /// "uid 65534 (nobody)".
     static func describe(_ uid: uid_t) -> String {
         userName(uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
     }
 
-    /// A group of the user's own, named after the user (Debian's user private groups): letting it
-    /// write lets no one else write.
-    static func isPrivateGroupOfUser(_ gid: gid_t) -> Bool {
-        guard let user = userName(geteuid()), let group = groupName(gid) else { return false }
-        return user == group
+    /// Whether the running process is in group `gid` (its own group or a supplementary one): a
+    /// directory that group may write is one the user chose to share with it (a Debian user's
+    /// private group, a Kubernetes pod's fsGroup).
+    static func isMember(of gid: gid_t) -> Bool {
+        if gid == getegid() { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let filled = getgroups(count, &groups)
+        return filled > 0 && groups[0..<Int(filled)].contains(gid)
     }
 }

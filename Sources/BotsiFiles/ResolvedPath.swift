@@ -80,8 +80,9 @@ public struct ResolvedPath: Sendable, Equatable {
     }
 
     /// Refuses a directory someone else could write to: they could put a link or a file of their
-    /// own where SQLite opens the journal's `-wal`/`-shm`, or swap the journal itself. The user's own
-    /// (or root's), not writable by group or others, or by the user's private group only.
+    /// own where SQLite opens the journal's `-wal`/`-shm`, or swap the journal itself. It must be
+    /// the user's (or root's), not writable by others, and writable by its group only when the user
+    /// is in that group.
     public func checkDirectoryIsPrivate(role: String) throws(FileError) {
         try Self.checkPrivate(directory, holding: typed, role: role)
         // A link in someone else's directory leads wherever they like: not followed.
@@ -99,7 +100,7 @@ public struct ResolvedPath: Sendable, Equatable {
                 "the directory \(directory) holding \(role) \(typed) belongs to \(Accounts.describe(status.owner)), "
                     + "not to you; \(advice), or run it as its owner")
         }
-        let groupWritable = status.permissions & S_IWGRP != 0 && !Accounts.isPrivateGroupOfUser(status.group)
+        let groupWritable = status.permissions & S_IWGRP != 0 && !Accounts.isMember(of: status.group)
         if status.permissions & S_IWOTH != 0 || groupWritable {
             throw FileError(
                 .refused, path: typed,

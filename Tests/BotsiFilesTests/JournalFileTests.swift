@@ -66,14 +66,15 @@ import Testing
         }
     }
 
-    @Test(.needsRoot) func aGroupMayWriteTheDirectoryOnlyWhenItIsTheUsersOwn() throws {
+    @Test(.needsRoot) func aGroupMayWriteTheDirectoryOnlyWhenTheUserIsInIt() throws {
         let scratch = Scratch()
         let directory = scratch.file("group")
         mkdir(directory, 0o775)
-        chmod(directory, 0o775)
-        chown(directory, 0, 0)  // root's group is root's own
+        chmod(directory, 0o2775)
+        chown(directory, 0, getegid())  // the user's own group: a Debian private group, a pod's fsGroup
         try JournalFile(path: directory + "/j.sqlite", access: .create).close()
-        chown(directory, 0, 100)  // "users"
+        let other = gid_t(54_321)  // a group the test process is not in
+        chown(directory, 0, other)
         expectRefusal("other users can write the directory") {
             _ = try JournalFile(path: directory + "/j.sqlite", access: .read)
         }

@@ -97,6 +97,42 @@ struct JournalTrustTests {
         #expect((try? FileManager.default.attributesOfItem(atPath: shared + "/journal.sqlite-wal")[.size] as? Int) == 0)
     }
 
+    @Test(.needsRoot) func anotherUserCanNeitherHoldTheRunLockNorBlockRunsWithALockFile() throws {
+        let workspace = Workspace()
+        try finishedJournal(workspace)
+        // What used to be the lock: a JOURNAL.lock another user made and holds.
+        let oldLock = workspace.write("journal.sqlite.lock", "")
+        chown(oldLock, SecondUser.uid, SecondUser.gid)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: SecondUser.setpriv)
+        // It holds the lock until its stdin closes.
+        holder.arguments = SecondUser.arguments + ["/usr/bin/flock", "-n", oldLock, "/bin/sh", "-c", "read line"]
+        let release = Pipe()
+        holder.standardInput = release
+        holder.standardError = FileHandle.nullDevice
+        try holder.run()
+        defer {
+            try? release.fileHandleForWriting.close()
+            holder.waitUntilExit()
+        }
+        let held = eventually(timeout: 10) {
+            (try? String(contentsOfFile: "/proc/locks", encoding: .utf8))?
+                .contains(" \(holder.processIdentifier) ") == true
+        }
+        try #require(held, "the other user's flock never showed in /proc/locks")
+        // The journal is 0600: the other user cannot even open it to lock it.
+        #expect(try SecondUser.shell("/usr/bin/flock -n \(workspace.journal) true 2>/dev/null", in: "/") != 0)
+
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let more = Pair.generate(3, prefix: "more")
+        let run = try botsi(
+            runArguments([workspace.csv(more, name: "more.csv")], workspace, simulator), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(run.status == 0, "the other user's lock file stopped the run: \(run.stderr)")
+        #expect(simulator.stats().requests == 3)
+    }
+
     @Test(.needsRoot) func anOrdinaryUserWorksOnTheirOwnJournalAndRootMayNotUseIt() throws {
         let workspace = Workspace()
         let home = SecondUser.directory("home", in: workspace.path, mode: 0o700)

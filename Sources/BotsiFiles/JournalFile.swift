@@ -97,6 +97,8 @@ public final class JournalFile {
             if isJournal { try Self.makePrivate(descriptor, status, name: "journal \(typed)") }
             try Self.checkSideFiles(of: resolved, identity: status.identity, narrowing: isJournal)
         } catch {
+            // A refused open leaves nothing behind, not even the file it just made.
+            if created { unlink(resolved.path) }
             PinnedDescriptors.release(status.identity, descriptor: descriptor)
             throw error
         }

@@ -157,6 +157,10 @@ import Testing
         }
         #expect(scratch.text("victim") == "precious")
         try JournalFile(path: journal, access: .write).close()
+        // A new journal refused for what lies beside it is not left behind either.
+        symlink(victim, scratch.file("new.sqlite-shm"))
+        expectRefusal("a symbolic link") { _ = try JournalFile(path: scratch.file("new.sqlite"), access: .create) }
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("new.sqlite")))
     }
 
     @Test(.needsRoot) func anotherUsersSideFileIsRefused() throws {

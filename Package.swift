@@ -35,6 +35,7 @@ let package = Package(
 
         .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),
         .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator"]),
+        .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles"]),
         .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal"]),
         .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
         .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),

@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiFiles
 import BotsiRestore
 import Foundation
 
@@ -18,6 +19,7 @@ public enum CLI {
     }
 
     public static func main(arguments: [String]) -> Int32 {
+        Files.setNoticeHandler { Output.error("botsi-restore: " + $0) }
         let arguments = Array(arguments.dropFirst())
         guard let name = arguments.first else {
             Output.error(HelpText.overview)

@@ -1,3 +1,4 @@
+import BotsiFiles
 import BotsiJournal
 import BotsiRestore
 import Foundation
@@ -37,25 +38,26 @@ enum ReportCommand: Command {
         filter.since = settings.since
         let path = settings.journal
         do {
+            // The output is checked first: one that is refused leaves even the journal unread.
+            let sink = try ReportSink(path: settings.output, journal: path)
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
             if let run = settings.run {
                 filter.runID = try resolveRun(run, journal: journal)
             }
-            let sink = try ReportSink(path: settings.output)
-            defer { sink.close() }
             let writer = ReportWriter(format: settings.format) { sink.write($0) }
             writer.header()
             try journal.forEachReportRecord(filter) { writer.write($0) }
             writer.finish()
+            try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
         } catch let error as UsageError {
             throw error
-        } catch let error as ReportSink.Failure {
-            Output.error("botsi-restore report: \(error.message)")
+        } catch let error as FileError {
+            Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
         }
     }
@@ -72,6 +74,7 @@ enum ReportCommand: Command {
         }
         let path = settings.journal
         do {
+            let sink = try ReportSink(path: settings.output, journal: path)
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
             let later = try resolveRun(settings.run ?? "latest", journal: journal)
@@ -81,18 +84,17 @@ enum ReportCommand: Command {
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "
                         + "run \(later) has no earlier run \(earlier)")
             }
-            let sink = try ReportSink(path: settings.output)
-            defer { sink.close() }
             let writer = ChangeWriter(format: settings.format) { sink.write($0) }
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
             writer.finish()
+            try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
-        } catch let error as ReportSink.Failure {
-            Output.error("botsi-restore report: \(error.message)")
+        } catch let error as FileError {
+            Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
         }
     }
@@ -110,46 +112,38 @@ enum ReportCommand: Command {
     }
 }
 
-/// stdout, or a file created with mode 0600 (reports hold customer ids).
+/// stdout, or a file with mode 0600 (reports hold customer ids), written beside its target and
+/// renamed over it only when whole: never through a link, into a device, or over the journal.
 final class ReportSink {
-    struct Failure: Error { let message: String }
-    private let handle: FileHandle
+    private let file: OutputFile?
     private var buffer: [UInt8] = []
-    private let ownsHandle: Bool
 
-    init(path: String?) throws {
+    /// `journal` is the path of the journal the output must never replace, under any of its names.
+    init(path: String?, journal: String? = nil) throws(FileError) {
         guard let path else {
-            handle = FileHandle.standardOutput
-            ownsHandle = false
+            file = nil
             return
         }
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw Failure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
-        }
-        // O_CREAT's mode applies only to a new file: an existing one is narrowed here.
-        guard fchmod(descriptor, 0o600) == 0 else {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(descriptor)
-            throw Failure(message: "cannot make \(path) private (mode 0600): \(reason)")
-        }
-        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        ownsHandle = true
+        var protected = ProtectedFiles()
+        if let journal { protected.add(journalAt: journal) }
+        file = try OutputFile(path: path, role: "report", mode: 0o600, protecting: protected)
     }
 
     func write(_ text: String) {
+        if let file { return file.write(text) }
         buffer.append(contentsOf: text.utf8)
         if buffer.count >= 1 << 16 { drain() }
     }
 
     private func drain() {
         guard !buffer.isEmpty else { return }
-        handle.write(Data(buffer))
+        FileHandle.standardOutput.write(Data(buffer))
         buffer.removeAll(keepingCapacity: true)
     }
 
-    func close() {
+    /// The whole report is out: flushes stdout, or puts the file in place.
+    func commit() throws(FileError) {
         drain()
-        if ownsHandle { try? handle.close() }
+        try file?.commit()
     }
 }

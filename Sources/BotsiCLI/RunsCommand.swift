@@ -27,10 +27,10 @@ enum RunsCommand: Command {
             defer { journal.close() }
             let lines = RunLine.make(
                 runs: try journal.runs(), attemptOutcomes: try journal.attemptOutcomesByRun(),
-                holder: RunLock.currentHolder(journalPath: path), now: Date())
+                holder: journal.runLockHolder(), now: Date())
             let sink = try ReportSink(path: nil)
-            defer { sink.close() }
             RunsWriter.write(lines, format: settings.format) { sink.write($0) }
+            try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore runs: \(error.description)")

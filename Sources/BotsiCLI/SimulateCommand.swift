@@ -1,3 +1,4 @@
+import BotsiFiles
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
@@ -97,8 +98,14 @@ enum DemoCommand: Command {
         }
         defer { simulator.stop() }
 
-        let directory = NSTemporaryDirectory() + "botsi-restore-demo-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // A fresh directory only we can enter: a name taken from the pid could be prepared by anyone.
+        let directory: String
+        do {
+            directory = try Files.makePrivateDirectory(prefix: "botsi-restore-demo")
+        } catch {
+            Output.error("botsi-restore demo: \(error.description)")
+            return ExitCode.cannotCreate
+        }
         let journal = keepJournal ?? directory + "/demo.sqlite"
         Output.error(
             "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 15% faults: 5xx, resets, truncated replies; 429 above 150 requests/s)"

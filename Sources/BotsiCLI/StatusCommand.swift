@@ -32,7 +32,7 @@ enum StatusCommand: Command {
             defer { journal.close() }
             let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
             let report = StatusReport(
-                journalPath: path, snapshot: snapshot, holder: RunLock.currentHolder(journalPath: path), now: now)
+                journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now)
             Output.out(settings.format == .json ? report.renderJSON() : report.renderText())
             return ExitCode.success
         } catch {

@@ -1,3 +1,4 @@
+import BotsiFiles
 internal import CSQLite
 import Foundation
 
@@ -44,7 +45,10 @@ public struct ProfileRecord: Sendable, Equatable {
 /// Not Sendable: a journal belongs to one owner (the runner's serial queue); readers open their
 /// own. Writes happen inside `begin()`/`commit()` batches so that one commit covers many rows.
 public final class Journal {
+    /// The path as given: what messages name.
     public let path: String
+    /// The journal file itself: its resolved path (what SQLite opens), its identity and the run lock.
+    public let file: JournalFile
     let connection: SQLiteConnection
     /// Prepared statements by the address of their SQL literal: cheaper to look up per row than
     /// hashing the SQL text.
@@ -54,40 +58,88 @@ public final class Journal {
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
+    /// The file rules of `JournalFile` apply first: another user's file, a link to nothing, a FIFO
+    /// or a directory others can write is refused before SQLite sees the path.
     /// `migrationUncommitted` (a dry run) migrates inside a transaction it leaves open, for the
     /// caller to roll back: the file stays at its version.
-    public init(
+    public convenience init(
         path: String, create: Bool = true, readOnly: Bool = false, migrationUncommitted: Bool = false
     ) throws(JournalError) {
+        try self.init(
+            path: path, access: readOnly ? .read : (create ? .create : .write), lockForRun: false,
+            migrationUncommitted: migrationUncommitted)
+    }
+
+    /// Opens (or creates) the journal for a run, holding the run lock of the journal file itself
+    /// until `close()`. When another run holds it, throws `.locked` naming the holder, having
+    /// created, changed and recorded nothing.
+    public static func openForRun(path: String, migrationUncommitted: Bool = false) throws(JournalError) -> Journal {
+        try Journal(path: path, access: .create, lockForRun: true, migrationUncommitted: migrationUncommitted)
+    }
+
+    init(
+        path: String, access: JournalFile.Access, lockForRun: Bool, migrationUncommitted: Bool = false
+    ) throws(JournalError) {
         self.path = path
-        let exists = FileManager.default.fileExists(atPath: path)
-        if !exists {
-            guard create, !readOnly else { throw .missing(path: path) }
-            // Create the file ourselves so that it (and SQLite's -wal/-shm, which copy its mode)
-            // is 0600 whatever the umask.
-            let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if descriptor < 0 {
-                let reason = String(cString: strerror(errno))
-                if errno == EACCES || errno == EROFS { throw .readOnly(path: path) }
-                if errno == ENOSPC { throw .diskFull(path: path) }
-                throw .cannotOpen(path: path, reason: reason)
-            }
-            Glibc.close(descriptor)
+        let file: JournalFile
+        do {
+            file = try JournalFile(path: path, access: access)
+        } catch {
+            throw JournalError(error, path: path, creating: access == .create || access == .createNew)
+        }
+        if lockForRun && !file.tryRunLock() {
+            let holder = Journal.holder(of: file, connection: nil)
+            file.close()
+            throw .locked(path: path, holder: holder)
         }
         do {
-            connection = try SQLiteConnection(path: path, readOnly: readOnly)
+            try file.checkSingleName()
         } catch {
+            file.close()
+            throw .file(error)
+        }
+        do {
+            connection = try SQLiteConnection(path: file.path, readOnly: access == .read)
+        } catch {
+            file.close()
             throw .cannotOpen(path: path, reason: error.message)
+        }
+        self.file = file
+        guard file.isStillAtItsPath else {
+            close()
+            throw .cannotOpen(path: path, reason: "it was replaced while it was being opened; nothing was changed")
         }
         connection.setBusyTimeout(milliseconds: 5000)
         do {
-            try checkAndMigrate(readOnly: readOnly, commit: !migrationUncommitted)
+            try checkAndMigrate(readOnly: access == .read, commit: !migrationUncommitted)
         } catch let error as JournalError {
+            close()
             throw error
         } catch let error as SQLiteError {
+            close()
             throw JournalError.from(error, path: path)
         } catch {
+            close()
             throw .cannotOpen(path: path, reason: "\(error)")
+        }
+    }
+
+    deinit { close() }
+
+    /// For a dry run, which creates nothing: true when the journal exists; when it does not, throws
+    /// what creating it would meet (a missing, shared or read-only directory) or returns false.
+    public static func preflight(path: String) throws(JournalError) -> Bool {
+        do throws(FileError) {
+            let resolved = try ResolvedPath.resolve(path, role: "journal")
+            if resolved.exists { return true }
+            try resolved.checkDirectoryIsPrivate(role: "journal")
+            guard access(resolved.directory, W_OK | X_OK) == 0 else {
+                throw FileError(
+                    .readOnly, path: path, "cannot create journal \(path): \(String(cString: strerror(errno)))")
+            }
+            return false
+        } catch {
+            throw JournalError(error, path: path, creating: true)
         }
     }
 
@@ -151,10 +203,13 @@ public final class Journal {
         do { return try body() } catch { throw JournalError.from(error, path: path) }
     }
 
+    /// Closes the SQLite connection, then lets go of the journal file and its run lock (in that
+    /// order: the file's descriptor must outlive the connection). Safe to call more than once.
     public func close() {
         statements.removeAll()
         builtStatements.removeAll()
         connection.close()
+        file.close()
     }
 
     // MARK: Transactions

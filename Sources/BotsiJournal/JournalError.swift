@@ -1,3 +1,5 @@
+import BotsiFiles
+
 /// Why a journal could not be opened, read or written. Every case reads as one sentence that says
 /// what to do; the CLI maps them all to exit status 73, except `locked` (75).
 public enum JournalError: Error, CustomStringConvertible, Sendable {
@@ -10,6 +12,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case locked(path: String, holder: LockHolder?)
     case sqlite(path: String, error: SQLiteError)
     case missing(path: String)
+    /// The file rules refused the path, or the system call failed (`FileError` says which and what to do).
+    case file(FileError)
 
     public var description: String {
         switch self {
@@ -32,14 +36,27 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
                 "journal \(path) cannot be written (read-only file or directory); outcomes already committed are safe — fix the permissions and run again"
         case .locked(let path, let holder):
             if let holder {
+                let started = holder.startedAt.isEmpty ? "not recorded its start yet" : "started \(holder.startedAt)"
                 return
-                    "journal \(path) is in use by another run (pid \(holder.pid) on \(holder.host), started \(holder.startedAt)); wait for it to finish or stop it"
+                    "journal \(path) is in use by another run (pid \(holder.pid) on \(holder.host), \(started)); wait for it to finish or stop it"
             }
             return "journal \(path) is in use by another run; wait for it to finish or stop it"
         case .sqlite(let path, let error):
             return "journal \(path) failed: \(error.message) (SQLite code \(error.code)); committed outcomes are safe"
         case .missing(let path):
             return "journal \(path) does not exist; give the --journal path a run wrote"
+        case .file(let error):
+            return error.description
+        }
+    }
+
+    /// What a refusal or failure of the journal's file means for the journal.
+    init(_ error: FileError, path: String, creating: Bool) {
+        switch error.kind {
+        case .missing where !creating: self = .missing(path: path)
+        case .readOnly: self = .readOnly(path: path)
+        case .diskFull: self = .diskFull(path: path)
+        default: self = .file(error)
         }
     }
 

@@ -1,3 +1,4 @@
+import BotsiFiles
 import Foundation
 
 /// What `Journal.merge` copied.
@@ -16,36 +17,60 @@ extension Journal {
     /// Combines shard journals (each written by its own runs) into a new journal at `output`,
     /// which must not exist. Runs are renumbered in order of start time and their `options`
     /// gain `mergedFrom: {journal, run}`; a pair found in several shards keeps the record updated
-    /// last, with the attempts of all; every attempt and rejection is copied. On failure the
-    /// output is removed, so a merge either happens whole or leaves nothing.
+    /// last, with the attempts of all; every attempt and rejection is copied. The new journal is
+    /// written under a temporary name beside `output` and linked into place only when whole, so a
+    /// merge either happens whole or leaves nothing; `output` is never a shard, a file beside one
+    /// or any other existing file.
     public static func merge(shards: [String], into output: String) throws(JournalError) -> MergeSummary {
-        guard !FileManager.default.fileExists(atPath: output) else {
-            throw .cannotOpen(path: output, reason: "it already exists; merge writes a new journal only")
-        }
-        guard Set(shards).count == shards.count else {
-            throw .cannotOpen(path: output, reason: "a shard journal is named twice")
-        }
+        var protected = ProtectedFiles()
+        var seen = Set<FileIdentity>()
+        var sources: [(name: String, path: String)] = []
         for shard in shards {
             // Opening read-only checks that it is a journal of the current schema.
             let journal = try Journal(path: shard, create: false, readOnly: true)
-            journal.close()
-            if let holder = RunLock.currentHolder(journalPath: shard) {
-                throw .locked(path: shard, holder: holder)
+            defer { journal.close() }
+            guard seen.insert(journal.file.identity).inserted else {
+                throw .cannotOpen(path: output, reason: "shard journal \(shard) is named twice")
             }
+            if let holder = journal.runLockHolder() { throw .locked(path: shard, holder: holder) }
+            protected.add(journal.file)
+            sources.append((shard, journal.file.path))
         }
-        let merged = try Journal(path: output, create: true)
+        let target: ResolvedPath
         do {
-            let summary = try merged.wrap { () throws(SQLiteError) in try merged.copy(shards: shards) }
+            target = try OutputFile.checkTarget(output, role: "merged journal", protecting: protected, mustBeNew: true)
+        } catch {
+            throw .file(error)
+        }
+        let temporary = OutputFile.temporarySibling(of: target)
+        let merged = try Journal(path: temporary, access: .createNew, lockForRun: false)
+        do throws(JournalError) {
+            let summary = try merged.wrap { () throws(SQLiteError) in
+                let summary = try merged.copy(shards: sources)
+                // Everything into the main file: it is the only one that moves into place.
+                try merged.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return summary
+            }
             merged.close()
+            var wal = stat()
+            guard stat(temporary + "-wal", &wal) != 0 || wal.st_size == 0 else {
+                throw JournalError.cannotOpen(path: output, reason: "SQLite left part of it in its write-ahead log")
+            }
+            do {
+                try OutputFile.moveIntoPlace(temporary, target, role: "merged journal", replacing: false)
+            } catch {
+                throw JournalError.file(error)
+            }
+            for suffix in ["-wal", "-shm"] { unlink(temporary + suffix) }
             return summary
         } catch {
             merged.close()
-            for suffix in ["", "-wal", "-shm"] { unlink(output + suffix) }
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
             throw error
         }
     }
 
-    private func copy(shards: [String]) throws(SQLiteError) -> MergeSummary {
+    private func copy(shards: [(name: String, path: String)]) throws(SQLiteError) -> MergeSummary {
         var summary = MergeSummary()
         try connection.execute(
             """
@@ -58,8 +83,8 @@ extension Journal {
             )
             """)
         // Pass 1: every shard's runs, so that all can be numbered in order of start time.
-        for (index, path) in shards.enumerated() {
-            try attachShard(path)
+        for (index, shard) in shards.enumerated() {
+            try attachShard(shard.path)
             defer { try? connection.execute("DETACH DATABASE shard") }
             try connection.prepare(
                 """
@@ -71,7 +96,7 @@ extension Journal {
                     inputs, counts
                 FROM shard.runs
                 """
-            ).reset(.int(Int64(index)), .text(path)).run()
+            ).reset(.int(Int64(index)), .text(shard.name)).run()
         }
         try connection.execute("BEGIN IMMEDIATE")
         do {
@@ -94,8 +119,8 @@ extension Journal {
         summary.runs = Int(try connection.scalarInt("SELECT count(*) FROM main.runs") ?? 0)
 
         // Pass 2: rows, attempts and rejections, one shard per transaction.
-        for (index, path) in shards.enumerated() {
-            try attachShard(path)
+        for (index, shard) in shards.enumerated() {
+            try attachShard(shard.path)
             defer { try? connection.execute("DETACH DATABASE shard") }
             try connection.execute("BEGIN IMMEDIATE")
             do {

@@ -1,9 +1,11 @@
+import BotsiFiles
 import Foundation
 
-/// Who holds a journal: written into the lock file so a second run can say whom it waits for.
+/// Who holds a journal's run lock, so a second run can say whom it waits for.
 public struct LockHolder: Sendable, Codable, Equatable {
     public let pid: Int32
     public let host: String
+    /// When the holder's run started, as it recorded it; empty while it has not recorded it yet.
     public let startedAt: String
 
     public init(pid: Int32, host: String, startedAt: String) {
@@ -13,55 +15,38 @@ public struct LockHolder: Sendable, Codable, Equatable {
     }
 }
 
-/// An exclusive `flock` on `<journal>.lock`. The kernel drops it when the process dies, however it
-/// dies, so a crashed run never leaves a stale lock behind.
-public final class RunLock {
-    public let path: String
-    private var descriptor: Int32
-
-    /// Takes the lock or throws `JournalError.locked` naming the holder.
-    public init(journalPath: String, holder: LockHolder) throws(JournalError) {
-        path = journalPath + ".lock"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            let reason = String(cString: strerror(errno))
-            if errno == EACCES || errno == EROFS { throw .readOnly(path: journalPath) }
-            throw .cannotOpen(path: journalPath, reason: "lock file \(path): \(reason)")
-        }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = RunLock.readHolder(descriptor: descriptor)
-            Glibc.close(descriptor)
-            throw .locked(path: journalPath, holder: holder)
-        }
-        let data = (try? JSONEncoder().encode(holder)) ?? Data()
-        _ = ftruncate(descriptor, 0)
-        _ = data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+/// The run lock is an exclusive `flock` on the journal file itself (`JournalFile`), taken by
+/// `Journal.openForRun` before SQLite opens the file and dropped by `close()`. The kernel drops it
+/// when the process dies, however it dies, so a killed run leaves no stale lock; and no lock file
+/// exists, so nothing can be planted in its place.
+extension Journal {
+    /// The live run holding this journal's lock, nil when none does. Probes through the journal's
+    /// own descriptor: it opens and closes nothing.
+    public func runLockHolder() -> LockHolder? {
+        guard file.isRunLockHeldElsewhere else { return nil }
+        return Journal.holder(of: file, connection: connection)
+            ?? LockHolder(pid: 0, host: "an unknown host", startedAt: "")
     }
 
-    deinit { release() }
-
-    public func release() {
-        guard descriptor >= 0 else { return }
-        Glibc.close(descriptor)
-        descriptor = -1
-    }
-
-    /// The holder of a journal's lock when a live process holds it, nil when nobody does.
-    public static func currentHolder(journalPath: String) -> LockHolder? {
-        let descriptor = open(journalPath + ".lock", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { Glibc.close(descriptor) }
-        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
-            flock(descriptor, LOCK_UN)
-            return nil
+    /// Who holds the lock of `file`: the process /proc names, with the start its run recorded in
+    /// `runs` when `connection` can read it, or else the process's own start. A refused run passes
+    /// no connection: it opens none (under a second name SQLite would make files of its own).
+    static func holder(of file: JournalFile, connection: SQLiteConnection?) -> LockHolder? {
+        var open: [LockHolder] = []
+        if let connection,
+            let statement = try? connection.prepare(
+                "SELECT pid, host, started_at FROM runs WHERE ended_at IS NULL ORDER BY id DESC LIMIT 16")
+        {
+            while (try? statement.step()) == true {
+                open.append(
+                    LockHolder(
+                        pid: Int32(statement.int(0)), host: statement.text(1) ?? "", startedAt: statement.text(2) ?? "")
+                )
+            }
         }
-        return readHolder(descriptor: descriptor)
-    }
-
-    private static func readHolder(descriptor: Int32) -> LockHolder? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = pread(descriptor, &buffer, buffer.count, 0)
-        guard count > 0 else { return nil }
-        return try? JSONDecoder().decode(LockHolder.self, from: Data(buffer[0..<count]))
+        guard let process = file.runLockHolder() else { return open.first }
+        let host = ProcessInfo.processInfo.hostName
+        return open.first { $0.pid == process.pid && $0.host == host }
+            ?? LockHolder(pid: process.pid, host: host, startedAt: process.startedAt.map(Timestamp.string) ?? "")
     }
 }

@@ -27,15 +27,17 @@ final class SQLiteConnection {
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
         var db: OpaquePointer?
-        let flags =
-            readOnly
-            ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
-            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // NOFOLLOW: SQLite refuses the path if any part of it is a symbolic link (the journal's
+        // path is resolved before it gets here). It opens -wal and -shm with O_NOFOLLOW itself.
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            // The extended code tells a refused link (SQLITE_CANTOPEN_SYMLINK) from other failures.
+            let code = db.map { sqlite3_extended_errcode($0) } ?? rc
             sqlite3_close_v2(db)
-            throw SQLiteError(code: rc, message: message, sql: nil)
+            throw SQLiteError(code: code, message: message, sql: nil)
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)

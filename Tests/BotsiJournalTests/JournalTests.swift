@@ -156,22 +156,46 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         _ = item
     }
 
-    @Test func secondRunLockNamesTheHolder() throws {
+    @Test func theRunLockBelongsToTheFileUnderEveryNameAndNamesTheHolder() throws {
         let directory = TemporaryDirectory()
         let path = directory.file("j.sqlite")
-        let holder = LockHolder(pid: 4242, host: "box", startedAt: "2026-01-01T00:00:00.000Z")
-        let first = try RunLock(journalPath: path, holder: holder)
-        #expect(RunLock.currentHolder(journalPath: path) == holder)
-        // flock locks belong to the open file description, so a second open in this process conflicts too.
-        #expect(throws: JournalError.self) { try RunLock(journalPath: path, holder: holder) }
-        do {
-            _ = try RunLock(journalPath: path, holder: holder)
-        } catch {
-            #expect(error.description.contains("pid 4242 on box"))
+        let first = try Journal.openForRun(path: path)
+        let started = "2026-01-01T00:00:00.000Z"
+        let host = ProcessInfo.processInfo.hostName
+        _ = try first.transaction { () throws(JournalError) in
+            try first.startRun(
+                startedAt: Timestamp.date(started)!, toolVersion: "test", host: host, pid: getpid(),
+                optionsJSON: "{}", inputsJSON: "[]")
         }
-        first.release()
-        #expect(RunLock.currentHolder(journalPath: path) == nil)
-        _ = try RunLock(journalPath: path, holder: holder)
+        symlink(path, directory.file("link.sqlite"))
+        // status: the holder as its run recorded itself.
+        let reader = try Journal(path: directory.file("link.sqlite"), create: false, readOnly: true)
+        #expect(reader.runLockHolder() == LockHolder(pid: getpid(), host: host, startedAt: started))
+        // flock locks belong to the open file description, so a second open in this process conflicts
+        // too; the refused open reads nothing, and names the process and its start from /proc.
+        link(path, directory.file("hard.sqlite"))
+        for name in ["link.sqlite", "hard.sqlite", "j.sqlite", "./link.sqlite"] {
+            #expect {
+                _ = try Journal.openForRun(path: directory.file(name))
+            } throws: { error in
+                guard case .locked(_, let named?) = error as? JournalError else { return false }
+                return named.pid == getpid() && named.host == host && named.startedAt.hasPrefix("20")
+            }
+        }
+        // A second name would give the journal a second -wal: when the lock does not refuse it, this does.
+        #expect {
+            _ = try Journal(path: directory.file("hard.sqlite"), create: false, readOnly: true)
+        } throws: { error in
+            "\(error)".contains("2 names (hard links)")
+        }
+        unlink(directory.file("hard.sqlite"))
+        first.close()
+        #expect(reader.runLockHolder() == nil)
+        reader.close()
+        let second = try Journal.openForRun(path: directory.file("link.sqlite"))
+        second.close()
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["j.sqlite", "link.sqlite"])
     }
 
     @Test func fileThatIsNotSQLiteIsRefusedAndLeftAlone() throws {

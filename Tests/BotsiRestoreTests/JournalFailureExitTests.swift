@@ -196,7 +196,9 @@ final class Tmpfs {
     init(at path: String, sizeKiB: Int) throws {
         self.path = path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        try #require(try Self.command("/bin/mount", ["-t", "tmpfs", "-o", "size=\(sizeKiB)k", "tmpfs", path]))
+        // mode=0755: a tmpfs root is 1777 otherwise, a directory the journal rules refuse.
+        try #require(
+            try Self.command("/bin/mount", ["-t", "tmpfs", "-o", "size=\(sizeKiB)k,mode=0755", "tmpfs", path]))
         mounted = true
     }
 

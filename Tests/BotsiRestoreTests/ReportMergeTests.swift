@@ -123,8 +123,8 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         let shard = directory.file("shard.sqlite")
         _ = try runJob(
             [directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
-        let lock = try RunLock(journalPath: shard, holder: LockHolder(pid: getpid(), host: "here", startedAt: "now"))
-        defer { lock.release() }
+        let live = try Journal.openForRun(path: shard)
+        defer { live.close() }
         let output = directory.file("out.sqlite")
         #expect {
             _ = try Journal.merge(shards: [shard], into: output)

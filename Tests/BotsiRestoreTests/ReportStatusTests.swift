@@ -14,7 +14,7 @@ func currentStatus(_ path: String) -> StatusReport? {
     guard let snapshot = try? journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
     else { return nil }
     return StatusReport(
-        journalPath: path, snapshot: snapshot, holder: RunLock.currentHolder(journalPath: path), now: now)
+        journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now)
 }
 
 @Suite struct ReportStatusTests {

@@ -36,19 +36,4 @@ enum RunPreflight {
                 + "name the .csv/.jsonl files to read (or - for stdin), or give --journal the path of an existing journal "
                 + "to send the rows it owes")
     }
-
-    /// For a dry run, which creates no journal: the real run could create this one (73 otherwise,
-    /// as the real run would exit).
-    static func checkJournalCreatable(_ path: String) throws(RunSetupError) {
-        let parent = (path as NSString).deletingLastPathComponent
-        let directory = parent.isEmpty ? "." : parent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            let error = JournalError.cannotOpen(path: path, reason: "its directory \(directory) does not exist")
-            throw RunSetupError(exitCode: ExitCode.cannotCreate, message: error.description)
-        }
-        guard access(directory, W_OK | X_OK) == 0 else {
-            throw RunSetupError(exitCode: ExitCode.cannotCreate, message: JournalError.readOnly(path: path).description)
-        }
-    }
 }

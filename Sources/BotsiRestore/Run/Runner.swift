@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiFiles
 import BotsiInput
 import BotsiJournal
 import Dispatch
@@ -75,9 +76,8 @@ public final class Runner: @unchecked Sendable {
     private var inputDone = false
     private var journal: Journal?
     private var runID: Int64 = 0
-    private var temporaryJournalPath: String?
+    private var temporaryJournalDirectory: String?
     private var client: RestoreClient?
-    private var lock: RunLock?
 
     private var window = OrderingWindow<Row>()
     private var nextSequence: Int64 = 0
@@ -157,10 +157,8 @@ public final class Runner: @unchecked Sendable {
         try RunPreflight.checkJournalForRunWithoutInput(options)
         try openJournal()
         defer {
-            lock?.release()
-            if let temporaryJournalPath {
-                for suffix in ["", "-wal", "-shm", ".lock"] { unlink(temporaryJournalPath + suffix) }
-            }
+            journal?.close()
+            if let temporaryJournalDirectory { Files.removePrivateDirectory(temporaryJournalDirectory) }
         }
         if !options.dryRun {
             try startClient()
@@ -195,19 +193,20 @@ public final class Runner: @unchecked Sendable {
 
     private func openJournal() throws(RunSetupError) {
         var path = options.journalPath
-        if options.dryRun && !FileManager.default.fileExists(atPath: path) {
-            // A dry run must not leave a journal behind: check that the real run could create
-            // this one, then work against an empty throw-away one.
-            try RunPreflight.checkJournalCreatable(path)
-            path = NSTemporaryDirectory() + "/botsi-restore-dry-run-\(getpid()).sqlite"
-            temporaryJournalPath = path
+        do {
+            if options.dryRun, try !Journal.preflight(path: path) {
+                // A dry run must not leave a journal behind: check against an empty throw-away one.
+                let directory = try Files.makePrivateDirectory(prefix: "botsi-restore-dry-run")
+                temporaryJournalDirectory = directory
+                path = directory + "/journal.sqlite"
+            }
+        } catch {
+            throw RunSetupError(exitCode: ExitCode.cannotCreate, message: "\(error)")
         }
         do {
-            let holder = LockHolder(
-                pid: getpid(), host: ProcessInfo.processInfo.hostName, startedAt: Timestamp.string(startedAt))
-            lock = try RunLock(journalPath: path, holder: holder)
+            // The run lock is the journal file's own: taken before SQLite touches the file.
             // Everything a dry run writes, a migration included, is rolled back at the end.
-            let journal = try Journal(path: path, migrationUncommitted: options.dryRun)
+            let journal = try Journal.openForRun(path: path, migrationUncommitted: options.dryRun)
             self.journal = journal
             if options.dryRun && !journal.isInTransaction { try journal.begin() }
             try journal.transaction { () throws(JournalError) in

@@ -60,7 +60,8 @@ final class Child: Sendable {
 
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-        stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil
+        stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil,
+        asSecondUser: Bool = false
     ) throws {
         let binary =
             try executable ?? #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
@@ -70,8 +71,13 @@ final class Child: Sendable {
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
+        if asSecondUser {
+            process.executableURL = URL(fileURLWithPath: SecondUser.setpriv)
+            process.arguments = SecondUser.arguments + [binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+        }
         process.environment = environment ?? Self.environment(key: key)
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory ?? workspace.path)
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
@@ -135,10 +141,11 @@ final class Child: Sendable {
 /// Runs `botsi-restore` to the end (bounded by `timeout`).
 func botsi(
     _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-    stdin: Data? = nil, environment: [String: String]? = nil, timeout: Double = 90
+    stdin: Data? = nil, environment: [String: String]? = nil, timeout: Double = 90, asSecondUser: Bool = false
 ) throws -> Finished {
     let child = try Child(
-        arguments, key: key, in: workspace, workingDirectory: workingDirectory, stdin: stdin, environment: environment)
+        arguments, key: key, in: workspace, workingDirectory: workingDirectory, stdin: stdin, environment: environment,
+        asSecondUser: asSecondUser)
     let finished = child.wait(timeout: timeout)
     #expect(
         !finished.timedOut, "botsi-restore \(arguments.joined(separator: " ")) ran past \(timeout) s and was killed")

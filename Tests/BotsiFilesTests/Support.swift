@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BotsiFiles
+
+/// A directory of the test's own, removed at the end. (Test targets cannot share their helpers;
+/// this is the small one BotsiFilesTests needs.)
+final class Scratch {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "botsi-files-tests-\(UUID().uuidString)"
+        mkdir(path, 0o755)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    @discardableResult
+    func write(_ name: String, _ text: String, mode: mode_t = 0o600) -> String {
+        let path = file(name)
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        chmod(path, mode)
+        return path
+    }
+
+    func text(_ name: String) -> String? {
+        FileManager.default.contents(atPath: file(name)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    var names: Set<String> { Set((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []) }
+}
+
+/// The permission bits of what `path` names, links not followed.
+func permissions(_ path: String) -> mode_t? {
+    var status = stat()
+    return lstat(path, &status) == 0 ? status.st_mode & 0o7777 : nil
+}
+
+/// Notices the module printed, collected from the first call of `collectNotices()` on (the handler
+/// is process-wide: tests look only for notices that name their own files).
+private let collected = Mutex<[String]>([])
+private let collecting: Bool = {
+    Files.setNoticeHandler { text in collected.withLock { $0.append(text) } }
+    return true
+}()
+
+func collectNotices() { _ = collecting }
+
+func noticesNaming(_ path: String) -> [String] {
+    collected.withLock { $0.filter { $0.contains(path) } }
+}
+
+enum Root {
+    static var isRoot: Bool { geteuid() == 0 }
+    static let otherUser: uid_t = 65534
+}
+
+extension Trait where Self == ConditionTrait {
+    static var needsRoot: Self {
+        .enabled(if: Root.isRoot, "needs root to chown files to another user or make devices (CI runs as root)")
+    }
+}
+
+/// Asserts `body` throws a `FileError` of `kind` whose message contains `phrase`.
+func expectRefusal(
+    _ phrase: String, kind: FileError.Kind = .refused, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
+    do {
+        try body()
+        Issue.record("expected a refusal containing '\(phrase)'", sourceLocation: sourceLocation)
+    } catch let error as FileError {
+        #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.message.contains(phrase), "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+    }
+}

@@ -1,0 +1,137 @@
+import BotsiJournal
+import BotsiSimulator
+import Foundation
+import Testing
+
+/// `report --output` and `merge OUT` write a new file and rename it into place; they never write
+/// through a link, into a device, or over a journal (issue 8, problem 1; issue 12, problem 1).
+@Suite("outputs never overwrite what they must not")
+struct OutputSafetyTests {
+    /// A workspace with a finished journal of `count` rows.
+    private func finishedJournal(_ count: Int = 20) throws -> Workspace {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let run = try botsi(
+            runArguments([workspace.csv(Pair.generate(count))], workspace, simulator), key: Simulator.defaultKey,
+            in: workspace)
+        try #require(run.status == 0, "stderr: \(run.stderr)")
+        return workspace
+    }
+
+    private func report(_ workspace: Workspace, output: String, journal: String? = nil) throws -> Finished {
+        try botsi(
+            ["report", "--journal", journal ?? workspace.journal, "--format", "csv", "--output", output], key: nil,
+            in: workspace, timeout: 20)
+    }
+
+    @Test func aReportOntoTheJournalUnderAnySpellingIsRefusedAndTheJournalStaysWhole() throws {
+        let workspace = try finishedJournal()
+        let journalBytes = try #require(workspace.bytes("journal.sqlite"))
+        symlink("journal.sqlite", workspace.file("link.sqlite"))
+        mkdir(workspace.file("sub"), 0o700)
+        try Journal(path: workspace.file("other.sqlite")).close()
+        let targets = [
+            "journal.sqlite", workspace.journal, "link.sqlite", "sub/../journal.sqlite", "./sub/../link.sqlite",
+            "journal.sqlite-wal", "journal.sqlite-shm", "journal.sqlite.lock", "other.sqlite",
+        ]
+        let before = names(in: workspace.path)
+        for target in targets {
+            for journal in [workspace.journal, "link.sqlite"] {
+                let refused = try report(workspace, output: target, journal: journal)
+                #expect(refused.status == 73, "--output \(target) --journal \(journal): \(refused.stderr)")
+                #expect(refused.stderr.contains("nothing was changed"), "\(target): \(refused.stderr)")
+            }
+        }
+        #expect(workspace.bytes("journal.sqlite") == journalBytes, "the journal changed")
+        #expect(names(in: workspace.path) == before, "new files: \(names(in: workspace.path).subtracting(before))")
+        #expect(JournalView.read(workspace.journal, integrity: true)?.integrity == "ok")
+        for target in ["journal.sqlite", "link.sqlite", "journal.sqlite-wal", "other.sqlite"] {
+            let merge = try botsi(["merge", target, "link.sqlite"], key: nil, in: workspace)
+            #expect(merge.status == 73, "merge into \(target): \(merge.stderr)")
+        }
+        // A hard link is another name too, but one SQLite would give a log of its own: refused as a journal.
+        link(workspace.journal, workspace.file("hard.sqlite"))
+        let beforeHardLink = names(in: workspace.path)
+        for journal in ["journal.sqlite", "hard.sqlite"] {
+            let refused = try report(workspace, output: "fresh.csv", journal: journal)
+            #expect(refused.status == 73 && refused.stderr.contains("hard links"), "\(journal): \(refused.stderr)")
+        }
+        #expect(workspace.bytes("journal.sqlite") == journalBytes, "the journal changed")
+        #expect(names(in: workspace.path) == beforeHardLink)
+    }
+
+    @Test func aLinkAtTheOutputPathIsReplacedNotWrittenThrough() throws {
+        let workspace = try finishedJournal()
+        let victim = workspace.write("victim.txt", "precious\n")
+        chmod(victim, 0o644)
+        symlink("victim.txt", workspace.file("out.csv"))
+        let written = try report(workspace, output: "out.csv")
+        #expect(written.status == 0, "stderr: \(written.stderr)")
+        #expect(workspace.bytes("victim.txt") == Data("precious\n".utf8), "the report was written through the link")
+        #expect(mode(victim) == 0o644, "the link's target was chmodded")
+        let output = try #require(linkStatus(workspace.file("out.csv")))
+        #expect(output.st_mode & S_IFMT == S_IFREG && output.st_mode & 0o777 == 0o600)
+        let text = String(decoding: workspace.bytes("out.csv") ?? Data(), as: UTF8.self)
+        #expect(text.hasPrefix("profileId,") && parseCSV(text).count == 21, "report: \(text)")
+        #expect(names(in: workspace.path).allSatisfy { !$0.contains(".tmp") }, "a temporary file was left")
+    }
+
+    @Test(.needsRoot) func aSecondUsersLinkToRootsFileIsReplacedNotWrittenThrough() throws {
+        let workspace = try finishedJournal()
+        let victim = workspace.write("victim.txt", "root's own\n")
+        chmod(victim, 0o644)
+        let shared = SecondUser.directory("shared", in: workspace.path)
+        try #require(try SecondUser.shell("ln -s \(victim) report.csv", in: shared) == 0)
+        let written = try report(workspace, output: shared + "/report.csv")
+        #expect(written.status == 0, "stderr: \(written.stderr)")
+        #expect(workspace.bytes("victim.txt") == Data("root's own\n".utf8), "root wrote through the other user's link")
+        #expect(mode(victim) == 0o644)
+    }
+
+    @Test(.needsRoot) func devicesFIFOsAndDirectoriesAreRefusedAndKeepTheirMode() throws {
+        let workspace = try finishedJournal()
+        // A copy of /dev/null: what `--output /dev/null` as root used to turn into crw-------.
+        let device = workspace.file("null")
+        let made = mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 3))
+        try #require(made == 0, "mknod failed: \(String(cString: strerror(errno)))")
+        chmod(device, 0o666)
+        mkfifo(workspace.file("fifo"), 0o644)
+        mkdir(workspace.file("folder"), 0o755)
+        symlink("null", workspace.file("null-link"))
+        for target in ["null", "null-link", "fifo", "folder"] {
+            let refused = try report(workspace, output: target)
+            #expect(refused.status == 73, "--output \(target): \(refused.stderr)")
+            #expect(refused.stderr.contains("nothing was changed"), "\(target): \(refused.stderr)")
+        }
+        #expect(mode(device) == 0o666, "the device's mode changed")
+        #expect(mode(workspace.file("fifo")) == 0o644)
+        #expect((linkStatus(workspace.file("null-link"))?.st_mode ?? 0) & S_IFMT == S_IFLNK)
+    }
+
+    @Test func anExistingReportIsReplacedWholeAndMadePrivate() throws {
+        let workspace = try finishedJournal(5)
+        let old = workspace.write("out.csv", "old report\n")
+        chmod(old, 0o644)
+        let oldInode = try #require(linkStatus(old)).st_ino
+        let written = try report(workspace, output: "out.csv")
+        #expect(written.status == 0, "stderr: \(written.stderr)")
+        let new = try #require(linkStatus(old))
+        #expect(new.st_ino != oldInode, "the report was written into the old file, not renamed over it")
+        #expect(new.st_mode & 0o777 == 0o600)
+        #expect(String(decoding: workspace.bytes("out.csv") ?? Data(), as: UTF8.self).hasPrefix("profileId,"))
+    }
+
+    @Test func aMergeWritesANewJournalAndRefusesAnExistingOne() throws {
+        let workspace = try finishedJournal(5)
+        let merged = try botsi(["merge", "merged.sqlite", "journal.sqlite"], key: nil, in: workspace)
+        #expect(merged.status == 0, "stderr: \(merged.stderr)")
+        #expect(mode(workspace.file("merged.sqlite")) == 0o600)
+        #expect(JournalView.read(workspace.file("merged.sqlite"))?.items.count == 5)
+        let bytes = workspace.bytes("merged.sqlite")
+        let again = try botsi(["merge", "merged.sqlite", "journal.sqlite"], key: nil, in: workspace)
+        #expect(again.status == 73, "stderr: \(again.stderr)")
+        #expect(workspace.bytes("merged.sqlite") == bytes)
+        #expect(names(in: workspace.path).allSatisfy { !$0.contains(".tmp") }, "a temporary file was left")
+    }
+}

@@ -112,7 +112,7 @@ enum Help {
           --code CODE           only rows with this code (repeatable)
           --since TIME          only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)
           --format FORMAT       jsonl (default), csv, or table (aligned columns for a terminal);
-                                CSV cells starting with = + - @ tab or CR are prefixed with '
+                                each CSV cell line starting with = + - @ or tab is prefixed with '
           --output FILE         write there (mode 0600) instead of stdout
 
         Changes between two runs (the nightly audit):

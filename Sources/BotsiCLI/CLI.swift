@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 import Foundation
 
@@ -51,13 +52,22 @@ public enum CLI {
 }
 
 /// stdout for what a command produces (help, reports), stderr for everything about the run.
+///
+/// The one choke point for text meant for people: controls (but tab and newline), DEL, C1 controls
+/// and bidi overrides are shown as visible escapes (`\u001B`), so a file name, a lock holder's host
+/// or a server's message cannot drive the terminal. Reports escape their own cells (`ReportSink`).
 enum Output {
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
+    }
+
+    /// The live progress line on a terminal: our own carriage return and erase-line, then the text.
+    static func liveLine(_ text: String) {
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + VisibleText.escaped(text)).utf8))
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 import Dispatch
 import Foundation
@@ -138,6 +139,12 @@ enum RunCommand {
             format: logFormat)
         var onProgress: (@Sendable (RunProgress) -> Void)?
         if !quiet { onProgress = { @Sendable progress in printer.show(progress) } }
+        // The route to the server, TLS warnings, a capped Retry-After: said by the client as it happens.
+        Notices.install { notice in
+            guard notice.kind == .warning || !quiet else { return }
+            printer.event(notice.kind == .warning ? "warning" : "notice", message: notice.message)
+        }
+        defer { Notices.install(nil) }
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
             onProgress: onProgress)

@@ -214,6 +214,7 @@ public final class Runner: @unchecked Sendable {
         configuration.maxConnections = options.concurrency
         configuration.caCertificatePath = options.caCertificatePath
         configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
+        configuration.retryAfterCap = options.retryAfterCap
         do {
             client = try RestoreClient(configuration: configuration) { [self] result in
                 deliver(result)

@@ -72,18 +72,3 @@ enum Output {
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
 }
-
-/// Reads the API key from the environment. Never from argv: it would show in `ps`.
-enum APIKey {
-    static func load(variable: String) throws(UsageError) -> String {
-        guard let value = ProcessInfo.processInfo.environment[variable] else {
-            throw UsageError(
-                message: "the API key is not set: export it as \(variable) (or name another variable with --key-env)")
-        }
-        let key = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !key.isEmpty else {
-            throw UsageError(message: "the environment variable \(variable) is empty: put the Botsi secret key in it")
-        }
-        return key
-    }
-}

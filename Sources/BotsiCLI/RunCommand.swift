@@ -27,10 +27,9 @@ enum RunCommand {
             return ExitCode.success
         }
         let options = try runOptions(parsed)
-        // No core dumps from a process that holds the key in memory.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
-        let apiKey = options.dryRun ? "" : try APIKey.load(variable: options.keyEnvironmentVariable)
+        // From here on the process holds the key: no core dump, no ptrace, no /proc/<pid>/environ for others.
+        protectProcessHoldingTheKey()
+        let apiKey = options.dryRun ? "" : try loadKey(.environment(variable: options.keyEnvironmentVariable))
         let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
         let formatName = parsed.value("--log-format") ?? "text"
         guard let logFormat = LogFormat(rawValue: formatName) else {
@@ -39,6 +38,14 @@ enum RunCommand {
         return execute(
             options: options, apiKey: apiKey, quiet: parsed.has("--quiet"), logInterval: logInterval,
             logFormat: logFormat)
+    }
+
+    static func loadKey(_ source: APIKeySource) throws(UsageError) -> String {
+        do {
+            return try source.load()
+        } catch {
+            throw UsageError(message: error.message)
+        }
     }
 
     static func runOptions(_ parsed: ParsedArguments) throws(UsageError) -> RunOptions {

@@ -57,9 +57,10 @@ final class Child: Sendable {
         return environment
     }
 
+    /// `launcher` runs the binary through another program, e.g. `setpriv --reuid=65534 --`.
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-        stdin: Data? = nil, environment: [String: String]? = nil
+        stdin: Data? = nil, environment: [String: String]? = nil, launcher: [String] = []
     ) throws {
         let binary = try #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
         let tag = UUID().uuidString.prefix(8)
@@ -68,8 +69,8 @@ final class Child: Sendable {
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = launcher.isEmpty ? arguments : launcher.dropFirst() + [binary] + arguments
         process.environment = environment ?? Self.environment(key: key)
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory ?? workspace.path)
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)

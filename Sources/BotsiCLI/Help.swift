@@ -16,9 +16,10 @@ enum Help {
 
         \(usageLines)
 
-        The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names),
-        never from the command line. Every outcome is journaled in SQLite: rerunning the same command
-        continues where the last run stopped and never resends finished rows.
+        The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names)
+        or from a private file (--key-file), never from the command line. Every outcome is journaled
+        in SQLite: rerunning the same command continues where the last run stopped and never resends
+        finished rows.
         """
 
     static func usage(for command: String) -> String {
@@ -69,6 +70,11 @@ enum Help {
         API:
           --base-url URL                default https://api.botsi.com; http:// only for loopback hosts
           --key-env NAME                environment variable holding the key (default BOTSI_SECRET_KEY)
+          --key-file PATH               read the key from PATH instead: a file of yours, mode 0600 or 0400
+                                        (e.g. a systemd credential: --key-file %d/botsi-key)
+          --proxy URL                   proxy for an https:// base URL (CONNECT; the key stays inside TLS),
+                                        instead of HTTPS_PROXY; never with a password (use HTTPS_PROXY)
+          --no-proxy                    never a proxy; plain http:// never uses one anyway
           --cacert FILE                 CA bundle for a private certificate authority
           --insecure-skip-tls-verify    do not verify the server's certificate (never in production)
         Pace and retries:

@@ -13,6 +13,7 @@ enum RunCommand {
             .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
+            .value("--key-file"), .value("--proxy"), .flag("--no-proxy"),
             .value("--log-interval"), .value("--log-format"), .value("--seed"), .value("--rate"),
             .flag("--no-adaptive"),
             .value("--max-duration"),
@@ -29,7 +30,7 @@ enum RunCommand {
         let options = try runOptions(parsed)
         // From here on the process holds the key: no core dump, no ptrace, no /proc/<pid>/environ for others.
         protectProcessHoldingTheKey()
-        let apiKey = options.dryRun ? "" : try loadKey(.environment(variable: options.keyEnvironmentVariable))
+        let apiKey = options.dryRun ? "" : try loadKey(options.keySource)
         let logInterval = try parsed.seconds("--log-interval", minimum: 0.1) ?? 30
         let formatName = parsed.value("--log-format") ?? "text"
         guard let logFormat = LogFormat(rawValue: formatName) else {
@@ -68,6 +69,15 @@ enum RunCommand {
         options.journalPath = parsed.value("--journal") ?? options.journalPath
         options.baseURL = parsed.value("--base-url") ?? options.baseURL
         options.keyEnvironmentVariable = parsed.value("--key-env") ?? options.keyEnvironmentVariable
+        options.keyFile = parsed.value("--key-file")
+        if options.keyFile != nil && parsed.value("--key-env") != nil {
+            throw UsageError(message: "give the key with --key-env or with --key-file, not both")
+        }
+        options.proxy = parsed.value("--proxy")
+        options.noProxy = parsed.has("--no-proxy")
+        if options.proxy != nil && options.noProxy {
+            throw UsageError(message: "--proxy and --no-proxy contradict each other; give one")
+        }
         options.concurrency = try parsed.int("--concurrency", in: 1...4096) ?? options.concurrency
         options.maxAttempts = try parsed.int("--max-attempts", in: 1...100) ?? options.maxAttempts
         options.timeout = try parsed.seconds("--timeout", minimum: 0.001) ?? options.timeout

@@ -22,6 +22,41 @@ struct KeySourceTests {
         #expect(simulator.stats().requests == 0)
     }
 
+    /// `--key-file`: the key from a private file, e.g. a systemd credential. Nothing in the
+    /// environment, nothing on the command line.
+    @Test func theKeyIsReadFromAPrivateKeyFileAndAJobFileCanNameIt() throws {
+        let workspace = Workspace()
+        let key = "sk_file_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let simulator = try startSimulator { $0.keys = [key] }
+        defer { simulator.stop() }
+        let keyFile = workspace.write("botsi-key", key + "\n")
+        chmod(keyFile, 0o400)
+        let rows = Pair.generate(3, prefix: "keyfile")
+        let finished = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile]), key: nil,
+            in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+
+        let job = workspace.write(
+            "job.json", #"{"keyFile": "\#(keyFile)", "baseURL": "\#(simulator.baseURL)", "journal": "job.sqlite"}"#)
+        let viaJob = try botsi(["run", "--job", job, workspace.csv(rows)], key: nil, in: workspace)
+        #expect(viaJob.status == 0, "stderr: \(viaJob.stderr)")
+
+        chmod(keyFile, 0o644)
+        let refused = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile]), key: nil,
+            in: workspace)
+        #expect(refused.status == 64, "stderr: \(refused.stderr)")
+        #expect(refused.stderr.contains("has mode 644") && refused.stderr.contains("chmod 600"))
+        #expect(!refused.stderr.contains(key))
+        let both = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile, "--key-env", "K"]),
+            key: nil, in: workspace)
+        #expect(both.status == 64 && both.stderr.contains("not both"), "stderr: \(both.stderr)")
+        #expect(simulator.stats().requests == 6, "only the two good runs sent anything")
+    }
+
     /// While it holds the key the process is not dumpable: another process of the same user can
     /// neither ptrace it nor read its environment from /proc. A control process shows that the same
     /// user could read it otherwise.

@@ -95,6 +95,57 @@ struct KeyTransportTests {
         #expect(proxy.connections == 0)
     }
 
+    /// `--proxy URL` takes the place of HTTPS_PROXY for an https:// base URL; `--no-proxy` ignores
+    /// HTTPS_PROXY; a plain http:// base URL ignores `--proxy` and says so.
+    @Test(.enabled(if: OpenSSLTool.path != nil, "openssl is not installed"))
+    func proxyAndNoProxyOnTheCommandLine() throws {
+        let workspace = Workspace()
+        let authority = try TestAuthority(directory: workspace.path)
+        let proxy = try RecordingProxy()
+        defer { proxy.stop() }
+        let unused = try RecordingProxy()
+        defer { unused.stop() }
+
+        let server = try TLSServer(authority: authority, reply: Self.htmlReply)
+        defer { server.stop() }
+        let through = try botsi(
+            Self.arguments(workspace, server, authority) + ["--proxy", proxy.url], key: Self.key, in: workspace,
+            environment: Self.environment(proxy: unused.url))
+        #expect(through.status == 75, "stderr: \(through.stderr)")
+        #expect(through.stderr.contains("through the proxy \(proxy.url) (--proxy; a CONNECT tunnel"))
+        #expect(String(decoding: proxy.received, as: UTF8.self).hasPrefix("CONNECT 127.0.0.1:\(server.port) "))
+        #expect(!Self.echoesTheKey(proxy.received))
+
+        let direct = try TLSServer(authority: authority, reply: Self.htmlReply)
+        defer { direct.stop() }
+        let noProxy = try botsi(
+            Self.arguments(workspace, direct, authority) + ["--no-proxy"], key: Self.key, in: workspace,
+            environment: Self.environment(proxy: unused.url))
+        #expect(noProxy.status == 75, "stderr: \(noProxy.stderr)")
+        #expect(noProxy.stderr.contains("directly (--no-proxy)"))
+        #expect(waitUntil { direct.received.contains("POST ") })
+        #expect(unused.connections == 0)
+
+        let simulator = try startSimulator { $0.keys = [Self.key] }
+        defer { simulator.stop() }
+        let plain = try botsi(
+            runArguments([workspace.csv(Pair.generate(2))], workspace, simulator, ["--proxy", proxy.url]),
+            key: Self.key, in: workspace, environment: Self.environment(proxy: nil))
+        #expect(plain.status == 0, "stderr: \(plain.stderr)")
+        #expect(plain.stderr.contains("not using --proxy"))
+        #expect(proxy.connections == 1, "only the https run went through it")
+
+        let withPassword = try botsi(
+            Self.arguments(workspace, server, authority) + ["--proxy", "http://me:hunter2@127.0.0.1:\(proxy.port)"],
+            key: Self.key, in: workspace, environment: Self.environment(proxy: nil))
+        #expect(withPassword.status == 64, "stderr: \(withPassword.stderr)")
+        #expect(withPassword.stderr.contains("HTTPS_PROXY") && !withPassword.stderr.contains("hunter2"))
+        let both = try botsi(
+            Self.arguments(workspace, server, authority) + ["--proxy", proxy.url, "--no-proxy"], key: Self.key,
+            in: workspace, environment: Self.environment(proxy: nil))
+        #expect(both.status == 64 && both.stderr.contains("contradict"), "stderr: \(both.stderr)")
+    }
+
     /// libcurl opens SSLKEYLOGFILE when it initializes and appends every TLS session's secrets to it
     /// (mode 0644): whoever reads that file decrypts the traffic, key included.
     @Test(.enabled(if: OpenSSLTool.path != nil, "openssl is not installed"))

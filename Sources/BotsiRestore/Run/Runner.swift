@@ -215,6 +215,7 @@ public final class Runner: @unchecked Sendable {
         configuration.caCertificatePath = options.caCertificatePath
         configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
         configuration.retryAfterCap = options.retryAfterCap
+        configuration.proxy = options.noProxy ? .none : options.proxy.map { .url($0) } ?? .environment
         do {
             client = try RestoreClient(configuration: configuration) { [self] result in
                 deliver(result)

@@ -143,9 +143,11 @@ import Testing
 
 @Suite struct ConfigurationTests {
     @Test func descriptionNeverShowsTheKey() {
-        let configuration = ClientConfiguration(
+        var configuration = ClientConfiguration(
             baseURL: "https://api.botsi.com", apiKey: "sk_live_abcdef123456", userAgent: "botsi-restore/1.0")
+        configuration.proxy = .url("http://me:hunter2@proxy:3128")
         #expect(!configuration.description.contains("sk_live_abcdef123456"))
+        #expect(!configuration.description.contains("hunter2"))
         #expect(!String(reflecting: ClientError("x")).contains("sk_live"))
     }
 

@@ -54,7 +54,10 @@ public final class RestoreClient: Sendable {
             try checkMulti(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "multiplexing")
             try driver.installCallbacks()
         } catch {
-            _ = curl_multi_cleanup(multi)  // nothing was added to it; its result cannot change what we report
+            // Nothing was added to the handle yet, so cleaning it up cannot fail in a way that matters more
+            // than the error being reported.
+            let cleaned = curl_multi_cleanup(multi)
+            assert(cleaned == CURLM_OK, "curl_multi_cleanup failed on an empty multi handle")
             descriptors.close()
             throw error
         }

@@ -19,8 +19,13 @@ public struct ClientConfiguration: Sendable {
     public var maxConnections: Int = 8
     /// A PEM bundle for a private CA (`--cacert`).
     public var caCertificatePath: String? = nil
-    /// Turns TLS verification off; only ever set from a flag whose name says insecure.
+    /// Turns TLS verification off; only ever set from a flag whose name says insecure. The client
+    /// says so loudly when it starts.
     public var insecureSkipTLSVerify: Bool = false
+    /// Whether an `https://` base URL may be reached through a proxy (a plain `http://` one never is).
+    public var proxy: ProxySetting = .environment
+    /// `--retry-after-cap`: a `Retry-After` above it is said once per client (the policy caps it).
+    public var retryAfterCap: Double? = nil
     /// A reply body larger than this is not read to the end: a 200 that big counts as
     /// `invalid_response` (retryable), an error status as `http_<status>`.
     public var maxResponseBytes: Int = 1 << 20
@@ -37,7 +42,17 @@ extension ClientConfiguration: CustomStringConvertible {
     public var description: String {
         "ClientConfiguration(baseURL: \(baseURL), userAgent: \(userAgent), requestTimeout: \(requestTimeout), "
             + "connectTimeout: \(connectTimeout), maxConnections: \(maxConnections), "
-            + "caCertificatePath: \(caCertificatePath ?? "none"), insecureSkipTLSVerify: \(insecureSkipTLSVerify))"
+            + "caCertificatePath: \(caCertificatePath ?? "none"), insecureSkipTLSVerify: \(insecureSkipTLSVerify), "
+            + "proxy: \(proxyDescription))"
+    }
+
+    /// Never the proxy URL itself: it may carry a password.
+    private var proxyDescription: String {
+        switch proxy {
+        case .environment: "environment"
+        case .none: "none"
+        case .url: "given"
+        }
     }
 }
 
@@ -95,7 +110,7 @@ public func validateBaseURL(_ url: String) throws(ClientError) -> String {
     return "\(scheme)://\(normalizedHost)\(portSuffix)\(path)"
 }
 
-private func splitHostAndPort(_ authority: Substring) throws(ClientError) -> (host: String, port: Int?) {
+func splitHostAndPort(_ authority: Substring) throws(ClientError) -> (host: String, port: Int?) {
     var host: Substring
     var portText: Substring?
     if authority.hasPrefix("[") {
@@ -127,10 +142,12 @@ private func splitHostAndPort(_ authority: Substring) throws(ClientError) -> (ho
     return (String(host), port)
 }
 
-/// True for `localhost`, 127.0.0.0/8 in dotted-quad form, and `[::1]` (also as IPv4-mapped).
+/// True for 127.0.0.0/8 in dotted-quad form, `[::1]` (also as IPv4-mapped 127.0.0.0/8), and
+/// `localhost`, which the client pins to 127.0.0.1 and ::1 (`CURLOPT_RESOLVE`) so that no resolver
+/// is asked. `localhost.` and every other name are not loopback: DNS could answer anything.
 func isLoopbackHost(_ host: String) -> Bool {
     let lower = host.lowercased()
-    if lower == "localhost" || lower == "localhost." { return true }
+    if lower == "localhost" { return true }
     if lower.hasPrefix("[") && lower.hasSuffix("]") {
         var address = in6_addr()
         let inner = String(lower.dropFirst().dropLast())

@@ -4,28 +4,48 @@ import Foundation
 
 /// `curl_global_init` must run once before any other curl call; a global `let` is initialized
 /// lazily, exactly once, even when several threads race to it.
-let curlGlobalInitCode: CURLcode = curl_global_init(Int(CURL_GLOBAL_ALL))
+///
+/// `SSLKEYLOGFILE` is removed from the environment first: libcurl opens that file at global init
+/// and appends every TLS session's secrets to it (mode 0644), which would let whoever reads it
+/// decrypt the traffic, key included.
+let curlGlobalInitCode: CURLcode = {
+    unsetenv("SSLKEYLOGFILE")
+    return curl_global_init(Int(CURL_GLOBAL_ALL))
+}()
 
-/// What every easy handle shares: the URL, the header list and the configuration.
+/// What every easy handle shares: the URL, the route, the header list and the configuration.
 final class RequestTemplate: @unchecked Sendable {
-    // Invariant: nothing here changes after init. libcurl reads the header list only from the
-    // driver thread (and from the probe handle in RestoreClient.init, before that thread starts);
-    // the list is freed in deinit, after the driver has cleaned up every easy handle.
+    // Invariant: nothing here changes after init. libcurl reads the lists only from the driver
+    // thread (and from the probe handle in RestoreClient.init, before that thread starts); they are
+    // freed in deinit, after the driver has cleaned up every easy handle.
     let url: String
     let headers: UnsafeMutablePointer<curl_slist>
+    /// `CURLOPT_RESOLVE` entries pinning `localhost`; nil for every other host.
+    let pinnedAddresses: UnsafeMutablePointer<curl_slist>?
+    let route: ConnectionRoute
     let configuration: ClientConfiguration
 
-    init(configuration: ClientConfiguration) throws(ClientError) {
+    init(configuration: ClientConfiguration, route: ConnectionRoute) throws(ClientError) {
         self.configuration = configuration
+        self.route = route
         url = configuration.baseURL + restoreEndpointPath
-        let lines = [
+        headers = try Self.list([
             "Authorization: \(configuration.apiKey)",
             "Content-Type: application/json",
             "Accept: application/json",
             "User-Agent: \(configuration.userAgent)",
             // An empty Expect header stops curl from waiting for "100 Continue".
             "Expect:",
-        ]
+        ])
+        do {
+            pinnedAddresses = route.pinnedAddresses.isEmpty ? nil : try Self.list(route.pinnedAddresses)
+        } catch {
+            curl_slist_free_all(headers)
+            throw error
+        }
+    }
+
+    private static func list(_ lines: [String]) throws(ClientError) -> UnsafeMutablePointer<curl_slist> {
         var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
@@ -34,11 +54,12 @@ final class RequestTemplate: @unchecked Sendable {
             }
             list = appended
         }
-        headers = list!
+        return list!
     }
 
     deinit {
         curl_slist_free_all(headers)
+        curl_slist_free_all(pinnedAddresses)
     }
 }
 
@@ -84,6 +105,15 @@ final class Transfer {
         try check(
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(configuration.connectTimeout)),
             "the connect timeout")
+        // The route was decided by connectionRoute: an empty proxy means none, whatever http_proxy,
+        // ALL_PROXY and the like say, and an empty NOPROXY stops libcurl from reading NO_PROXY itself.
+        try check(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, template.route.curlProxy), "the proxy")
+        try check(ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, ""), "the proxy exceptions")
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1), "the proxy tunnel")
+        if let pinned = template.pinnedAddresses {
+            try check(ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinned), "the localhost addresses")
+        }
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)), "TLS 1.2 at least")
         let verify = configuration.insecureSkipTLSVerify ? 0 : 1
         try check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, verify), "TLS verification")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, verify * 2), "TLS host verification")
@@ -92,17 +122,20 @@ final class Transfer {
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "redirect handling")
         // Refuses up front a reply whose Content-Length is over the limit; the write callback catches the rest.
-        _ = ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes))
-        // Older libcurl builds lack these two; both only narrow what is allowed, so failing to set them is harmless.
-        _ = ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        try check(
+            ccurl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(configuration.maxResponseBytes)),
+            "the reply size limit")
+        try check(ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"), "the allowed protocols")
+        // A libcurl built without HTTP/2 answers UNSUPPORTED_PROTOCOL and speaks HTTP/1.1, which works.
+        let http2 = ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        if http2 != CURLE_UNSUPPORTED_PROTOCOL { try check(http2, "HTTP/2 over TLS") }
         // Over TLS, ALPN tells within the handshake whether HTTP/2 can multiplex, so a new request may wait
         // for it rather than open another connection. Over plain http:// curl would only learn that from
         // the first reply, and every request would queue behind it.
         if template.url.hasPrefix("https://") {
-            _ = ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+            try check(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1), "waiting for a multiplexed connection")
         }
-        _ = ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        try check(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "TCP keep-alive")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
         try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, template.headers), "the request headers")
@@ -192,11 +225,13 @@ final class Transfer {
     /// Turns the finished transfer into a result; `code` is the transfer's CURLcode.
     func finish(code: CURLcode, now: Date) -> RestoreResult {
         var status = 0
-        _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        // A handle whose status cannot be read is treated as having none (a transport failure).
+        if ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK { status = 0 }
         let httpStatus = status > 0 ? status : nil
         let reply: RestoreReply
+        let retryAfterDelay = retryAfter.flatMap { parseRetryAfter($0, now: now) }
         if code == CURLE_OK {
-            reply = classifyReply(httpStatus: status, body: body, retryAfterHeader: retryAfter, now: now)
+            reply = classifyReply(httpStatus: status, body: body, retryAfter: retryAfterDelay)
         } else if code == CURLE_WRITE_ERROR && headersTooLarge {
             reply = .retryable(
                 code: "invalid_response", httpStatus: httpStatus, retryAfter: nil,
@@ -207,7 +242,7 @@ final class Transfer {
                     code: "invalid_response", httpStatus: status, retryAfter: nil,
                     message: "The server's \(status) reply was larger than \(maxBodyBytes) bytes and was not read.")
             } else {
-                reply = classifyReply(httpStatus: status, body: [], retryAfterHeader: retryAfter, now: now)
+                reply = classifyReply(httpStatus: status, body: [], retryAfter: retryAfterDelay)
             }
         } else {
             reply = classifyTransportFailure(

@@ -1,3 +1,4 @@
+import BotsiBasics
 internal import CCurl
 import Dispatch
 import Foundation
@@ -25,7 +26,10 @@ public final class RestoreClient: Sendable {
         var configuration = configuration
         configuration.baseURL = try validateBaseURL(configuration.baseURL)
         try checkConfiguration(configuration)
-        let template = try RequestTemplate(configuration: configuration)
+        let route = try connectionRoute(
+            baseURL: configuration.baseURL, setting: configuration.proxy,
+            environment: ProcessInfo.processInfo.environment)
+        let template = try RequestTemplate(configuration: configuration, route: route)
         // A throwaway handle proves every option is accepted before the run relies on it.
         _ = try Transfer(template: template)
 
@@ -34,19 +38,42 @@ public final class RestoreClient: Sendable {
             descriptors.close()
             throw ClientError("libcurl could not create its multi handle; the machine may be out of memory.")
         }
-        let connections = min(max(configuration.maxConnections, 1), 65_535)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connections)
-        // Keep every connection we were allowed to open: closing idle ones would cost new TLS handshakes.
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connections)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
-
         let core = ClientCore(wakeupDescriptor: descriptors.wakeup)
-        self.core = core
-        let handles = DriverHandles(multi: multi, epoll: descriptors.epoll)
-        let thread = Thread {
-            MultiDriver(core: core, handles: handles, template: template, onResult: onResult).run()
+        let driver = MultiDriver(
+            core: core, handles: DriverHandles(multi: multi, epoll: descriptors.epoll), template: template,
+            onResult: onResult)
+        do throws(ClientError) {
+            let connections = min(max(configuration.maxConnections, 1), 65_535)
+            try checkMulti(
+                ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections), "the connection limit")
+            try checkMulti(
+                ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, connections),
+                "the per-host connection limit")
+            // Keep every connection we were allowed to open: closing idle ones would cost new TLS handshakes.
+            try checkMulti(ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, connections), "the connection cache")
+            try checkMulti(ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX), "multiplexing")
+            try driver.installCallbacks()
+        } catch {
+            // Nothing was added to the handle yet, so cleaning it up cannot fail in a way that matters more
+            // than the error being reported.
+            let cleaned = curl_multi_cleanup(multi)
+            assert(cleaned == CURLM_OK, "curl_multi_cleanup failed on an empty multi handle")
+            descriptors.close()
+            throw error
         }
+        self.core = core
+
+        Notices.post(Notice(.info, "botsi-restore: sending to \(configuration.baseURL) \(route)"))
+        if configuration.insecureSkipTLSVerify {
+            Notices.post(
+                Notice(
+                    .warning,
+                    "WARNING: --insecure-skip-tls-verify: the server's certificate is NOT checked, so anyone on the "
+                        + "network path can pose as \(configuration.baseURL) and read the API key and every reply. "
+                        + "For a private CA, pass its certificate with --cacert FILE instead."))
+        }
+        let handOver = DriverHandOver(driver: driver)
+        let thread = Thread { handOver.driver.run() }
         thread.name = "botsi-restore-curl"
         thread.start()
     }
@@ -86,11 +113,13 @@ public final class RestoreClient: Sendable {
 }
 
 /// Every check `RestoreClient.init` makes on a configuration before it starts anything (base URL,
-/// key, timeouts, CA file), so that a dry run refuses what the real run would.
+/// key, timeouts, CA file, proxy), so that a dry run refuses what the real run would.
 public func checkClientConfiguration(_ configuration: ClientConfiguration) throws(ClientError) {
     var configuration = configuration
     configuration.baseURL = try validateBaseURL(configuration.baseURL)
     try checkConfiguration(configuration)
+    _ = try connectionRoute(
+        baseURL: configuration.baseURL, setting: configuration.proxy, environment: ProcessInfo.processInfo.environment)
 }
 
 private func checkConfiguration(_ configuration: ClientConfiguration) throws(ClientError) {
@@ -163,12 +192,25 @@ private struct DriverDescriptors {
     }
 }
 
-/// What the driver thread alone owns, handed over once when it starts.
-struct DriverHandles: @unchecked Sendable {
-    // Invariant: `init` finishes configuring the multi handle before it starts the driver thread;
-    // from then on only that thread touches `multi` or `epoll`, and it frees both.
+/// The multi handle and the epoll set the driver owns.
+struct DriverHandles {
     let multi: UnsafeMutableRawPointer
     let epoll: Int32
+}
+
+/// The driver, handed to its thread once.
+struct DriverHandOver: @unchecked Sendable {
+    // Invariant: `RestoreClient.init` finishes configuring the driver and its multi handle before it
+    // starts the driver thread; from then on only that thread touches the driver, and it frees both.
+    let driver: MultiDriver
+}
+
+/// Turns a failed multi-handle option into a thrown error that names it.
+func checkMulti(_ code: CURLMcode, _ what: String) throws(ClientError) {
+    guard code == CURLM_OK else {
+        let reason = String(cString: curl_multi_strerror(code))
+        throw ClientError("libcurl refused \(what) (\(reason)); check the client settings.")
+    }
 }
 
 final class ClientCore: Sendable {
@@ -187,221 +229,5 @@ final class ClientCore: Sendable {
         guard !state.wakeupSent, !state.wakeupClosed else { return }
         state.wakeupSent = true
         ccurl_eventfd_signal(wakeupDescriptor)
-    }
-}
-
-/// Owns the multi handle and every easy handle; runs on the driver thread only.
-///
-/// curl tells the driver which sockets to watch (socket callback) and when it next needs the clock
-/// (timer callback); the driver waits on exactly those sockets with epoll and hands each ready one
-/// to `curl_multi_socket_action`, so a wakeup costs work for the sockets that are ready rather than
-/// for every open connection.
-final class MultiDriver {
-    private let core: ClientCore
-    private let multi: UnsafeMutableRawPointer
-    private let epoll: Int32
-    private let template: RequestTemplate
-    private let onResult: @Sendable (RestoreResult) -> Void
-    private var active: [ObjectIdentifier: Transfer] = [:]
-    private var idle: [Transfer] = []
-    private let idleLimit: Int
-    /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
-    private var timerDeadline: UInt64?
-    /// The longest wait without a curl timer: a safety net, since submit and shutdown wake the loop.
-    private static let idleWaitMilliseconds: Int32 = 1000
-    private static let readyCapacity = 256
-
-    init(
-        core: ClientCore, handles: DriverHandles, template: RequestTemplate,
-        onResult: @escaping @Sendable (RestoreResult) -> Void
-    ) {
-        self.core = core
-        self.multi = handles.multi
-        self.epoll = handles.epoll
-        self.template = template
-        self.onResult = onResult
-        idleLimit = max(template.configuration.maxConnections * 2, 64)
-    }
-
-    func run() {
-        core.state.withLock { $0.driverThread = pthread_self() }
-        // Unretained is enough: `run` keeps the driver alive until tearDown has freed the multi handle.
-        let userData = Unmanaged.passUnretained(self).toOpaque()
-        _ = ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userData)
-        _ = ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userData, socketData in
-            guard let userData else { return -1 }
-            let driver = Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue()
-            return driver.watch(socket, what: what, known: socketData != nil)
-        }
-        _ = ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userData)
-        _ = ccurl_multi_setopt_timer_callback(multi) { _, milliseconds, userData in
-            guard let userData else { return -1 }
-            Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue().setTimer(milliseconds)
-            return 0
-        }
-
-        var readyDescriptors = [Int32](repeating: 0, count: Self.readyCapacity)
-        var readyFlags = [Int32](repeating: 0, count: Self.readyCapacity)
-        while true {
-            let (batch, stopping) = core.state.withLock { state in
-                var batch: [RestoreRequest] = []
-                swap(&batch, &state.pending)
-                state.wakeupSent = false
-                return (batch, state.stopping)
-            }
-            if stopping { break }
-            for request in batch { start(request) }
-
-            let readyCount = Int(
-                ccurl_epoll_wait(
-                    epoll, &readyDescriptors, &readyFlags, Int32(Self.readyCapacity), waitMilliseconds())
-            )
-            for index in 0..<max(readyCount, 0) {
-                let descriptor = readyDescriptors[index]
-                if descriptor == core.wakeupDescriptor {
-                    ccurl_eventfd_drain(descriptor)
-                } else {
-                    act(on: descriptor, flags: readyFlags[index])
-                }
-            }
-            if let deadline = timerDeadline, deadline <= DispatchTime.now().uptimeNanoseconds {
-                fireTimer()
-            }
-            collectFinishedTransfers()
-        }
-        tearDown()
-    }
-
-    /// The socket callback: keeps the epoll set in step with what curl wants from `socket`.
-    private func watch(_ socket: Int32, what: Int32, known: Bool) -> Int32 {
-        if what == CURL_POLL_REMOVE {
-            ccurl_epoll_unwatch(epoll, socket)
-            return 0
-        }
-        guard ccurl_epoll_watch(epoll, socket, what, known ? 1 : 0) == 0 else { return -1 }
-        if !known {
-            // Any non-nil value marks the socket as in the set; curl forgets it when the socket goes.
-            _ = curl_multi_assign(multi, socket, UnsafeMutableRawPointer(bitPattern: 1))
-        }
-        return 0
-    }
-
-    /// The timer callback: -1 removes the timer, anything else is milliseconds from now.
-    private func setTimer(_ milliseconds: Int) {
-        guard milliseconds >= 0 else {
-            timerDeadline = nil
-            return
-        }
-        timerDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
-    }
-
-    private func waitMilliseconds() -> Int32 {
-        guard let deadline = timerDeadline else { return Self.idleWaitMilliseconds }
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard deadline > now else { return 0 }
-        // Rounded up: waking before curl's deadline would find nothing due.
-        let milliseconds = (deadline - now + 999_999) / 1_000_000
-        return Int32(min(milliseconds, UInt64(Self.idleWaitMilliseconds)))
-    }
-
-    private func act(on socket: Int32, flags: Int32) {
-        var running: Int32 = 0
-        _ = curl_multi_socket_action(multi, socket, flags, &running)
-    }
-
-    private func fireTimer() {
-        timerDeadline = nil
-        var running: Int32 = 0
-        _ = curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
-        guard timerDeadline == nil else { return }
-        // curl only calls the timer callback when its next deadline changes; if this wake-up came a
-        // hair early, nothing expired and the old deadline still stands, so ask for it.
-        var milliseconds = -1
-        if curl_multi_timeout(multi, &milliseconds) == CURLM_OK { setTimer(milliseconds) }
-    }
-
-    private func start(_ request: RestoreRequest) {
-        let transfer: Transfer
-        if let reused = idle.popLast() {
-            transfer = reused
-        } else {
-            do throws(ClientError) {
-                transfer = try Transfer(template: template)
-            } catch {
-                deliver(failure(request, message: error.message))
-                return
-            }
-        }
-        guard transfer.prepare(request) else {
-            deliver(failure(request, message: "libcurl refused the request body."))
-            return
-        }
-        guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
-            deliver(failure(request, message: "libcurl could not start the request."))
-            return
-        }
-        active[ObjectIdentifier(transfer)] = transfer
-    }
-    private func failure(_ request: RestoreRequest, message: String) -> RestoreResult {
-        RestoreResult(
-            tag: request.tag,
-            reply: .retryable(code: "connection_error", httpStatus: nil, retryAfter: nil, message: message),
-            httpStatus: nil, startedAt: Date(), duration: 0)
-    }
-
-    private func collectFinishedTransfers() {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            // Read everything from the message before remove_handle invalidates it.
-            let code = message.pointee.data.result
-            var owner: UnsafeMutableRawPointer?
-            _ = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &owner)
-            _ = curl_multi_remove_handle(multi, easy)
-            guard let owner else { continue }
-            let transfer = Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
-            let result = transfer.finish(code: code, now: Date())
-            active[ObjectIdentifier(transfer)] = nil
-            if idle.count < idleLimit { idle.append(transfer) }
-            deliver(result)
-        }
-    }
-
-    private func deliver(_ result: RestoreResult) {
-        let delivering = core.state.withLock { state in
-            guard !state.stopping else { return false }
-            state.inFlight -= 1
-            return true
-        }
-        guard delivering else { return }
-        onResult(redacted(result))
-    }
-
-    /// Server text and curl's error buffer should never hold the key, but a message must not be
-    /// the one place it leaks if they ever do.
-    private func redacted(_ result: RestoreResult) -> RestoreResult {
-        let key = template.configuration.apiKey
-        guard key.count >= 4, result.reply.message?.contains(key) == true else { return result }
-        return RestoreResult(
-            tag: result.tag,
-            reply: result.reply.mappingMessages { $0.replacingOccurrences(of: key, with: "[redacted]") },
-            httpStatus: result.httpStatus, startedAt: result.startedAt, duration: result.duration)
-    }
-
-    private func tearDown() {
-        // Easy handles leave the multi handle before they are cleaned up, and the multi handle goes last.
-        for transfer in active.values { _ = curl_multi_remove_handle(multi, transfer.easy) }
-        active.removeAll()
-        idle.removeAll()
-        core.state.withLock { state in
-            state.wakeupClosed = true
-            state.pending.removeAll()
-            state.inFlight = 0
-        }
-        // Cleanup may still report sockets to remove, so the epoll set outlives the multi handle.
-        _ = curl_multi_cleanup(multi)
-        Glibc.close(epoll)
-        Glibc.close(core.wakeupDescriptor)
-        core.driverFinished.signal()
     }
 }

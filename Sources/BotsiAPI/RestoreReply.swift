@@ -97,8 +97,9 @@ public enum RestoreReply: Sendable, Equatable {
 /// The message Botsi sends with a 400 when the app's App Store connection is not set up.
 let iosSettingsMissingMessage = "No ios settings found"
 
-/// Pure classification of a complete HTTP reply: status, body bytes and the `Retry-After` value.
-public func classifyReply(httpStatus: Int, body: [UInt8], retryAfterHeader: String?, now: Date) -> RestoreReply {
+/// Pure classification of a complete HTTP reply: status, body bytes and the `Retry-After` delay in
+/// seconds, already parsed (`parseRetryAfter`).
+public func classifyReply(httpStatus: Int, body: [UInt8], retryAfter: Double?) -> RestoreReply {
     switch httpStatus {
     case 200..<300:
         if let profile = decodeRestoredProfile(body) { return .restored(profile) }
@@ -126,13 +127,12 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfterHeader: Stri
                 + (server.map { ": \(cleanMessage($0))" } ?? "")
                 + "). Check that the key in the environment variable belongs to this app and may restore purchases.")
     case 400..<500:
-        return classifyClientError(httpStatus: httpStatus, body: body, retryAfterHeader: retryAfterHeader, now: now)
+        return classifyClientError(httpStatus: httpStatus, body: body, retryAfter: retryAfter)
     case 500..<600:
         let reply = decodeErrorReply(body)
         return .retryable(
             code: reply?.code ?? "http_\(httpStatus)", httpStatus: httpStatus,
-            retryAfter: retryAfterHeader.flatMap { parseRetryAfter($0, now: now) },
-            message: reply?.message.map(cleanMessage) ?? "The server answered \(httpStatus).")
+            retryAfter: retryAfter, message: reply?.message.map(cleanMessage) ?? "The server answered \(httpStatus).")
     default:
         return .retryable(
             code: "invalid_response", httpStatus: httpStatus, retryAfter: nil,
@@ -140,17 +140,14 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfterHeader: Stri
     }
 }
 
-private func classifyClientError(httpStatus: Int, body: [UInt8], retryAfterHeader: String?, now: Date)
-    -> RestoreReply
-{
+private func classifyClientError(httpStatus: Int, body: [UInt8], retryAfter: Double?) -> RestoreReply {
     let reply = decodeErrorReply(body)
     let message = reply?.message.map(cleanMessage)
     switch httpStatus {
     case 408, 429:
         return .retryable(
             code: reply?.code ?? "http_\(httpStatus)", httpStatus: httpStatus,
-            retryAfter: retryAfterHeader.flatMap { parseRetryAfter($0, now: now) },
-            message: message ?? "The server answered \(httpStatus).")
+            retryAfter: retryAfter, message: message ?? "The server answered \(httpStatus).")
     case 400:
         if let message, isIOSSettingsMissing(message) {
             return .fatal(

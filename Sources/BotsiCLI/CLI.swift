@@ -66,29 +66,23 @@ private func invoke<C: Command>(_ command: C.Type, _ arguments: [String]) throws
 }
 
 /// stdout for what a command produces (help, reports), stderr for everything about the run.
+///
+/// The one choke point for text meant for people: controls (but tab and newline), DEL, C1 controls
+/// and bidi overrides are shown as visible escapes (`\u001B`), so a file name, a lock holder's host
+/// or a server's message cannot drive the terminal. Reports escape their own cells (`ReportSink`).
 enum Output {
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
+    }
+
+    /// The live progress line on a terminal: our own carriage return and erase-line, then the text.
+    static func liveLine(_ text: String) {
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + VisibleText.escaped(text)).utf8))
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
-}
-
-/// Reads the API key from the environment. Never from argv: it would show in `ps`.
-enum APIKey {
-    static func load(variable: String) throws(UsageError) -> String {
-        guard let value = ProcessInfo.processInfo.environment[variable] else {
-            throw UsageError(
-                message: "the API key is not set: export it as \(variable) (or name another variable with --key-env)")
-        }
-        let key = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !key.isEmpty else {
-            throw UsageError(message: "the environment variable \(variable) is empty: put the Botsi secret key in it")
-        }
-        return key
-    }
 }

@@ -101,6 +101,19 @@ extension RunCommand {
                 help: "environment variable holding the key (the key itself is never an option)"
             ) { $0.options.keyEnvironmentVariable = $1 },
             .value(
+                "--key-file", .path(), job: "keyFile",
+                help: "read the key from PATH instead: a file of yours, mode 0600 or 0400 "
+                    + "(e.g. a systemd credential: --key-file %d/botsi-key)"
+            ) { $0.options.keyFile = $1 },
+            .value(
+                "--proxy", .text("URL"), job: "proxy",
+                help: "proxy for an https:// base URL (CONNECT; the key stays inside TLS), instead of "
+                    + "HTTPS_PROXY; never with a password (use HTTPS_PROXY)"
+            ) { $0.options.proxy = $1 },
+            .flag(
+                "--no-proxy", job: "noProxy", help: "never a proxy; plain http:// never uses one anyway"
+            ) { $0.options.noProxy = true },
+            .value(
                 "--cacert", .path("FILE"), job: "cacert", help: "CA bundle for a private certificate authority"
             ) { $0.options.caCertificatePath = $1 },
             .flag(

@@ -35,7 +35,7 @@ final class ProgressPrinter: Sendable {
         let line = Self.line(progress)
         state.withLock { state in
             if isTerminal {
-                FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+                Output.liveLine(line)
                 state.lineShown = true
             } else if progress.elapsed - state.lastLog >= logInterval {
                 state.lastLog = progress.elapsed
@@ -43,7 +43,7 @@ final class ProgressPrinter: Sendable {
                     Self.writeJSON(Self.fields(progress).merging(["event": "progress"]) { $1 })
                 } else {
                     let stamp = ISO8601DateFormatter().string(from: Date())
-                    FileHandle.standardError.write(Data("\(stamp) progress: \(line)\n".utf8))
+                    Output.error("\(stamp) progress: \(line)")
                 }
             }
         }
@@ -53,7 +53,7 @@ final class ProgressPrinter: Sendable {
     func finish() {
         state.withLock { state in
             if state.lineShown {
-                FileHandle.standardError.write(Data("\n".utf8))
+                Output.error("")
                 state.lineShown = false
             }
         }
@@ -106,7 +106,8 @@ final class ProgressPrinter: Sendable {
         var object = object
         object["time"] = ISO8601DateFormatter().string(from: Date())
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        FileHandle.standardError.write(data + Data("\n".utf8))
+        // JSONSerialization escapes C0 controls; the choke point escapes the rest, valid inside a string.
+        Output.error(String(decoding: data, as: UTF8.self))
     }
 
     static func line(_ progress: RunProgress) -> String {

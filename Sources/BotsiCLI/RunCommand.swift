@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 import Dispatch
 import Foundation
@@ -35,14 +36,21 @@ enum RunCommand: Command {
 
     static func run(_ settings: RunSettings) throws -> Int32 {
         let options = try runOptions(settings, now: Date())
-        // No core dumps from a process that holds the key in memory.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
+        // From here on the process holds the key: no core dump, no ptrace, no /proc/<pid>/environ for others.
+        protectProcessHoldingTheKey()
         // A dry run checks the key as the real run would (it sends nothing with it).
-        let apiKey = try APIKey.load(variable: options.keyEnvironmentVariable)
+        let apiKey = try loadKey(options.keySource)
         return execute(
             options: options, apiKey: apiKey, quiet: settings.quiet, logInterval: settings.logInterval,
             logFormat: settings.logFormat)
+    }
+
+    static func loadKey(_ source: APIKeySource) throws(UsageError) -> String {
+        do {
+            return try source.load()
+        } catch {
+            throw UsageError(message: error.message)
+        }
     }
 
     /// The runner's options once the inputs are checked and the time window is turned into a
@@ -52,6 +60,13 @@ enum RunCommand: Command {
         // No input files: the run sends what the journal owes (and says so when nothing is).
         if options.inputs.filter({ $0 == "-" }).count > 1 {
             throw UsageError(message: "stdin (-) can be read only once")
+        }
+        // A --key-env other than the default contradicts --key-file.
+        if options.keyFile != nil && options.keyEnvironmentVariable != RunOptions().keyEnvironmentVariable {
+            throw UsageError(message: "give the key with --key-env or with --key-file, not both")
+        }
+        if options.proxy != nil && options.noProxy {
+            throw UsageError(message: "--proxy and --no-proxy contradict each other; give one")
         }
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         return options
@@ -79,6 +94,12 @@ enum RunCommand: Command {
             format: logFormat)
         var onProgress: (@Sendable (RunProgress) -> Void)?
         if !quiet { onProgress = { @Sendable progress in printer.show(progress) } }
+        // The route to the server, TLS warnings, a capped Retry-After: said by the client as it happens.
+        Notices.install { notice in
+            guard notice.kind == .warning || !quiet else { return }
+            printer.event(notice.kind == .warning ? "warning" : "notice", message: notice.message)
+        }
+        defer { Notices.install(nil) }
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
             onProgress: onProgress)

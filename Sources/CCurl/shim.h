@@ -115,3 +115,17 @@ static inline void ccurl_eventfd_drain(int fd) {
     eventfd_t value;
     (void)eventfd_read(fd, &value);
 }
+
+// Not curl itself, but the process that hands curl the key: prctl is variadic, which Swift cannot
+// call. Marks the process not dumpable: no core file, and other processes of the same user can
+// neither ptrace it nor read its /proc/<pid>/environ or memory. Returns 0, or -1 with errno set.
+#include <sys/prctl.h>
+
+static inline int ccurl_forbid_dumps(void) {
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+/// 1 while the process is dumpable, 0 once `ccurl_forbid_dumps` ran.
+static inline int ccurl_is_dumpable(void) {
+    return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+}

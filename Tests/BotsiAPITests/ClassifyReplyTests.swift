@@ -5,7 +5,8 @@ import Testing
 private let now = Date(timeIntervalSince1970: 1_795_000_000)
 
 private func classify(_ status: Int, _ body: String, retryAfter: String? = nil) -> RestoreReply {
-    classifyReply(httpStatus: status, body: Array(body.utf8), retryAfterHeader: retryAfter, now: now)
+    classifyReply(
+        httpStatus: status, body: Array(body.utf8), retryAfter: retryAfter.flatMap { parseRetryAfter($0, now: now) })
 }
 
 @Suite("classifyReply, one test per row of the outcome table")
@@ -135,7 +136,8 @@ struct ClassifyReplyTests {
     @Test func tooManyRequestsCarriesRetryAfterDate() {
         let inNinetySeconds = "Sat, 12 Nov 2026 08:00:00 GMT"
         let base = Date(timeIntervalSince1970: 1_794_470_310)  // 2026-11-12 07:58:30 UTC
-        let reply = classifyReply(httpStatus: 429, body: [], retryAfterHeader: inNinetySeconds, now: base)
+        let reply = classifyReply(
+            httpStatus: 429, body: [], retryAfter: parseRetryAfter(inNinetySeconds, now: base))
         #expect(
             reply == .retryable(code: "http_429", httpStatus: 429, retryAfter: 90, message: "The server answered 429."))
     }

@@ -5,7 +5,7 @@ import Testing
 /// The hand-written 200 decoder, through the public classification.
 @Suite struct ProfileReplyDecoderTests {
     private func classify(_ body: String) -> RestoreReply {
-        classifyReply(httpStatus: 200, body: Array(body.utf8), retryAfterHeader: nil, now: Date())
+        classifyReply(httpStatus: 200, body: Array(body.utf8), retryAfter: nil)
     }
 
     @Test func keepsTheAuditFieldsAndSkipsEverythingElse() {

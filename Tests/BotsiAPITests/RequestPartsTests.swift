@@ -28,9 +28,33 @@ import Testing
         #expect(parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == 0)
     }
 
+    /// Apple's App Store Server API states `Retry-After` as a UNIX time in milliseconds; read as
+    /// seconds it stalled a run until --retry-after-cap.
+    @Test func aNumberOfTenToTheTwelveOrMoreIsAUnixTimeInMilliseconds() {
+        #expect(parseRetryAfter("1794470400000", now: now) == 90)
+        #expect(parseRetryAfter("1794470310500", now: now) == 0.5)
+        #expect(parseRetryAfter("1000000000000", now: now) == 0, "in the past: now")
+    }
+
+    @Test func aNumberOfTenToTheNineOrMoreIsAUnixTimeInSeconds() {
+        #expect(parseRetryAfter("1794470400", now: now) == 90)
+        #expect(parseRetryAfter("1000000000", now: now) == 0, "in the past: now")
+    }
+
+    @Test func aSmallerNumberIsDeltaSeconds() {
+        #expect(parseRetryAfter("999999999", now: now) == 999_999_999)
+    }
+
+    /// libcurl's own date parser (`curl_getdate`) reads more than the three HTTP forms; what it
+    /// reads, it reads right.
+    @Test func otherDateFormsAreReadAsLibcurlReadsThem() {
+        #expect(parseRetryAfter("Thu, 12 Nov 2026 00:00:00 PST", now: now) == 90)
+        #expect(parseRetryAfter("12 Nov 2026 08:00:00 GMT", now: now) == 90)
+    }
+
     @Test(arguments: [
-        "", "soon", "-5", "1.5", "12 Nov 2026", "Thu, 31 Nov 2026 08:00:00 GMT", "Thu, 12 Nov 2026 25:00:00 GMT",
-        "Thu, 12 Foo 2026 08:00:00 GMT", "Thu, 12 Nov 2026 08:00:00 PST",
+        "", "soon", "-5", "1.5", "1e3", "Thu, 12 Nov 2026 25:00:00 GMT", "Thu, 12 Foo 2026 08:00:00 GMT",
+        "99999999999999999999999",
     ])
     func unparseableGivesNil(value: String) {
         #expect(parseRetryAfter(value, now: now) == nil)
@@ -88,7 +112,8 @@ import Testing
 
     @Test(arguments: [
         "http://api.botsi.com", "http://10.0.0.1:8080", "http://128.0.0.1", "http://localhost.evil.com",
-        "http://127.0.0.1.nip.io", "http://[::2]",
+        "http://127.0.0.1.nip.io", "http://[::2]", "http://localhost.", "http://localhost.:8080",
+        "http://LOCALHOST.", "http://localhost.localdomain", "http://0x7f.0.0.1", "http://2130706433",
     ])
     func plainHTTPToRemoteHostIsRefused(input: String) {
         #expect {
@@ -118,9 +143,11 @@ import Testing
 
 @Suite struct ConfigurationTests {
     @Test func descriptionNeverShowsTheKey() {
-        let configuration = ClientConfiguration(
+        var configuration = ClientConfiguration(
             baseURL: "https://api.botsi.com", apiKey: "sk_live_abcdef123456", userAgent: "botsi-restore/1.0")
+        configuration.proxy = .url("http://me:hunter2@proxy:3128")
         #expect(!configuration.description.contains("sk_live_abcdef123456"))
+        #expect(!configuration.description.contains("hunter2"))
         #expect(!String(reflecting: ClientError("x")).contains("sk_live"))
     }
 

@@ -85,8 +85,9 @@ import Testing
         #expect(RunCommand.deadline(maxDuration: 60, stopAt: ClockTime(hour: 0, minute: 0), now: now) == now + 60)
     }
 
-    @Test func runRefusesNoInputAndStdinTwice() {
-        #expect(throws: UsageError.self) { try RunCommand.runOptions(RunSettings(), now: .now) }
+    /// No input is allowed (the run sends what the journal owes); stdin twice is not.
+    @Test func runRefusesStdinTwice() throws {
+        #expect(try RunCommand.runOptions(RunSettings(), now: .now).inputs.isEmpty)
         var twice = RunSettings()
         twice.options.inputs = ["-", "-"]
         #expect(throws: UsageError.self) { try RunCommand.runOptions(twice, now: .now) }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -136,10 +137,13 @@ struct AccessLevelSummary {
 }
 
 public enum JSONText {
-    /// A JSON string literal, escaping what RFC 8259 requires.
+    /// A JSON string literal, escaping what RFC 8259 requires, and DEL, C1 controls and bidi
+    /// overrides too, so that a report on a terminal carries none of them raw.
     public static func quote(_ text: String) -> String {
         // Most ids and dates need no escaping at all: check the bytes once and copy.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        if !VisibleText.mayContainActive(text)
+            && !text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
+        {
             return "\"" + text + "\""
         }
         var result = "\""
@@ -151,7 +155,7 @@ public enum JSONText {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
+            case _ where VisibleText.isActive(scalar):
                 result += String(format: "\\u%04x", scalar.value)
             default: result.unicodeScalars.append(scalar)
             }
@@ -161,17 +165,48 @@ public enum JSONText {
 }
 
 public enum CSVText {
-    /// A CSV cell per RFC 4180, neutralised against formula injection: a cell that a spreadsheet
-    /// would run as a formula (starting with = + - @, or a tab or carriage return) gets a leading
-    /// apostrophe, which spreadsheets show as text.
+    /// A CSV cell per RFC 4180 that no spreadsheet, CSV reader or terminal can be fooled by:
+    /// - every line of the cell (the start, and after each CR or LF) that a spreadsheet would run
+    ///   as a formula or shift (starting with `= + - @` or a tab) gets a leading apostrophe, which
+    ///   spreadsheets show as text;
+    /// - a cell holding a comma, a quote, or any CR or LF byte is quoted (tested on scalars, not
+    ///   `Character`s: `"\r\n"` is a single `Character`);
+    /// - other controls, C1 controls and bidi overrides are written as visible `\u001B` escapes.
     public static func cell(_ text: String) -> String {
-        var value = text
-        if let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) {
-            value = "'" + value
+        guard let first = text.unicodeScalars.first else { return "" }
+        let plain =
+            !startsFormula(first) && !VisibleText.mayContainActive(text)
+            && !text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") }
+        if plain { return text }
+        var value = String.UnicodeScalarView()
+        var quoted = false
+        var atLineStart = true
+        for scalar in text.unicodeScalars {
+            if atLineStart && startsFormula(scalar) { value.append("'") }
+            atLineStart = false
+            switch scalar {
+            case "\r", "\n":
+                quoted = true
+                atLineStart = true
+                value.append(scalar)
+            case "\"":
+                quoted = true
+                value.append(contentsOf: "\"\"".unicodeScalars)
+            case ",":
+                quoted = true
+                value.append(scalar)
+            case "\t":
+                value.append(scalar)
+            case _ where VisibleText.isActive(scalar):
+                value.append(contentsOf: VisibleText.escape(scalar).unicodeScalars)
+            default:
+                value.append(scalar)
+            }
         }
-        if value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) {
-            return "\"" + value.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }
-        return value
+        return quoted ? "\"" + String(value) + "\"" : String(value)
+    }
+
+    private static func startsFormula(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == "=" || scalar == "+" || scalar == "-" || scalar == "@" || scalar == "\t"
     }
 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -97,6 +98,7 @@ public enum RunsWriter {
         object["durationSeconds"] = line.durationSeconds ?? NSNull()
         object["exitCode"] = line.exitCode ?? NSNull()
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        // Inside JSON strings the visible escapes are JSON escapes: input names keep no raw bidi override.
+        return VisibleText.escaped(String(decoding: data, as: UTF8.self))
     }
 }

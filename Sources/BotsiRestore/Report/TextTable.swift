@@ -1,6 +1,8 @@
+import BotsiBasics
+
 /// Aligned columns for a terminal. Widths come from the first page of rows (so a report of a
 /// million rows still streams); a later cell wider than its column is cut with "…". Control
-/// characters are replaced, so a server message cannot move the cursor or recolour the terminal.
+/// characters are escaped, so a server message cannot move the cursor or recolour the terminal.
 public final class TextTable {
     public let columns: [String]
     private let write: (String) -> Void
@@ -57,15 +59,9 @@ public final class TextTable {
         write(line + "\n")
     }
 
-    /// C0/C1 controls and DEL become U+FFFD: ESC sequences from a server message stay inert.
+    /// Controls, DEL, C1 controls and bidi overrides become visible escapes (`\u001B`): a server
+    /// message cannot move the cursor, recolour the terminal or reorder the line.
     static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars { result.append(isControl(scalar) ? "\u{FFFD}" : scalar) }
-        return String(result)
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        VisibleText.escaped(text)
     }
 }

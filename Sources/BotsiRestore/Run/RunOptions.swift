@@ -10,6 +10,13 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var journalPath = "botsi-restore.sqlite"
     public var baseURL = "https://api.botsi.com"
     public var keyEnvironmentVariable = "BOTSI_SECRET_KEY"
+    /// `--key-file`: read the key from this file instead of the environment.
+    public var keyFile: String?
+    /// `--proxy`: the proxy for an https:// base URL (never for http://), instead of HTTPS_PROXY.
+    /// Never holds credentials: argv is public, so those go in HTTPS_PROXY.
+    public var proxy: String?
+    /// `--no-proxy`: never a proxy, whatever HTTPS_PROXY says.
+    public var noProxy = false
     public var concurrency = 8
     public var maxAttempts = 6
     public var timeout: Double = 30
@@ -40,6 +47,11 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var shardCount = 1
 
     public init() {}
+
+    /// Where the key comes from: the file when `--key-file` names one, else the environment.
+    public var keySource: APIKeySource {
+        keyFile.map { .file(path: $0) } ?? .environment(variable: keyEnvironmentVariable)
+    }
 }
 
 /// Why a run stopped dispatching before its input was done.

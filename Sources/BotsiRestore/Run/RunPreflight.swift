@@ -14,6 +14,8 @@ enum RunPreflight {
         configuration.maxConnections = options.concurrency
         configuration.caCertificatePath = options.caCertificatePath
         configuration.insecureSkipTLSVerify = options.insecureSkipTLSVerify
+        configuration.retryAfterCap = options.retryAfterCap
+        configuration.proxy = options.noProxy ? .none : options.proxy.map { .url($0) } ?? .environment
         return configuration
     }
 

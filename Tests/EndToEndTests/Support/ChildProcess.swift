@@ -58,10 +58,11 @@ final class Child: Sendable {
         return environment
     }
 
+    /// `launcher` runs the binary through another program, e.g. `setpriv --reuid=65534 --`.
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
         stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil,
-        asSecondUser: Bool = false
+        asSecondUser: Bool = false, launcher: [String] = []
     ) throws {
         let binary =
             try executable ?? #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
@@ -75,8 +76,8 @@ final class Child: Sendable {
             process.executableURL = URL(fileURLWithPath: SecondUser.setpriv)
             process.arguments = SecondUser.arguments + [binary] + arguments
         } else {
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = arguments
+            process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+            process.arguments = launcher.isEmpty ? arguments : launcher.dropFirst() + [binary] + arguments
         }
         process.environment = environment ?? Self.environment(key: key)
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory ?? workspace.path)

@@ -1,0 +1,127 @@
+/// Finds echoes of the API key in text a server sent, so they never reach stderr, the journal or a
+/// report. An echo is any case-insensitive run of at least 12 characters of the key (the whole key
+/// when it is shorter): a truncated or upper-cased key in a message is a leak too.
+///
+/// The scan keeps a rolling window of the last 12 bytes and looks it up only while every byte of
+/// it could belong to the key, so ordinary text (spaces, punctuation, words shorter than 12) costs
+/// a table lookup per byte and no allocation.
+struct KeyRedactor: Sendable {
+    static let replacement = "[redacted]"
+    static let minimumEcho = 12
+
+    private let windowLength: Int
+    /// Every window of the key, ASCII-lowercased, packed big-endian into the low bytes.
+    private let windows: Set<UInt128>
+    /// Which (lowercased) bytes occur in the key.
+    private let alphabet: [Bool]
+
+    init(key: String) {
+        let bytes = key.utf8.map(Self.lowercased)
+        windowLength = max(1, min(Self.minimumEcho, bytes.count))
+        var alphabet = [Bool](repeating: false, count: 256)
+        for byte in bytes { alphabet[Int(byte)] = true }
+        self.alphabet = alphabet
+        var windows = Set<UInt128>()
+        if bytes.count >= windowLength {
+            for start in 0...(bytes.count - windowLength) {
+                windows.insert(Self.pack(bytes[start..<start + windowLength]))
+            }
+        }
+        self.windows = windows
+    }
+
+    /// `text` with every echo replaced by `[redacted]`, or nil when it holds none.
+    func redact(_ text: String) -> String? {
+        let ranges = echoes(in: text)
+        guard !ranges.isEmpty else { return nil }
+        let bytes = Array(text.utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var position = 0
+        for range in ranges {
+            result.append(contentsOf: bytes[position..<range.lowerBound])
+            result.append(contentsOf: Self.replacement.utf8)
+            position = range.upperBound
+        }
+        result.append(contentsOf: bytes[position...])
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// `text` without echoes (unchanged when it has none).
+    func clean(_ text: String) -> String { redact(text) ?? text }
+
+    /// Byte ranges of the echoes, merged where they overlap or touch.
+    private func echoes(in text: String) -> [Range<Int>] {
+        let mask: UInt128 = (1 << UInt128(windowLength * 8)) - 1
+        var ranges: [Range<Int>] = []
+        var run = 0
+        var window: UInt128 = 0
+        var index = 0
+        for byte in text.utf8 {
+            defer { index += 1 }
+            let folded = Self.lowercased(byte)
+            guard alphabet[Int(folded)] else {
+                run = 0
+                continue
+            }
+            run += 1
+            window = ((window << 8) | UInt128(folded)) & mask
+            guard run >= windowLength, windows.contains(window) else { continue }
+            let match = (index + 1 - windowLength)..<(index + 1)
+            if let last = ranges.last, last.upperBound >= match.lowerBound {
+                ranges[ranges.count - 1] = last.lowerBound..<match.upperBound
+            } else {
+                ranges.append(match)
+            }
+        }
+        return ranges
+    }
+
+    private static func pack(_ bytes: ArraySlice<UInt8>) -> UInt128 {
+        bytes.reduce(0) { ($0 << 8) | UInt128($1) }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+    }
+}
+
+extension KeyRedactor {
+    /// The reply with every text the server chose scrubbed: messages, codes and, for a 200, the
+    /// profile snapshot's strings. A code holding an echo falls back to `http_<status>`.
+    func scrub(_ reply: RestoreReply) -> RestoreReply {
+        func code(_ code: String, _ status: Int?) -> String {
+            redact(code) == nil ? code : status.map { "http_\($0)" } ?? "invalid_response"
+        }
+        switch reply {
+        case .restored(let snapshot):
+            return .restored(scrub(snapshot))
+        case .failed(let value, let status, let message):
+            return .failed(code: code(value, status), httpStatus: status, message: message.map(clean))
+        case .retryable(let value, let status, let retryAfter, let message):
+            return .retryable(
+                code: code(value, status), httpStatus: status, retryAfter: retryAfter, message: message.map(clean))
+        default:
+            return reply.mappingMessages(clean)
+        }
+    }
+
+    private func scrub(_ snapshot: ProfileSnapshot) -> ProfileSnapshot {
+        let texts =
+            [snapshot.profileId, snapshot.state].compactMap { $0 }
+            + snapshot.accessLevels.flatMap { name, level in
+                [name, level.expiresAt, level.sourceProductId].compactMap { $0 }
+            }
+        // The common case: nothing to change, nothing allocated beyond the list above.
+        guard texts.contains(where: { redact($0) != nil }) else { return snapshot }
+        var levels: [String: AccessLevelSnapshot] = [:]
+        for (name, level) in snapshot.accessLevels {
+            var level = level
+            level.expiresAt = level.expiresAt.map(clean)
+            level.sourceProductId = level.sourceProductId.map(clean)
+            levels[clean(name)] = level
+        }
+        return ProfileSnapshot(
+            profileId: snapshot.profileId.map(clean), state: snapshot.state.map(clean), accessLevels: levels)
+    }
+}

@@ -1,0 +1,279 @@
+import BotsiBasics
+internal import CCurl
+import Dispatch
+import Foundation
+import Glibc
+
+/// Owns the multi handle and every easy handle; runs on the driver thread only.
+///
+/// curl tells the driver which sockets to watch (socket callback) and when it next needs the clock
+/// (timer callback); the driver waits on exactly those sockets with epoll and hands each ready one
+/// to `curl_multi_socket_action`, so a wakeup costs work for the sockets that are ready rather than
+/// for every open connection.
+final class MultiDriver {
+    private let core: ClientCore
+    private let multi: UnsafeMutableRawPointer
+    private let epoll: Int32
+    private let template: RequestTemplate
+    private let onResult: @Sendable (RestoreResult) -> Void
+    private var active: [ObjectIdentifier: Transfer] = [:]
+    private var idle: [Transfer] = []
+    private let idleLimit: Int
+    /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
+    private var timerDeadline: UInt64?
+    private let redactor: KeyRedactor
+    private var retryAfterCapNoticeGiven = false
+    /// The longest wait without a curl timer: a safety net, since submit and shutdown wake the loop.
+    private static let idleWaitMilliseconds: Int32 = 1000
+    private static let readyCapacity = 256
+
+    init(
+        core: ClientCore, handles: DriverHandles, template: RequestTemplate,
+        onResult: @escaping @Sendable (RestoreResult) -> Void
+    ) {
+        self.core = core
+        self.multi = handles.multi
+        self.epoll = handles.epoll
+        self.template = template
+        self.onResult = onResult
+        idleLimit = max(template.configuration.maxConnections * 2, 64)
+        redactor = KeyRedactor(key: template.configuration.apiKey)
+    }
+
+    /// Points curl's socket and timer callbacks at this driver; called once, before `run`.
+    func installCallbacks() throws(ClientError) {
+        // Unretained is enough: the client keeps the driver until its thread starts, and `run` keeps it
+        // alive until tearDown has freed the multi handle.
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        try checkMulti(ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userData), "the socket callback data")
+        try checkMulti(
+            ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userData, socketData in
+                guard let userData else { return -1 }
+                let driver = Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue()
+                return driver.watch(socket, what: what, known: socketData != nil)
+            }, "the socket callback")
+        try checkMulti(ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userData), "the timer callback data")
+        try checkMulti(
+            ccurl_multi_setopt_timer_callback(multi) { _, milliseconds, userData in
+                guard let userData else { return -1 }
+                Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue().setTimer(milliseconds)
+                return 0
+            }, "the timer callback")
+    }
+
+    func run() {
+        core.state.withLock { $0.driverThread = pthread_self() }
+
+        var readyDescriptors = [Int32](repeating: 0, count: Self.readyCapacity)
+        var readyFlags = [Int32](repeating: 0, count: Self.readyCapacity)
+        while true {
+            let (batch, stopping) = core.state.withLock { state in
+                var batch: [RestoreRequest] = []
+                swap(&batch, &state.pending)
+                state.wakeupSent = false
+                return (batch, state.stopping)
+            }
+            if stopping { break }
+            for request in batch { start(request) }
+
+            let readyCount = Int(
+                ccurl_epoll_wait(
+                    epoll, &readyDescriptors, &readyFlags, Int32(Self.readyCapacity), waitMilliseconds())
+            )
+            for index in 0..<max(readyCount, 0) {
+                let descriptor = readyDescriptors[index]
+                if descriptor == core.wakeupDescriptor {
+                    ccurl_eventfd_drain(descriptor)
+                } else {
+                    act(on: descriptor, flags: readyFlags[index])
+                }
+            }
+            if let deadline = timerDeadline, deadline <= DispatchTime.now().uptimeNanoseconds {
+                fireTimer()
+            }
+            collectFinishedTransfers()
+        }
+        tearDown()
+    }
+
+    /// The socket callback: keeps the epoll set in step with what curl wants from `socket`.
+    private func watch(_ socket: Int32, what: Int32, known: Bool) -> Int32 {
+        if what == CURL_POLL_REMOVE {
+            ccurl_epoll_unwatch(epoll, socket)
+            return 0
+        }
+        guard ccurl_epoll_watch(epoll, socket, what, known ? 1 : 0) == 0 else { return -1 }
+        // Any non-nil value marks the socket as in the set; curl forgets it when the socket goes. If curl
+        // cannot keep the mark, the next call says "unknown" again and ccurl_epoll_watch corrects the ADD
+        // to a MOD, so a failure here costs one extra system call and nothing else.
+        if !known && curl_multi_assign(multi, socket, UnsafeMutableRawPointer(bitPattern: 1)) != CURLM_OK {
+            return 0
+        }
+        return 0
+    }
+
+    /// The timer callback: -1 removes the timer, anything else is milliseconds from now.
+    private func setTimer(_ milliseconds: Int) {
+        guard milliseconds >= 0 else {
+            timerDeadline = nil
+            return
+        }
+        timerDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
+    }
+
+    private func waitMilliseconds() -> Int32 {
+        guard let deadline = timerDeadline else { return Self.idleWaitMilliseconds }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard deadline > now else { return 0 }
+        // Rounded up: waking before curl's deadline would find nothing due.
+        let milliseconds = (deadline - now + 999_999) / 1_000_000
+        return Int32(min(milliseconds, UInt64(Self.idleWaitMilliseconds)))
+    }
+
+    private func act(on socket: Int32, flags: Int32) {
+        var running: Int32 = 0
+        checkAction(curl_multi_socket_action(multi, socket, flags, &running))
+    }
+
+    private func fireTimer() {
+        timerDeadline = nil
+        var running: Int32 = 0
+        checkAction(curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running))
+        guard timerDeadline == nil else { return }
+        // curl only calls the timer callback when its next deadline changes; if this wake-up came a
+        // hair early, nothing expired and the old deadline still stands, so ask for it.
+        var milliseconds = -1
+        if curl_multi_timeout(multi, &milliseconds) == CURLM_OK { setTimer(milliseconds) }
+    }
+
+    /// `BAD_SOCKET` is a socket curl closed while handling an earlier one of the same epoll batch: its
+    /// readiness is stale, not a fault. Any other failure leaves the multi handle's state unknown, so
+    /// every transfer in it is ended as a retryable connection error rather than left waiting.
+    private func checkAction(_ code: CURLMcode) {
+        guard code != CURLM_OK, code != CURLM_BAD_SOCKET else { return }
+        let reason = String(cString: curl_multi_strerror(code))
+        for transfer in active.values {
+            let removed = curl_multi_remove_handle(multi, transfer.easy)
+            var result = transfer.finish(code: CURLE_SEND_ERROR, now: Date())
+            result = RestoreResult(
+                tag: result.tag,
+                reply: .retryable(
+                    code: "connection_error", httpStatus: nil, retryAfter: nil,
+                    message: "libcurl failed to drive the transfers (\(reason)); the request is retried."),
+                httpStatus: nil, startedAt: result.startedAt, duration: result.duration)
+            if removed == CURLM_OK && idle.count < idleLimit { idle.append(transfer) }
+            deliver(result)
+        }
+        active.removeAll()
+    }
+
+    private func start(_ request: RestoreRequest) {
+        let transfer: Transfer
+        if let reused = idle.popLast() {
+            transfer = reused
+        } else {
+            do throws(ClientError) {
+                transfer = try Transfer(template: template)
+            } catch {
+                deliver(failure(request, message: error.message))
+                return
+            }
+        }
+        guard transfer.prepare(request) else {
+            deliver(failure(request, message: "libcurl refused the request body."))
+            return
+        }
+        guard curl_multi_add_handle(multi, transfer.easy) == CURLM_OK else {
+            deliver(failure(request, message: "libcurl could not start the request."))
+            return
+        }
+        active[ObjectIdentifier(transfer)] = transfer
+    }
+    private func failure(_ request: RestoreRequest, message: String) -> RestoreResult {
+        RestoreResult(
+            tag: request.tag,
+            reply: .retryable(code: "connection_error", httpStatus: nil, retryAfter: nil, message: message),
+            httpStatus: nil, startedAt: Date(), duration: 0)
+    }
+
+    private func collectFinishedTransfers() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            // Read everything from the message before remove_handle invalidates it.
+            let code = message.pointee.data.result
+            var owner: UnsafeMutableRawPointer?
+            let found = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &owner)
+            let removed = curl_multi_remove_handle(multi, easy)
+            // Every easy handle carries its Transfer; without it there is no request to answer.
+            guard found == CURLE_OK, let owner else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
+            let result = transfer.finish(code: code, now: Date())
+            active[ObjectIdentifier(transfer)] = nil
+            // A handle curl would not let go of is not reused; dropping it frees it.
+            if removed == CURLM_OK && idle.count < idleLimit { idle.append(transfer) }
+            deliver(result)
+        }
+    }
+
+    private func deliver(_ result: RestoreResult) {
+        let delivering = core.state.withLock { state in
+            guard !state.stopping else { return false }
+            state.inFlight -= 1
+            return true
+        }
+        guard delivering else { return }
+        onResult(redacted(result))
+    }
+
+    /// Server text and curl's error buffer should never hold the key, but a journal or a terminal
+    /// must not be the place it leaks if they ever do, truncated or upper-cased included.
+    private func redacted(_ result: RestoreResult) -> RestoreResult {
+        noticeLongRetryAfter(result.reply)
+        return RestoreResult(
+            tag: result.tag, reply: redactor.scrub(result.reply), httpStatus: result.httpStatus,
+            startedAt: result.startedAt, duration: result.duration)
+    }
+
+    /// A `Retry-After` beyond `--retry-after-cap` is capped by the retry policy; say so once, so a
+    /// run that waits the whole cap on every 429 explains itself.
+    private func noticeLongRetryAfter(_ reply: RestoreReply) {
+        guard !retryAfterCapNoticeGiven, let cap = template.configuration.retryAfterCap,
+            case .retryable(_, let status, let retryAfter?, _) = reply, retryAfter > cap
+        else { return }
+        retryAfterCapNoticeGiven = true
+        let statusText = status.map { " with its \($0)" } ?? ""
+        Notices.post(
+            Notice(
+                .warning,
+                "botsi-restore: the server asked\(statusText) to wait \(formatSeconds(retryAfter)) (Retry-After), more "
+                    + "than --retry-after-cap \(formatSeconds(cap)); waiting \(formatSeconds(cap)) instead. "
+                    + "Said once per run."))
+    }
+
+    private func tearDown() {
+        // Easy handles leave the multi handle before they are cleaned up, and the multi handle goes last.
+        for transfer in active.values {
+            let removed = curl_multi_remove_handle(multi, transfer.easy)
+            assert(removed == CURLM_OK, "an active easy handle was not in the multi handle")
+        }
+        active.removeAll()
+        idle.removeAll()
+        core.state.withLock { state in
+            state.wakeupClosed = true
+            state.pending.removeAll()
+            state.inFlight = 0
+        }
+        // Cleanup may still report sockets to remove, so the epoll set outlives the multi handle.
+        let cleaned = curl_multi_cleanup(multi)
+        assert(cleaned == CURLM_OK, "curl_multi_cleanup failed on the driver's own handle")
+        Glibc.close(epoll)
+        Glibc.close(core.wakeupDescriptor)
+        core.driverFinished.signal()
+    }
+}
+
+/// `12 s`, `0.05 s`, `2.30242e+09 s`.
+private func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() && seconds < 1e9 ? "\(Int(seconds)) s" : String(format: "%g s", seconds)
+}

@@ -1,0 +1,115 @@
+import BotsiSimulator
+import Foundation
+import Glibc
+import Testing
+
+@Suite("where the key comes from and who can read it")
+struct KeySourceTests {
+    /// The issue's reproduction: `--key-env PATH` sent the PATH to the server as the key (exit 77
+    /// after a 401). A value that is a path or a list of paths is refused before anything is sent.
+    @Test func keyEnvNamingPathIsRefusedAndNothingIsSent() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let environment = Child.environment(key: Simulator.defaultKey)
+        let path = try #require(environment["PATH"])
+        let finished = try botsi(
+            runArguments([workspace.csv(Pair.generate(3))], workspace, simulator, ["--key-env", "PATH"]), key: nil,
+            in: workspace, environment: environment)
+        #expect(finished.status == 64, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("--key-env takes the name of the variable that holds the key"))
+        #expect(!finished.stderr.contains(path))
+        #expect(simulator.stats().requests == 0)
+    }
+
+    /// `--key-file`: the key from a private file, e.g. a systemd credential. Nothing in the
+    /// environment, nothing on the command line.
+    @Test func theKeyIsReadFromAPrivateKeyFileAndAJobFileCanNameIt() throws {
+        let workspace = Workspace()
+        let key = "sk_file_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let simulator = try startSimulator { $0.keys = [key] }
+        defer { simulator.stop() }
+        let keyFile = workspace.write("botsi-key", key + "\n")
+        chmod(keyFile, 0o400)
+        let rows = Pair.generate(3, prefix: "keyfile")
+        let finished = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile]), key: nil,
+            in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+
+        let job = workspace.write(
+            "job.json", #"{"keyFile": "\#(keyFile)", "baseURL": "\#(simulator.baseURL)", "journal": "job.sqlite"}"#)
+        let viaJob = try botsi(["run", "--job", job, workspace.csv(rows)], key: nil, in: workspace)
+        #expect(viaJob.status == 0, "stderr: \(viaJob.stderr)")
+
+        chmod(keyFile, 0o644)
+        let refused = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile]), key: nil,
+            in: workspace)
+        #expect(refused.status == 64, "stderr: \(refused.stderr)")
+        #expect(refused.stderr.contains("has mode 644") && refused.stderr.contains("chmod 600"))
+        #expect(!refused.stderr.contains(key))
+        let both = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator, ["--key-file", keyFile, "--key-env", "K"]),
+            key: nil, in: workspace)
+        #expect(both.status == 64 && both.stderr.contains("not both"), "stderr: \(both.stderr)")
+        #expect(simulator.stats().requests == 6, "only the two good runs sent anything")
+    }
+
+    /// While it holds the key the process is not dumpable: another process of the same user can
+    /// neither ptrace it nor read its environment from /proc. A control process shows that the same
+    /// user could read it otherwise.
+    @Test(.enabled(if: geteuid() == 0 && setpriv != nil, "needs root and util-linux's setpriv"))
+    func anotherProcessOfTheSameUserCannotReadTheKeyFromProc() throws {
+        let workspace = Workspace()
+        chown(workspace.path, 65534, 65534)
+        let key = "sk_proc_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let simulator = try startSimulator {
+            $0.keys = [key]
+            $0.latencyMilliseconds = 4000
+        }
+        defer { simulator.stop() }
+        let asNobody = [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        let child = try Child(
+            runArguments([workspace.csv(Pair.generate(1))], workspace, simulator), key: key, in: workspace,
+            launcher: asNobody)
+        #expect(eventually(timeout: 20) { simulator.stats().inFlight == 1 }, "the run is sending, key in hand")
+        let spy = try readProc(child.pid, as: asNobody)
+        #expect(spy.status != 0, "a same-user process read /proc/\(child.pid)/environ")
+        #expect(!spy.output.contains(key))
+        let finished = child.wait(timeout: 60)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+
+        // The control: a dumpable process of the same user is readable, so the refusal above was the
+        // run's own doing.
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: setpriv!)
+        sleeper.arguments = Array(asNobody.dropFirst()) + ["/bin/sleep", "5"]
+        sleeper.environment = ["MARKER": key]
+        try sleeper.run()
+        defer { sleeper.terminate() }
+        usleep(200_000)
+        let control = try readProc(sleeper.processIdentifier, as: asNobody)
+        #expect(control.status == 0 && control.output.contains(key), "control: \(control.status)")
+    }
+
+    private static let setpriv: String? = ["/usr/bin/setpriv", "/bin/setpriv"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+    private var setpriv: String? { Self.setpriv }
+
+    /// `cat /proc/<pid>/environ` run as the user `launcher` switches to.
+    private func readProc(_ pid: Int32, as launcher: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: launcher[0])
+        process.arguments = Array(launcher.dropFirst()) + ["/bin/cat", "/proc/\(pid)/environ"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}

@@ -1,0 +1,1 @@
+../../BotsiRestoreTests/TLSServer.swift

@@ -1,249 +1,141 @@
-/// Reads one input file as a stream of validated rows and rejected rows, in input order.
-///
-/// Memory stays bounded by `maxRecordBytes` plus a few 64 KiB buffers, whatever the number of
-/// rows or the length of a line. Opening the reader already reads the CSV header (or the first
-/// JSON-lines object), so an input that is unusable as a whole fails before any request is sent.
-///
-/// Column and key names match the accepted names (`profileId`/`profile_id`,
-/// `originalTransactionId`/`original_transaction_id`, or the user's overrides) after trimming
-/// and ignoring ASCII case, because database exports often upper-case them (`PROFILE_ID`).
-/// In a CSV header the first matching column wins; in a JSON object the last matching key wins.
-/// A JSON-lines file whose first object lacks either key is refused like a CSV header that
-/// lacks a column (`missingColumns`); later objects without a key are rejected rows.
-///
-/// Records longer than `maxRecordBytes` (the bytes of a record, without its line end) are
-/// rejected as `line_too_long` and skipped without being buffered; see `CSVScanner` for how an
-/// unbalanced CSV quote is contained. Values of `maxRecordBytes` below 1 are taken as 1.
-///
-/// Not `Sendable`: one owner reads it. Create it on the thread or queue that reads it.
-public final class InputReader {
-    public let displayName: String
-    public let format: InputFormat
-    private let path: String
-    private let raw: RawFile
-    private let source: DecodedSource
-    private let cursor: StreamCursor
-    private let parser: any RecordParser
-    private var closed = false
-
-    /// `path` "-" reads standard input. `format` nil takes it from the name: `.csv`, `.jsonl`
-    /// or `.ndjson`, each optionally followed by `.gz`. Gzip is recognised by its magic bytes
-    /// (1f 8b), whatever the name.
-    public convenience init(
-        path: String, format: InputFormat?, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
-    ) throws(InputError) {
-        try self.init(
-            raw: RawFile(path: path), format: format, columns: columns, maxRecordBytes: maxRecordBytes,
-            readLimit: .max)
-    }
-
-    /// Reads `bytes` as if they were the content of a file named `name` (which may end in
-    /// `.csv`, `.jsonl`…, and appears in messages): for tests, fuzzing and inputs built in memory.
-    public convenience init(
-        bytes: [UInt8], name: String, format: InputFormat?, columns: ColumnNames = .init(),
-        maxRecordBytes: Int = 1 << 20
-    ) throws(InputError) {
-        try self.init(
-            raw: RawFile(bytes: bytes, name: name), format: format, columns: columns,
-            maxRecordBytes: maxRecordBytes, readLimit: .max)
-    }
-
-    /// `readLimit` caps each read from the decoded stream (tests use tiny reads).
-    init(
-        raw: RawFile, format: InputFormat?, columns: ColumnNames, maxRecordBytes: Int, readLimit: Int
-    ) throws(InputError) {
-        // Bounded above so that offsets past a record's start cannot overflow.
-        let maxRecordBytes = min(max(maxRecordBytes, 1), 1 << 40)
-        let path = raw.path
-        self.path = path
-        displayName = raw.displayName
-        self.raw = raw
-        guard let resolved = format ?? Self.format(fromName: path) else {
-            raw.close()
-            let message =
-                path == "-"
-                ? "Cannot tell the format of stdin; pass --format csv or --format jsonl."
-                : "Cannot tell the format of '\(path)' from its name; name it .csv, .jsonl or .ndjson (optionally followed by .gz), or pass --format csv|jsonl."
-            throw InputError(kind: .unknownFormat, path: path, message: message)
-        }
-        self.format = resolved
-        do {
-            source = try DecodedSource(raw: raw)
-            let window = ByteWindow(source: source, maxRecordBytes: maxRecordBytes, readLimit: readLimit)
-            cursor = StreamCursor(window: window)
-            try cursor.skipByteOrderMark()
-            let context = ParserContext(
-                path: path, displayName: displayName, columns: columns, maxRecordBytes: maxRecordBytes)
-            switch resolved {
-            case .csv:
-                parser = try CSVRowParser(cursor: cursor, context: context)
-            case .jsonl:
-                parser = try JSONLinesRowParser(cursor: cursor, context: context)
-            }
-        } catch {
-            raw.close()
-            throw error
-        }
-    }
-
-    deinit { close() }
-
-    /// The format a file name implies, or nil when it implies none.
-    public static func format(fromName path: String) -> InputFormat? {
-        var name = path.lowercased()
-        if name.hasSuffix(".gz") { name.removeLast(3) }
-        if name.hasSuffix(".csv") { return .csv }
-        if name.hasSuffix(".jsonl") || name.hasSuffix(".ndjson") { return .jsonl }
-        return nil
-    }
-
-    /// The next record, or nil at the end of the input. Throws only when the file cannot be
-    /// read further (I/O error, corrupt or truncated gzip); a bad row is a `.rejected` record.
-    public func next() throws(InputError) -> InputRecord? {
-        guard !closed else { return nil }
-        return try parser.next()
-    }
-
-    /// Raw bytes consumed from the file (compressed bytes for gzip input).
-    public var bytesRead: Int64 { raw.bytesRead }
-
-    /// The file's size when it is a regular file; nil for stdin and pipes.
-    public var totalBytes: Int64? { raw.totalBytes }
-
-    /// Whether the content was gzip-compressed.
-    public var isCompressed: Bool { source.isGzip }
-
-    /// SHA-256 of the raw bytes consumed so far: of the whole file once `next()` returned nil.
-    public var sha256Hex: String { raw.hasher.hex }
-
-    /// How much memory the read window holds, for tests of the memory bound.
-    var bufferCapacityForTesting: Int { cursor.window.capacity }
-
-    public func close() {
-        guard !closed else { return }
-        closed = true
-        source.close()
-    }
-}
-
-struct ParserContext {
-    let path: String
-    let displayName: String
-    let columns: ColumnNames
-    let maxRecordBytes: Int
-
-    static let defaultProfileNames = ["profileId", "profile_id"]
-    static let defaultTransactionNames = ["originalTransactionId", "original_transaction_id"]
-
-    var profileNames: [String] { columns.profile.map { [$0] } ?? Self.defaultProfileNames }
-    var transactionNames: [String] { columns.transaction.map { [$0] } ?? Self.defaultTransactionNames }
-
-    func tooLongMessage(line: Int) -> String {
-        "Line \(line) is longer than \(maxRecordBytes) bytes; it was skipped."
-    }
-}
-
-protocol RecordParser: AnyObject {
-    func next() throws(InputError) -> InputRecord?
-}
-
-// MARK: - CSV
-
+/// Delimited text: the header (or the column positions), then one record per row.
 final class CSVRowParser: RecordParser {
     private let scanner: CSVScanner
     private let context: ParserContext
-    private let profileColumn: Int
-    private let transactionColumn: Int
-    private let profileScratch = ScratchBuffer()
-    private let transactionScratch = ScratchBuffer()
+    let delimiter: UInt8
+    /// Column index of each `Field`, -1 when the input has no such column.
+    private let columns: [Int]
+    /// Fields a record must reach (the largest column index plus one).
+    private let needed: Int
+    private let hasPurchaseProof: Bool
+    private let assembler: RowAssembler
+    private var pending: [InputRecord] = []
+    private let scratch = (0..<Field.allCases.count).map { _ in ScratchBuffer() }
+    private(set) var emptiness: EmptyInput?
+    private var sawRecord = false
 
     init(cursor: StreamCursor, context: ParserContext) throws(InputError) {
         self.context = context
-        scanner = CSVScanner(cursor: cursor, maxRecordBytes: context.maxRecordBytes)
-        scanner.collectsAllFields = true
-        scanner.firstWanted = -1
-        scanner.secondWanted = -1
+        let options = context.options
         let name = context.displayName
         func notTabular(_ what: String) -> InputError {
             InputError(
                 kind: .notTabular, path: context.path, message: "Input '\(name)' is not a usable CSV file: \(what)")
         }
-        if try cursor.skipLineEnds() {
-            let first = cursor.window.base[cursor.position]
-            if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
-                throw notTabular("it looks like JSON; name it .jsonl or pass --format jsonl.")
+        assembler = RowAssembler(bundleId: options.bundleId, environment: options.environment)
+        guard try cursor.skipLineEnds() else {
+            // Nothing but line ends: zero rows, which a quiet night's export may well be.
+            emptiness = context.isZeroBytes ? .zeroBytes : .blank
+            delimiter = options.delimiter ?? (context.format == .tsv ? ASCII.tab : ASCII.comma)
+            scanner = CSVScanner(cursor: cursor, maxRecordBytes: context.maxRecordBytes, delimiter: delimiter)
+            columns = Field.allCases.map { _ in -1 }
+            needed = 0
+            hasPurchaseProof = false
+            return
+        }
+        let first = cursor.window.base[cursor.position]
+        if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
+            throw notTabular("it looks like JSON; name it .jsonl or .json, or pass --format jsonl.")
+        }
+        if let given = options.delimiter {
+            delimiter = given
+        } else if context.format == .tsv {
+            delimiter = ASCII.tab
+        } else {
+            delimiter = try DelimiterSniffer.detect(cursor: cursor, maxRecordBytes: context.maxRecordBytes)
+        }
+        scanner = CSVScanner(cursor: cursor, maxRecordBytes: context.maxRecordBytes, delimiter: delimiter)
+
+        var columns = Field.allCases.map { _ in -1 }
+        if options.hasHeader {
+            let header = try Self.readHeader(
+                scanner: scanner, context: context, scratch: scratch[0], notTabular: notTabular)
+            columns = try HeaderMapping.columns(header: header, context: context, delimiter: delimiter)
+        } else {
+            let positions = options.positions ?? ColumnPositions(profile: 1, transaction: 2)
+            guard positions.profile >= 1, positions.transaction >= 1, positions.profile != positions.transaction else {
+                throw InputError(
+                    kind: .missingColumns, path: context.path,
+                    message:
+                        "Column positions count from 1 and must differ (got --profile-column \(positions.profile) --transaction-column \(positions.transaction)); give the 1-based positions of the two columns."
+                )
             }
+            columns[Field.profile.rawValue] = positions.profile - 1
+            columns[Field.transaction.rawValue] = positions.transaction - 1
         }
+        self.columns = columns
+        needed = (columns.max() ?? 0) + 1
+        hasPurchaseProof = columns[Field.signedTransaction.rawValue] >= 0 || columns[Field.receipt.rawValue] >= 0
+        scanner.collectsAllFields = false
+        scanner.wanted = columns
+    }
+
+    /// The header's names, lossy UTF-8 (a name that is not UTF-8 never matches, and never stops
+    /// the run unless it is one the reader needs), with the line it is on.
+    private static func readHeader(
+        scanner: CSVScanner, context: ParserContext, scratch: ScratchBuffer, notTabular: (String) -> InputError
+    ) throws(InputError) -> HeaderMapping.Header {
+        scanner.collectsAllFields = true
         guard let header = try scanner.next() else {
-            throw notTabular(
-                "it is empty; a CSV input needs a header row naming its columns (profileId,originalTransactionId).")
+            throw notTabular("its first line is blank.")  // unreachable: a non-blank byte was seen
         }
-        let headerLine: Int
         switch header {
         case .tooLong(let line):
             throw notTabular(
                 "its header (line \(line)) is longer than \(context.maxRecordBytes) bytes; is it a CSV file?")
         case .malformed(let line, let message):
             throw notTabular("its header (line \(line)) is malformed. \(message)")
-        case .fields(let line, _, _, _):
-            headerLine = line
-        }
-        let base = cursor.window.base + scanner.recordStart
-        var names: [String] = []
-        names.reserveCapacity(scanner.allSpans.count)
-        for span in scanner.allSpans {
-            let bytes = Self.collapse(span, base: base, scratch: profileScratch)
-            guard let name = String(validating: bytes, as: UTF8.self), !name.utf8.contains(0) else {
-                throw notTabular(
-                    "its first line is not text (binary data or another encoding than UTF-8); give a UTF-8 CSV file with a header row."
-                )
+        case .fields(let line, _):
+            let base = scanner.cursor.window.base + scanner.recordStart
+            var names: [String] = []
+            var notUTF8 = false
+            for span in scanner.allSpans {
+                let bytes = collapse(span, base: base, scratch: scratch)
+                if bytes.contains(where: { $0 < 0x20 && $0 != ASCII.tab || $0 == 0x7F }) {
+                    throw notTabular(
+                        "its first line is not text (binary data, or an encoding it does not recognise); export it as CSV (UTF-8) with a header row."
+                    )
+                }
+                if String(validating: bytes, as: UTF8.self) == nil { notUTF8 = true }
+                names.append(String(decoding: bytes, as: UTF8.self).trimmingWhitespace())
             }
-            names.append(name.trimmingWhitespace())
+            return HeaderMapping.Header(names: names, line: line, hasNonUTF8Names: notUTF8)
         }
-        let profile = Self.column(matching: context.profileNames, in: names)
-        let transaction = Self.column(matching: context.transactionNames, in: names)
-        guard let profile, let transaction else {
-            throw InputError(
-                kind: .missingColumns, path: context.path,
-                message: Self.missingColumnsMessage(
-                    context: context, names: names, line: headerLine, profileFound: profile != nil,
-                    transactionFound: transaction != nil))
-        }
-        profileColumn = profile
-        transactionColumn = transaction
-        scanner.collectsAllFields = false
-        scanner.firstWanted = profile
-        scanner.secondWanted = transaction
     }
 
     func next() throws(InputError) -> InputRecord? {
-        guard let record = try scanner.next() else { return nil }
+        if !pending.isEmpty { return pending.removeFirst() }
+        guard emptiness == nil, let record = try scanner.next() else {
+            if emptiness == nil && !sawRecord { emptiness = .headerOnly }
+            return nil
+        }
+        sawRecord = true
         switch record {
         case .tooLong(let line):
             return .rejected(RejectedRow(line: line, reason: .lineTooLong, message: context.tooLongMessage(line: line)))
         case .malformed(let line, let message):
             return .rejected(RejectedRow(line: line, reason: .malformedCSV, message: message))
-        case .fields(let line, let count, let profileSpan, let transactionSpan):
+        case .fields(let line, let count):
             let base = scanner.cursor.window.base + scanner.recordStart
-            guard let profileSpan, let transactionSpan else {
-                let needed = max(profileColumn, transactionColumn) + 1
-                let read = { (span: FieldSpan?, scratch: ScratchBuffer) -> String? in
-                    span.flatMap {
-                        RowValidation.rawValue(.text(Self.collapse($0, base: base, scratch: scratch)))
-                    }
-                }
+            func field(_ field: Field) -> FieldInput {
+                guard let span = scanner.span(field.rawValue) else { return .absent }
+                return .text(Self.collapse(span, base: base, scratch: scratch[field.rawValue]))
+            }
+            guard count >= needed else {
                 return .rejected(
                     RejectedRow(
                         line: line, reason: .malformedCSV,
                         message:
-                            "Line \(line) has \(count) field\(count == 1 ? "" : "s") but needs at least \(needed) to reach the profile and transaction columns.",
-                        profileId: read(profileSpan, profileScratch),
-                        originalTransactionId: read(transactionSpan, transactionScratch)))
+                            "Line \(line) has \(count) field\(count == 1 ? "" : "s") but needs at least \(needed) to reach the columns it is read from.",
+                        profileId: RowValidation.rawValue(field(.profile)),
+                        originalTransactionId: RowValidation.rawValue(field(.transaction))))
             }
-            return RowValidation.record(
-                line: line,
-                profile: .text(Self.collapse(profileSpan, base: base, scratch: profileScratch)),
-                transaction: .text(Self.collapse(transactionSpan, base: base, scratch: transactionScratch)))
+            guard hasPurchaseProof else {
+                return RowValidation.record(line: line, profile: field(.profile), transaction: field(.transaction))
+            }
+            return assembler.records(
+                line: line, profile: field(.profile), transaction: field(.transaction),
+                signedTransaction: field(.signedTransaction), receipt: field(.receipt), more: &pending)
         }
     }
 
@@ -263,194 +155,34 @@ final class CSVRowParser: RecordParser {
         }
         return UnsafeBufferPointer(start: output, count: written)
     }
-
-    static func column(matching accepted: [String], in names: [String]) -> Int? {
-        let wanted = Set(accepted.map { $0.trimmingWhitespace().lowercasedASCII() })
-        return names.firstIndex { wanted.contains($0.lowercasedASCII()) }
-    }
-
-    static func missingColumnsMessage(
-        context: ParserContext, names: [String], line: Int, profileFound: Bool, transactionFound: Bool
-    ) -> String {
-        var missing: [String] = []
-        if !profileFound { missing.append("the profile column (\(context.profileNames.joined(separator: " or ")))") }
-        if !transactionFound {
-            missing.append("the transaction column (\(context.transactionNames.joined(separator: " or ")))")
-        }
-        let shown = names.prefix(20).map { RowValidation.display($0) }.joined(separator: ", ")
-        let more = names.count > 20 ? " and \(names.count - 20) more" : ""
-        var message =
-            "Input '\(context.displayName)' lacks \(missing.joined(separator: " and ")) in its header on line \(line), which has \(shown)\(more); name the columns with --profile-column and --transaction-column."
-        if names.count == 1, let only = names.first, only.contains(";") || only.contains("\t") {
-            message +=
-                " The header seems to be separated by \(only.contains(";") ? "semicolons" : "tabs"); export the file with commas."
-        }
-        return message
-    }
 }
 
-// MARK: - JSON lines
-
-final class JSONLinesRowParser: RecordParser {
-    private let cursor: StreamCursor
-    private let context: ParserContext
-    private let parser: JSONLineParser
-    private let keyScratch = ScratchBuffer()
-    private let profileScratch = ScratchBuffer()
-    private let transactionScratch = ScratchBuffer()
-    /// The first record, read while opening.
-    private var firstRecord: InputRecord?
-
-    init(cursor: StreamCursor, context: ParserContext) throws(InputError) {
-        self.cursor = cursor
-        self.context = context
-        parser = JSONLineParser(profileKeys: context.profileNames, transactionKeys: context.transactionNames)
-        let name = context.displayName
-        func notJSONLines(_ what: String) -> InputError {
-            InputError(
-                kind: .notTabular, path: context.path,
-                message: "Input '\(name)' is not a usable JSON-lines file: \(what)")
-        }
-        guard let first = try nextLine() else {
-            throw notJSONLines(
-                "it is empty; give one JSON object per line, such as {\"profileId\": \"…\", \"originalTransactionId\": \"…\"}."
-            )
-        }
-        switch first {
-        case .tooLong(let line):
-            throw notJSONLines("its first line (\(line)) is longer than \(context.maxRecordBytes) bytes.")
-        case .text(let line, let bytes):
-            let object: JSONObjectLine
-            do {
-                object = try parser.parse(bytes, collectingKeys: true, scratch: keyScratch)
-            } catch {
-                var hint = ""
-                if bytes.contains(ASCII.comma) && !bytes.contains(UInt8(ascii: "{")) {
-                    hint = " It looks like CSV; name it .csv or pass --format csv."
-                }
-                throw notJSONLines(
-                    "line \(line) is not a JSON object (\(error.problem), column \(error.offset + 1)).\(hint)")
-            }
-            guard object.profile != nil, object.transaction != nil else {
-                var missing: [String] = []
-                if object.profile == nil { missing.append(context.profileNames.joined(separator: " or ")) }
-                if object.transaction == nil { missing.append(context.transactionNames.joined(separator: " or ")) }
-                let keys = object.keys.prefix(20).map { RowValidation.display($0) }.joined(separator: ", ")
-                throw InputError(
-                    kind: .missingColumns, path: context.path,
-                    message:
-                        "Input '\(name)' lacks the key \(missing.joined(separator: " and ")) in its first object (line \(line)), which has \(keys.isEmpty ? "no keys" : keys); name the keys with --profile-column and --transaction-column."
-                )
-            }
-            firstRecord = record(object, line: line, bytes: bytes)
-        }
-    }
-
-    func next() throws(InputError) -> InputRecord? {
-        if let first = firstRecord {
-            firstRecord = nil
-            return first
-        }
-        guard let line = try nextLine() else { return nil }
-        switch line {
-        case .tooLong(let number):
-            return .rejected(
-                RejectedRow(line: number, reason: .lineTooLong, message: context.tooLongMessage(line: number)))
-        case .text(let number, let bytes):
-            do {
-                let object = try parser.parse(bytes, collectingKeys: false, scratch: keyScratch)
-                return record(object, line: number, bytes: bytes)
-            } catch {
-                return .rejected(
-                    RejectedRow(
-                        line: number, reason: .malformedJSON,
-                        message: "Line \(number) is not valid JSON: \(error.problem) (column \(error.offset + 1))."))
-            }
-        }
-    }
-
-    private func record(_ object: JSONObjectLine, line: Int, bytes: UnsafeBufferPointer<UInt8>) -> InputRecord {
-        RowValidation.record(
-            line: line,
-            profile: field(object.profile, bytes: bytes, scratch: profileScratch),
-            transaction: field(object.transaction, bytes: bytes, scratch: transactionScratch))
-    }
-
-    private func field(_ value: JSONValueSpan?, bytes: UnsafeBufferPointer<UInt8>, scratch: ScratchBuffer) -> FieldInput
-    {
-        switch value {
-        case nil: return .absent
-        case .null: return .null
-        case .string(let start, let end, let hasEscapes):
-            let content = UnsafeBufferPointer(rebasing: bytes[start..<end])
-            return .text(hasEscapes ? JSONStrings.decode(content, into: scratch) : content)
-        case .number(let start, let end):
-            return .text(UnsafeBufferPointer(rebasing: bytes[start..<end]))
-        case .other(let kind, let start, let end):
-            return .wrongType(kind: kind, source: UnsafeBufferPointer(rebasing: bytes[start..<end]))
-        }
-    }
-
-    private enum Line {
-        /// The line's bytes without its line end; valid until the next call.
-        case text(line: Int, bytes: UnsafeBufferPointer<UInt8>)
-        case tooLong(line: Int)
-    }
-
-    /// The next line that is not blank (only spaces or tabs).
-    private func nextLine() throws(InputError) -> Line? {
+/// Picks the delimiter from the first line: the candidate seen most often outside quotes.
+enum DelimiterSniffer {
+    static func detect(cursor: StreamCursor, maxRecordBytes: Int) throws(InputError) -> UInt8 {
         let window = cursor.window
-        let tooLongOffset = context.maxRecordBytes + 1
-        while try cursor.skipLineEnds() {
-            let lineNumber = cursor.line
-            var start = cursor.position
-            var index = start
-            var blank = true
-            while true {
-                let limit = min(window.end, start + tooLongOffset)
-                let base = window.base
-                while index < limit {
-                    let byte = base[index]
-                    if byte <= ASCII.space {
-                        if byte == ASCII.lineFeed || byte == ASCII.carriageReturn { break }
-                        if byte != ASCII.space && byte != ASCII.tab { blank = false }
-                    } else {
-                        blank = false
-                    }
-                    index += 1
+        var index = cursor.position
+        var counts = [Int](repeating: 0, count: InputOptions.detectedDelimiters.count)
+        var quoted = false
+        scan: while true {
+            while index < window.end {
+                let byte = window.base[index]
+                if byte == ASCII.quote {
+                    quoted.toggle()
+                } else if !quoted {
+                    if byte == ASCII.lineFeed || byte == ASCII.carriageReturn { break scan }
+                    if let candidate = InputOptions.detectedDelimiters.firstIndex(of: byte) { counts[candidate] += 1 }
                 }
-                if index < limit { break }  // at a line end
-                if index - start >= tooLongOffset {
-                    try cursor.skipPhysicalLine(from: index)
-                    return .tooLong(line: lineNumber)
-                }
-                let shift = try window.refill(keepingFrom: start)
-                start -= shift
-                index -= shift
-                if index == window.end { break }  // end of the stream: the line ends here
+                index += 1
             }
-            let bytes = UnsafeBufferPointer(start: window.base + start, count: index - start)
-            if index < window.end {
-                cursor.consumeLineEnd(at: index)
-            } else {
-                cursor.position = index
-            }
-            if !blank { return .text(line: lineNumber, bytes: bytes) }
+            // A first line longer than a record may be is reported by the scanner; stop counting.
+            if index - cursor.position > maxRecordBytes || window.reachedEnd { break }
+            let shift = try window.refill(keepingFrom: cursor.position)
+            cursor.position -= shift
+            index -= shift
+            if index == window.end && window.reachedEnd { break }
         }
-        return nil
-    }
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return String(scalars[first...last])
-    }
-
-    func lowercasedASCII() -> String {
-        String(decoding: utf8.map(BotsiInput.lowercasedASCII), as: UTF8.self)
+        let best = counts.indices.max { counts[$0] < counts[$1] || (counts[$0] == counts[$1] && $0 > $1) } ?? 0
+        return counts[best] > 0 ? InputOptions.detectedDelimiters[best] : ASCII.comma
     }
 }

@@ -86,7 +86,7 @@ public struct ColumnNames: Sendable, Equatable {
 }
 
 /// A row that passed validation and may be sent.
-public struct InputRow: Sendable, Equatable {
+public struct InputRow: Sendable, Hashable {
     /// Trimmed; 1–128 Unicode scalars, valid UTF-8, no control characters.
     public let profileId: String
     /// Trimmed; 1–20 ASCII digits, no leading zero, fits `UInt64`.

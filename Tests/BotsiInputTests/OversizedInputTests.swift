@@ -44,11 +44,11 @@ import Testing
         let lineBytes = 100 << 20
         let path: String
         switch format {
-        case .csv:
+        case .csv, .tsv:
             path = try writeLongLine(
                 "long.csv", prefix: "profileId,originalTransactionId\np1,1\n", filler: UInt8(ascii: "x"),
                 count: lineBytes, suffix: ",2\np3,3\n")
-        case .jsonl:
+        case .jsonl, .json:
             path = try writeLongLine(
                 "long.jsonl", prefix: "{\"profileId\": \"p1\", \"originalTransactionId\": \"1\"}\n{\"profileId\": \"",
                 filler: UInt8(ascii: "x"), count: lineBytes,

@@ -332,6 +332,9 @@ public final class Runner: @unchecked Sendable {
             "complete": String(complete),
         ])
         bytesOfFinishedReaders += reader.bytesRead
+        if complete, let empty = reader.noRows {
+            summary.inputNotes.append((empty.isWarning ? "warning: " : "") + empty.message(input: reader.displayName))
+        }
         reader.close()
         readerIndex += 1
     }

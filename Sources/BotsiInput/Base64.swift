@@ -10,9 +10,37 @@ enum Base64 {
 
     /// The decoded bytes, or nil when `text` is not valid in the alphabet.
     static func decode(_ text: UnsafeBufferPointer<UInt8>, alphabet: Alphabet) -> [UInt8]? {
+        var failed = false
+        let output = [UInt8](unsafeUninitializedCapacity: text.count / 4 * 3 + 3) { buffer, count in
+            guard let written = decode(text, alphabet: alphabet, into: buffer) else {
+                failed = true
+                count = 0
+                return
+            }
+            count = written
+        }
+        return failed ? nil : output
+    }
+
+    /// Whether `text` decodes, without keeping the bytes.
+    static func isValid(_ text: UnsafeBufferPointer<UInt8>, alphabet: Alphabet) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 3) { buffer in
+            decode(text, alphabet: alphabet, into: buffer, keeping: false) != nil
+        }
+    }
+
+    /// Decodes into `output` (room for `text.count / 4 * 3 + 3` bytes unless `keeping` is false,
+    /// when nothing is written); returns the byte count, or nil when `text` is not valid.
+    private static func decode(
+        _ text: UnsafeBufferPointer<UInt8>, alphabet: Alphabet, into output: UnsafeMutableBufferPointer<UInt8>,
+        keeping: Bool = true
+    ) -> Int? {
         let table = alphabet == .standard ? standardTable : urlTable
-        var output: [UInt8] = []
-        output.reserveCapacity(text.count / 4 * 3 + 2)
+        var written = 0
+        func append(_ byte: UInt32) {
+            if keeping { output[written] = UInt8(truncatingIfNeeded: byte) }
+            written += 1
+        }
         var accumulator: UInt32 = 0
         var pending = 0  // sextets in the accumulator
         var significant = 0
@@ -25,9 +53,9 @@ enum Base64 {
                 pending += 1
                 significant += 1
                 if pending == 4 {
-                    output.append(UInt8(truncatingIfNeeded: accumulator >> 16))
-                    output.append(UInt8(truncatingIfNeeded: accumulator >> 8))
-                    output.append(UInt8(truncatingIfNeeded: accumulator))
+                    append(accumulator >> 16)
+                    append(accumulator >> 8)
+                    append(accumulator)
                     accumulator = 0
                     pending = 0
                 }
@@ -43,13 +71,13 @@ enum Base64 {
         switch pending {
         case 0: break
         case 1: return nil  // six bits cannot make a byte
-        case 2: output.append(UInt8(truncatingIfNeeded: accumulator >> 4))
+        case 2: append(accumulator >> 4)
         default:
-            output.append(UInt8(truncatingIfNeeded: accumulator >> 10))
-            output.append(UInt8(truncatingIfNeeded: accumulator >> 2))
+            append(accumulator >> 10)
+            append(accumulator >> 2)
         }
         if padding > 0 && (significant + padding) % 4 != 0 { return nil }
-        return output
+        return written
     }
 
     private static let standardTable = table(extra: (UInt8(ascii: "+"), UInt8(ascii: "/")))

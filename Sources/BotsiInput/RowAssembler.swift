@@ -8,6 +8,12 @@
 struct RowAssembler {
     let bundleId: String?
     let environment: PurchaseEnvironment?
+    private let signedTransactions = SignedTransaction()
+
+    init(bundleId: String?, environment: PurchaseEnvironment?) {
+        self.bundleId = bundleId
+        self.environment = environment
+    }
 
     func records(
         line: Int, profile: FieldInput, transaction: FieldInput, signedTransaction: FieldInput, receipt: FieldInput,
@@ -40,7 +46,7 @@ struct RowAssembler {
                     .invalidSignedTransaction, "signedTransaction must be a string (a JWS).", id: nil,
                     field: signedTransaction)
             }
-            switch SignedTransaction.decode(bytes) {
+            switch signedTransactions.decode(bytes) {
             case .failure(let error):
                 return reject(
                     .invalidSignedTransaction, "signedTransaction \(error.problem).", id: nil, field: signedTransaction)

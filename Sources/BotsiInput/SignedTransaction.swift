@@ -20,12 +20,22 @@ struct SignedTransactionPayload: Equatable {
 /// forged payload only names an id that Apple then does not know for this app. The JWS must
 /// still be whole: three parts, a header that is a JSON object with an `alg`, a payload that
 /// is a JSON object with an `originalTransactionId`, and a non-empty signature.
-enum SignedTransaction {
+///
+/// One reader serves a whole input: one app's transactions share one header (its certificate
+/// chain, 2 KB), so the last header that passed is remembered and not decoded again.
+final class SignedTransaction {
     private static let headerParser = JSONLineParser(groups: [["alg"]], ignoringCase: false)
     private static let payloadParser = JSONLineParser(
         groups: [["originalTransactionId"], ["bundleId"], ["environment"]], ignoringCase: false)
+    private var acceptedHeader: [UInt8] = []
+    private let scratch = ScratchBuffer()
 
+    /// A one-off decode (tests, fuzzing).
     static func decode(_ field: UnsafeBufferPointer<UInt8>) -> Result<SignedTransactionPayload, PurchaseProofError> {
+        SignedTransaction().decode(field)
+    }
+
+    func decode(_ field: UnsafeBufferPointer<UInt8>) -> Result<SignedTransactionPayload, PurchaseProofError> {
         func failure(_ problem: String) -> Result<SignedTransactionPayload, PurchaseProofError> {
             .failure(PurchaseProofError(problem: problem))
         }
@@ -40,7 +50,7 @@ enum SignedTransaction {
                 "is not a compact JWS (three base64url parts joined by dots; this has \(parts.count)); give StoreKit 2's jwsRepresentation unchanged"
             )
         }
-        let scratch = ScratchBuffer()
+        let scratch = self.scratch
         func json(_ part: Slice<UnsafeBufferPointer<UInt8>>, name: String, parser: JSONLineParser)
             -> Result<([UInt8], JSONObjectLine), PurchaseProofError>
         {
@@ -58,17 +68,20 @@ enum SignedTransaction {
                     PurchaseProofError(problem: "has a \(name) that is not a JSON object (\(error.problem))"))
             }
         }
-        let header: JSONObjectLine
-        switch json(parts[0], name: "header", parser: headerParser) {
-        case .failure(let error): return .failure(error)
-        case .success(let decoded): header = decoded.1
-        }
-        guard case .string = header[0] else {
-            return failure("has a header without an \"alg\" string, so it is not a JWS")
+        if !parts[0].elementsEqual(acceptedHeader) {
+            let header: JSONObjectLine
+            switch json(parts[0], name: "header", parser: Self.headerParser) {
+            case .failure(let error): return .failure(error)
+            case .success(let decoded): header = decoded.1
+            }
+            guard case .string = header[0] else {
+                return failure("has a header without an \"alg\" string, so it is not a JWS")
+            }
+            acceptedHeader = Array(parts[0])
         }
         let payloadBytes: [UInt8]
         let payload: JSONObjectLine
-        switch json(parts[1], name: "payload", parser: payloadParser) {
+        switch json(parts[1], name: "payload", parser: Self.payloadParser) {
         case .failure(let error): return .failure(error)
         case .success(let decoded): (payloadBytes, payload) = decoded
         }
@@ -76,7 +89,7 @@ enum SignedTransaction {
             return failure("has a payload that holds \(RowValidation.display(duplicate.first)) twice")
         }
         guard !parts[2].isEmpty else { return failure("has an empty signature (an unsigned token, not Apple's)") }
-        guard Base64.decode(UnsafeBufferPointer(rebasing: parts[2]), alphabet: .url) != nil else {
+        guard Base64.isValid(UnsafeBufferPointer(rebasing: parts[2]), alphabet: .url) else {
             return failure("has a signature that is not base64url (cut short or changed?)")
         }
         return payloadBytes.withUnsafeBufferPointer { bytes in

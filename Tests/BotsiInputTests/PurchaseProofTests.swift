@@ -45,6 +45,16 @@ import Testing
         #expect(message?.contains(expected) == true, "\(name): \(message ?? "decoded")")
     }
 
+    @Test func aRememberedHeaderNeverLetsAnotherOneThrough() throws {
+        let reader = SignedTransaction()
+        for name in ["jws-production.jws", "jws-no-alg.jws", "jws-sandbox.jws", "jws-no-alg.jws"] {
+            let result = try purchaseFixture(name).withUnsafeBufferPointer { reader.decode($0) }
+            #expect(
+                problem(result)
+                    == (name == "jws-no-alg.jws" ? "has a header without an \"alg\" string, so it is not a JWS" : nil))
+        }
+    }
+
     @Test func surroundingWhitespaceIsIgnored() throws {
         let padded = Array(" \n".utf8) + (try purchaseFixture("jws-production.jws")) + Array("\r\n".utf8)
         let payload = try padded.withUnsafeBufferPointer { SignedTransaction.decode($0) }.get()
@@ -79,6 +89,24 @@ import Testing
     @Test func aReceiptThatIsASignedTransactionIsNotAReceipt() throws {
         let jws = try purchaseFixture("jws-production.jws")
         #expect(problem(jws.withUnsafeBufferPointer { AppReceipt.decode(base64: $0) }) != nil)
+    }
+
+    /// Every fuzz seed of the two parsers decodes or is refused, without a crash.
+    @Test func everyFuzzSeedOfTheParsersDecodesOrIsRefused() throws {
+        let corpus = repositoryRoot + "/Tests/FuzzCorpus/"
+        let signedSeeds = try FileManager.default.contentsOfDirectory(atPath: corpus + "jws")
+        let receiptSeeds = try FileManager.default.contentsOfDirectory(atPath: corpus + "receipt")
+        #expect(signedSeeds.count >= 10 && receiptSeeds.count >= 10)
+        var decoded = 0
+        for seed in signedSeeds {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: corpus + "jws/" + seed)))
+            if case .success = bytes.withUnsafeBufferPointer({ SignedTransaction.decode($0) }) { decoded += 1 }
+        }
+        for seed in receiptSeeds {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: corpus + "receipt/" + seed)))
+            if case .success = AppReceipt.decode(der: bytes) { decoded += 1 }
+        }
+        #expect(decoded >= 10, "the seeds should hold readable proofs too")
     }
 
     // MARK: through the reader

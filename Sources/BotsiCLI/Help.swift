@@ -52,15 +52,26 @@ enum Help {
 
         Sends every (profileId, originalTransactionId) pair of the inputs to
         POST {base-url}/v2/purchases/apple-store/restore and journals each outcome.
-        INPUT is a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin.
+        INPUT is a .csv, .txt, .tsv, .jsonl, .ndjson or .json file (optionally .gz), or - for stdin.
+        Signed transactions (signedTransaction) and receipts (receipt) may stand for the id;
+        their signatures are not verified (Botsi asks Apple). See docs/inputs.md.
 
         Job:
           --job FILE                    take options from a job file (jobs/*.json); flags given here win
         Input:
-          --format csv|jsonl            format, when the file name does not tell
+          --format csv|tsv|jsonl|json   format, when the file name does not tell
           --profile-column NAME         CSV/JSON column holding the profile id (default profileId or profile_id)
           --transaction-column NAME     column holding the original transaction id
                                         (default originalTransactionId or original_transaction_id)
+          --delimiter D                 CSV delimiter: , ; | tab or another punctuation character
+                                        (default: detected from the first line)
+          --encoding E                  utf-8, utf-16, windows-1252 or latin1 (default: UTF-8, or what a
+                                        byte-order mark says)
+          --no-header                   the CSV's first line is a row; --profile-column and
+                                        --transaction-column then take 1-based positions (default 1 and 2)
+          --bundle-id ID                reject signed transactions and receipts of another app
+          --environment production|sandbox
+                                        reject signed transactions from the other environment
         Journal:
           --journal PATH                SQLite journal (default botsi-restore.sqlite)
           --retry-failed                also resend failed, profile_not_found and server-rejected rows

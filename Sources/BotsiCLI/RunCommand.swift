@@ -9,7 +9,8 @@ enum RunCommand {
             .value("--job"),
             .flag("--help"), .value("--journal"), .value("--base-url"), .value("--key-env"), .value("--concurrency"),
             .value("--max-attempts"), .value("--timeout"), .value("--connect-timeout"), .value("--format"),
-            .value("--profile-column"), .value("--transaction-column"), .flag("--retry-failed"),
+            .value("--profile-column"), .value("--transaction-column"), .value("--delimiter"), .value("--encoding"),
+            .flag("--no-header"), .value("--bundle-id"), .value("--environment"), .flag("--retry-failed"),
             .value("--refresh-older-than"), .flag("--dry-run"), .value("--backoff-base"), .value("--backoff-cap"),
             .value("--retry-after-cap"), .value("--cacert"), .flag("--insecure-skip-tls-verify"), .flag("--quiet"),
             .value("--log-interval"), .value("--log-format"), .value("--seed"), .value("--rate"),
@@ -49,14 +50,7 @@ enum RunCommand {
         if options.inputs.filter({ $0 == "-" }).count > 1 {
             throw UsageError(message: "stdin (-) can be read only once")
         }
-        if let format = parsed.value("--format") {
-            guard format == "csv" || format == "jsonl" else {
-                throw UsageError(message: "option '--format' must be csv or jsonl, not '\(format)'")
-            }
-            options.format = format
-        }
-        options.profileColumn = parsed.value("--profile-column")
-        options.transactionColumn = parsed.value("--transaction-column")
+        try inputOptions(parsed, into: &options)
         options.journalPath = parsed.value("--journal") ?? options.journalPath
         options.baseURL = parsed.value("--base-url") ?? options.baseURL
         options.keyEnvironmentVariable = parsed.value("--key-env") ?? options.keyEnvironmentVariable
@@ -107,6 +101,64 @@ enum RunCommand {
             options.seed = number
         }
         return options
+    }
+
+    /// The options that say how the inputs are read.
+    static func inputOptions(_ parsed: ParsedArguments, into options: inout RunOptions) throws(UsageError) {
+        func oneOf(_ option: String, _ names: [String]) throws(UsageError) -> String? {
+            guard let value = parsed.value(option) else { return nil }
+            guard names.contains(value) else {
+                throw UsageError(
+                    message: "option '\(option)' must be \(names.joined(separator: ", ")), not '\(value)'")
+            }
+            return value
+        }
+        options.format = try oneOf("--format", RunOptions.formatNames)
+        options.environment = try oneOf("--environment", RunOptions.environmentNames)
+        options.bundleId = parsed.value("--bundle-id")
+        if let delimiter = parsed.value("--delimiter") {
+            guard RunOptions.delimiterByte(delimiter) != nil else {
+                throw UsageError(
+                    message:
+                        "option '--delimiter' takes one punctuation character such as ';' or '|', or 'tab', not '\(delimiter)'"
+                )
+            }
+            options.delimiter = delimiter
+        }
+        if let encoding = parsed.value("--encoding") {
+            guard let name = RunOptions.encodingName(encoding) else {
+                throw UsageError(
+                    message:
+                        "option '--encoding' must be \(RunOptions.encodingNames.joined(separator: ", ")), not '\(encoding)'"
+                )
+            }
+            options.encoding = name
+        }
+        options.noHeader = parsed.has("--no-header")
+        options.profileColumn = parsed.value("--profile-column")
+        options.transactionColumn = parsed.value("--transaction-column")
+        guard options.noHeader else { return }
+        // Without a header the columns are 1-based positions.
+        var positions: [Int] = []
+        for (option, value, fallback) in [
+            ("--profile-column", options.profileColumn, 1), ("--transaction-column", options.transactionColumn, 2),
+        ] {
+            guard let value else {
+                positions.append(fallback)
+                continue
+            }
+            guard let position = Int(value), position >= 1 else {
+                throw UsageError(
+                    message:
+                        "with --no-header, option '\(option)' takes a 1-based column position such as 1 or 2, not '\(value)'"
+                )
+            }
+            positions.append(position)
+        }
+        guard positions[0] != positions[1] else {
+            throw UsageError(
+                message: "with --no-header, --profile-column and --transaction-column must name different columns")
+        }
     }
 
     /// The earlier of --max-duration from now and the next local --stop-at HH:MM.

@@ -1,3 +1,4 @@
+import BotsiInput
 import BotsiRestore
 import Foundation
 import Testing
@@ -31,6 +32,36 @@ func parseJob(_ json: String) throws(JobFileError) -> JobDefinition {
             ])
         #expect(
             job.options.map(\.value) == ["j.sqlite", "16", "40.5", nil, "30s", "2", "06:30", "20", "100", nil, "7d"])
+    }
+
+    @Test func inputKeysBecomeTheInputFlags() throws {
+        let job = try parseJob(
+            """
+            {"inputs": "dump.csv", "noHeader": true, "profileColumn": 2, "transactionColumn": "1",
+             "delimiter": ";", "encoding": "windows-1252", "bundleId": "com.example.app", "environment": "sandbox"}
+            """)
+        #expect(
+            job.options.map(\.option) == [
+                "--profile-column", "--transaction-column", "--delimiter", "--encoding", "--no-header", "--bundle-id",
+                "--environment",
+            ])
+        #expect(job.options.map(\.value) == ["2", "1", ";", "windows-1252", nil, "com.example.app", "sandbox"])
+        #expect(throws: JobFileError.self) { try parseJob(#"{"profileColumn": 0}"#) }
+        #expect(throws: JobFileError.self) { try parseJob(#"{"profileColumn": true}"#) }
+    }
+
+    @Test func inputOptionsReachTheReader() {
+        var options = RunOptions()
+        options.noHeader = true
+        options.profileColumn = "3"
+        options.delimiter = "tab"
+        options.encoding = "cp1252"
+        options.environment = "production"
+        let input = options.inputOptions
+        #expect(!input.hasHeader && input.positions?.profile == 3 && input.positions?.transaction == 2)
+        #expect(input.delimiter == 0x09 && input.encoding == .windows1252 && input.environment == .production)
+        #expect(RunOptions.delimiterByte("a") == nil && RunOptions.delimiterByte("\"") == nil)
+        #expect(RunOptions.delimiterByte("|") == UInt8(ascii: "|"))
     }
 
     @Test func flagsThatAreOffAddNothing() throws {

@@ -121,3 +121,77 @@ struct ExportInputTests {
         #expect(finished.stderr.contains("rejected by input checks (invalid_signed_transaction): 1"))
     }
 }
+
+/// The input flags, through the built binary.
+@Suite("input flags, end to end")
+struct InputFlagTests {
+    func run(_ input: String, _ extra: [String]) throws -> (finished: Finished, journal: JournalView?, requests: Int) {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let finished = try botsi(
+            runArguments([input], workspace, simulator, extra), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0 && !finished.killedBySignal, "stderr: \(finished.stderr)")
+        return (finished, JournalView.read(workspace.journal), simulator.stats().requests)
+    }
+
+    @Test func aHeaderlessDumpIsReadByPosition() throws {
+        let input = ExportInputTests.repositoryFile("samples/no-header.csv")
+        let (finished, journal, requests) = try run(
+            input, ["--no-header", "--profile-column", "1", "--transaction-column", "2"])
+        #expect(requests == 6)
+        #expect(journal?.finalPairs == ExportInputTests.subscriptionPairs, "stderr: \(finished.stderr)")
+        #expect(journal?.items.values.map(\.source).contains { $0.hasSuffix("no-header.csv:1") } == true)
+    }
+
+    @Test func bundleAndEnvironmentRejectOtherAppsAndEnvironments() throws {
+        let input = ExportInputTests.repositoryFile("samples/signed-transactions.jsonl")
+        let (finished, journal, requests) = try run(
+            input, ["--bundle-id", "com.example.botsi", "--environment", "production"])
+        #expect(requests == 2)
+        #expect(
+            journal?.finalPairs == [
+                Pair("jws-profile-1", "2000000600000011"), Pair("jws-profile-5", "2000000600000177"),
+            ],
+            "stderr: \(finished.stderr)")
+        #expect(
+            Set(journal?.rejections.map(\.code) ?? []) == [
+                "wrong_environment", "wrong_bundle_id", "invalid_signed_transaction",
+            ])
+        #expect(finished.stderr.contains("rejected by input checks (wrong_environment): 1"), "\(finished.stderr)")
+    }
+
+    @Test func theEncodingFlagReadsAWindows1252Id() throws {
+        let workspace = Workspace()
+        let path = workspace.file("excel.csv")
+        let bytes =
+            Array("profileId;originalTransactionId;Preis\r\nm".utf8) + [0xFC]
+            + Array("ller;2000000000000002;\"4,99 ".utf8) + [0x80] + Array("\"\r\n".utf8)
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+
+        let plain = try run(path, [])
+        #expect(plain.requests == 0)
+        #expect(plain.journal?.rejections.map(\.code) == ["invalid_profile_id"])
+        #expect(plain.journal?.rejections.first?.message?.contains("--encoding windows-1252") == true)
+
+        let decoded = try run(path, ["--encoding", "windows-1252", "--delimiter", ";"])
+        #expect(decoded.requests == 1)
+        #expect(decoded.journal?.finalPairs == [Pair("müller", "2000000000000002")], "\(decoded.finished.stderr)")
+    }
+
+    @Test(arguments: [
+        (["--delimiter", "ab"], "'--delimiter'"), (["--encoding", "ebcdic"], "'--encoding'"),
+        (["--environment", "staging"], "'--environment'"), (["--format", "xlsx"], "'--format'"),
+        (["--no-header", "--profile-column", "profileId"], "1-based column position"),
+        (["--no-header", "--transaction-column", "1"], "different columns"),
+    ])
+    func badInputFlagsExit64NamingTheOption(extra: [String], named: String) throws {
+        let workspace = Workspace()
+        let input = workspace.csv(Pair.generate(2))
+        let finished = try botsi(
+            ["run", input, "--journal", workspace.journal] + extra, key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 64, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains(named), "stderr: \(finished.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal))
+    }
+}

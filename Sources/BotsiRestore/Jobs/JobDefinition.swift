@@ -14,6 +14,8 @@ public struct JobFileError: Error, CustomStringConvertible, Sendable {
 public struct JobDefinition: Sendable, Equatable {
     public enum ValueKind: Sendable {
         case text, wholeNumber, number, duration, clockTime, percent, flag, paths
+        /// A column name, or (with `noHeader`) a 1-based position written as a number.
+        case column
     }
 
     public struct Key: Sendable {
@@ -31,8 +33,13 @@ public struct JobDefinition: Sendable, Equatable {
         Key(name: "baseURL", option: "--base-url", kind: .text),
         Key(name: "keyEnv", option: "--key-env", kind: .text),
         Key(name: "format", option: "--format", kind: .text),
-        Key(name: "profileColumn", option: "--profile-column", kind: .text),
-        Key(name: "transactionColumn", option: "--transaction-column", kind: .text),
+        Key(name: "profileColumn", option: "--profile-column", kind: .column),
+        Key(name: "transactionColumn", option: "--transaction-column", kind: .column),
+        Key(name: "delimiter", option: "--delimiter", kind: .text),
+        Key(name: "encoding", option: "--encoding", kind: .text),
+        Key(name: "noHeader", option: "--no-header", kind: .flag),
+        Key(name: "bundleId", option: "--bundle-id", kind: .text),
+        Key(name: "environment", option: "--environment", kind: .text),
         Key(name: "concurrency", option: "--concurrency", kind: .wholeNumber),
         Key(name: "rate", option: "--rate", kind: .number),
         Key(name: "adaptive", option: "--no-adaptive", kind: .flag),
@@ -133,6 +140,16 @@ public struct JobDefinition: Sendable, Equatable {
             return text
         case .paths:
             return nil
+        case .column:
+            if !isBoolean(value), let number = value as? NSNumber, let whole = Int(exactly: number.doubleValue),
+                whole >= 1
+            {
+                return String(whole)
+            }
+            guard let text = value as? String, !text.isEmpty else {
+                throw fail("\(name) must be a column name, or a 1-based position such as 1 with \"noHeader\"")
+            }
+            return text
         case .flag:
             guard let bool = value as? Bool, isBoolean(value) else { throw fail("\(name) must be true or false") }
             // `adaptive` is on unless turned off; the others are off unless turned on.

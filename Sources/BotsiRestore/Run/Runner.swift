@@ -159,10 +159,9 @@ public final class Runner: @unchecked Sendable {
 
     private func openInputs() throws(RunSetupError) {
         let format = options.format.flatMap(InputFormat.init(rawValue:))
-        let columns = ColumnNames(profile: options.profileColumn, transaction: options.transactionColumn)
         for path in options.inputs {
             do {
-                readers.append(try InputReader(path: path, format: format, columns: columns))
+                readers.append(try InputReader(path: path, format: format, options: options.inputOptions))
             } catch {
                 let code: Int32
                 switch error.kind {

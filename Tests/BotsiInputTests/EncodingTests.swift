@@ -51,13 +51,16 @@ import Testing
     @Test func anUnpairedSurrogateInAnIdIsRejectedNotChanged() throws {
         var bytes = Self.utf16("profileId,originalTransactionId\np")
         bytes += [0x00, 0xD8]  // a high surrogate with no low one after it
-        bytes += Self.utf16("x,1\np2,2", mark: false)
+        bytes += Self.utf16("x,1\nq", mark: false)
+        bytes += [0x00, 0xDC]  // a low surrogate with no high one before it
+        bytes += Self.utf16(",1\np2,2", mark: false)
         bytes += [0x41]  // an odd last byte
         let records = try readBytes(bytes, name: "a.csv").records
-        #expect(records.count == 2)
+        #expect(records.count == 3)
         #expect(records[0].asRejected?.reason == .invalidProfileId)
-        #expect(records[1].asRejected?.reason == .invalidTransactionId)
-        #expect(records[1].asRejected?.profileId == "p2")
+        #expect(records[1].asRejected?.reason == .invalidProfileId)
+        #expect(records[2].asRejected?.reason == .invalidTransactionId)
+        #expect(records[2].asRejected?.profileId == "p2")
     }
 
     // MARK: single-byte encodings

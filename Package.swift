@@ -15,12 +15,14 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // App Store receipts (PKCS#7, ASN.1) are parsed by OpenSSL's libcrypto, not by hand.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Shared by every target: the one copy of small helpers, and how files are touched.
         .target(name: "BotsiBasics"),
         .target(name: "BotsiFiles", dependencies: ["BotsiBasics"]),
 
-        .target(name: "BotsiInput", dependencies: ["CZlib", "BotsiBasics"]),
+        .target(name: "BotsiInput", dependencies: ["CZlib", "CCrypto", "BotsiBasics"]),
         .target(name: "BotsiAPI", dependencies: ["CCurl", "BotsiBasics"]),
         .target(name: "BotsiJournal", dependencies: ["CSQLite", "BotsiBasics", "BotsiFiles"]),
         .target(

@@ -4,10 +4,12 @@
 //   swift build -c release --target BotsiInput
 //   swiftc -O bench/input-read.swift -I .build/release/Modules \
 //       -Xcc -fmodule-map-file=Sources/CZlib/module.modulemap \
-//       .build/release/BotsiInput.build/*.o -lz -o .build/input-read
-//   .build/input-read [FILE ...]
+//       -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
+//       .build/release/BotsiInput.build/*.o -lz -lcrypto -o .build/input-read
+//   .build/input-read [--encoding NAME] [FILE ...]
 // Without a file it writes a 1,000,000-row CSV (about 54 MB) to a temporary directory and
-// reads that. Prints rows, rejections, bytes, wall time and rate for each file.
+// reads that. Prints rows, rejections, bytes, wall time and rate for each file. With
+// /usr/bin/time -v it gives the readers' peak memory for each input form (bench/make_export.py).
 import BotsiInput
 import Foundation
 
@@ -22,12 +24,18 @@ func generatedCSV() throws -> String {
     return path
 }
 
-let generated = CommandLine.arguments.count > 1 ? nil : try generatedCSV()
+var arguments = Array(CommandLine.arguments.dropFirst())
+var options = InputOptions()
+if arguments.first == "--encoding", arguments.count > 1 {
+    options.encoding = InputEncoding(rawValue: arguments[1])
+    arguments.removeFirst(2)
+}
+let generated = arguments.isEmpty ? try generatedCSV() : nil
 defer { if let generated { try? FileManager.default.removeItem(atPath: generated) } }
-let paths = generated.map { [$0] } ?? Array(CommandLine.arguments.dropFirst())
+let paths = generated.map { [$0] } ?? arguments
 for path in paths {
     let start = DispatchTime.now().uptimeNanoseconds
-    let reader = try InputReader(path: path, format: nil)
+    let reader = try InputReader(path: path, format: nil, options: options)
     var rows = 0
     var rejected = 0
     while let record = try reader.next() {

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Fuzzes the CSV and JSON-lines readers (Sources/BotsiInput) with libFuzzer and AddressSanitizer.
+# Fuzzes the input readers and parsers (Sources/BotsiInput) with libFuzzer and AddressSanitizer.
 #
-#   bash scripts/fuzz.sh [SECONDS]     # each target runs SECONDS (default 60)
+#   bash scripts/fuzz.sh [SECONDS] [TARGET ...]   # each target runs SECONDS (default 60)
 #
-# Each target is the BotsiInput sources plus Fuzz/InputFuzzHarness.swift and one entry file,
-# compiled by swiftc into one module with -sanitize=fuzzer,address. SwiftPM is not used: libFuzzer
-# brings its own main, and the harness uses the reader's internal read-size knob.
+# Targets (default: all): csv and jsonl (the readers as a run opens them), dialect (CSV with each
+# delimiter, encoding, header and bundle/environment option), utf16 (CSV behind a UTF-16 byte-order
+# mark), jsonarray (JSON arrays), jws (StoreKit 2 signed transactions) and receipt (App Store
+# receipts through libcrypto). Each target is the BotsiInput sources plus
+# Fuzz/InputFuzzHarness.swift and one entry file, compiled by swiftc into one module with
+# -sanitize=fuzzer,address and linked with libcrypto. SwiftPM is not used: libFuzzer brings its
+# own main, and the harness uses the reader's internal read-size knob.
 # The seeds in Tests/FuzzCorpus/<format>/ are read, never written; what the fuzzer discovers goes
 # to .build/fuzz/corpus/<format>/ and is reused by the next local run.
 # A crash, a memory error or leak, a hang past -timeout or memory past -rss_limit_mb fails the
@@ -15,6 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then targets=(csv jsonl dialect utf16 jsonarray jws receipt); fi
 work=".build/fuzz"
 mkdir -p "$work/artifacts"
 
@@ -35,7 +42,7 @@ fuzz_flags=(
 build() {
     local name="$1" entry="$2"
     local binary="$work/fuzz-$name"
-    if [ -x "$binary" ] && [ -z "$(find Sources/BotsiInput Fuzz -name '*.swift' -newer "$binary")" ]; then
+    if [ -x "$binary" ] && [ -z "$(find Sources/BotsiInput Sources/CCrypto Fuzz -newer "$binary" -type f)" ]; then
         echo "== fuzz target $name is up to date"
         return
     fi
@@ -43,7 +50,8 @@ build() {
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 \
         -module-name BotsiInput \
         -Xcc -fmodule-map-file=Sources/CZlib/module.modulemap \
-        Sources/BotsiInput/*.swift Fuzz/InputFuzzHarness.swift "Fuzz/$entry" \
+        -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
+        Sources/BotsiInput/*.swift Fuzz/InputFuzzHarness.swift "Fuzz/$entry" -lz -lcrypto \
         -o "$binary" >"$work/build-$name.log" 2>&1; then
         cat "$work/build-$name.log"
         exit 1
@@ -74,7 +82,17 @@ run() {
         "corpus now $(find "$corpus" -type f | wc -l) files (+ $(find "Tests/FuzzCorpus/$name" -type f | wc -l) seeds)"
 }
 
-build csv CSVFuzzTarget.swift
-build jsonl JSONLinesFuzzTarget.swift
-run csv
-run jsonl
+entry() {
+    case "$1" in
+    csv) echo CSVFuzzTarget.swift ;;
+    jsonl) echo JSONLinesFuzzTarget.swift ;;
+    dialect) echo DialectFuzzTarget.swift ;;
+    utf16) echo UTF16FuzzTarget.swift ;;
+    jsonarray) echo JSONArrayFuzzTarget.swift ;;
+    jws) echo SignedTransactionFuzzTarget.swift ;;
+    receipt) echo ReceiptFuzzTarget.swift ;;
+    *) echo "unknown fuzz target '$1' (csv jsonl dialect utf16 jsonarray jws receipt)" >&2; exit 64 ;;
+    esac
+}
+for name in "${targets[@]}"; do build "$name" "$(entry "$name")"; done
+for name in "${targets[@]}"; do run "$name"; done

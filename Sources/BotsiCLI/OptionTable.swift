@@ -25,7 +25,8 @@ import Foundation
 
 extension RunCommand {
     static let positionals: Positionals<RunSettings>? = Positionals(
-        "INPUT ...", help: "a .csv, .jsonl or .ndjson file (optionally .gz), or - for stdin; several allowed",
+        "INPUT ...",
+        help: "a .csv, .txt, .tsv, .jsonl, .ndjson or .json file (optionally .gz), or - for stdin; several allowed",
         job: "inputs"
     ) { $0.options.inputs = $1 }
 
@@ -48,18 +49,40 @@ extension RunCommand {
         "Input",
         [
             .value(
-                "--format", .names(["csv", "jsonl"]), job: "format",
+                "--format", .names(RunOptions.formatNames), job: "format",
                 help: "input format, when the file name does not tell"
             ) { $0.options.format = $1 },
             .value(
-                "--profile-column", .text("NAME"), job: "profileColumn",
-                help: "CSV/JSON column holding the profile id (default profileId or profile_id)"
+                "--profile-column", .column(), job: "profileColumn",
+                help: "column holding the profile id (default profileId or profile_id; with --no-header a "
+                    + "1-based position, default 1)"
             ) { $0.options.profileColumn = $1 },
             .value(
-                "--transaction-column", .text("NAME"), job: "transactionColumn",
-                help:
-                    "column holding the original transaction id (default originalTransactionId or original_transaction_id)"
+                "--transaction-column", .column(), job: "transactionColumn",
+                help: "column holding the original transaction id (default originalTransactionId or "
+                    + "original_transaction_id; with --no-header a 1-based position, default 2)"
             ) { $0.options.transactionColumn = $1 },
+            .value(
+                "--delimiter", .delimiter(), job: "delimiter",
+                help: "CSV delimiter: , ; | tab or another punctuation character (default: detected from the "
+                    + "first line)"
+            ) { $0.options.delimiter = $1 },
+            .value(
+                "--encoding", .encoding(), job: "encoding",
+                help: "input encoding (default: UTF-8, or what a byte-order mark says)"
+            ) { $0.options.encoding = $1 },
+            .flag(
+                "--no-header", job: "noHeader",
+                help: "the CSV's first line is a row; the column options then take 1-based positions"
+            ) { $0.options.noHeader = true },
+            .value(
+                "--bundle-id", .text("ID"), job: "bundleId",
+                help: "reject signed transactions and receipts of another app"
+            ) { $0.options.bundleId = $1 },
+            .value(
+                "--environment", .names(RunOptions.environmentNames), job: "environment",
+                help: "reject signed transactions from the other environment"
+            ) { $0.options.environment = $1 },
         ])
 
     private static let journalOptions: [Option<RunSettings>] = section(

@@ -68,8 +68,34 @@ enum RunCommand: Command {
         if options.proxy != nil && options.noProxy {
             throw UsageError(message: "--proxy and --no-proxy contradict each other; give one")
         }
+        try checkColumnPositions(options)
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         return options
+    }
+
+    /// Without a header the column options are 1-based positions, and two different ones.
+    static func checkColumnPositions(_ options: RunOptions) throws(UsageError) {
+        guard options.noHeader else { return }
+        var positions: [Int] = []
+        for (option, value, fallback) in [
+            ("--profile-column", options.profileColumn, 1), ("--transaction-column", options.transactionColumn, 2),
+        ] {
+            guard let value else {
+                positions.append(fallback)
+                continue
+            }
+            guard let position = Int(value), position >= 1 else {
+                throw UsageError(
+                    message:
+                        "with --no-header, option '\(option)' takes a 1-based column position such as 1 or 2, not '\(value)'"
+                )
+            }
+            positions.append(position)
+        }
+        guard positions[0] != positions[1] else {
+            throw UsageError(
+                message: "with --no-header, --profile-column and --transaction-column must name different columns")
+        }
     }
 
     /// The earlier of --max-duration from now and the next local --stop-at HH:MM.

@@ -14,12 +14,12 @@ final class ByteWindow {
     /// The decoded stream has ended; `end` will not move again.
     private(set) var reachedEnd = false
     private let maximumCapacity: Int
-    private let source: DecodedSource
+    private let source: TextSource
 
     /// Most bytes one refill asks for; tests make it tiny so every record boundary meets a refill.
     private let readLimit: Int
 
-    init(source: DecodedSource, maxRecordBytes: Int, readLimit: Int = .max) {
+    init(source: TextSource, maxRecordBytes: Int, readLimit: Int = .max) {
         self.source = source
         self.readLimit = readLimit
         let (sum, overflow) = maxRecordBytes.addingReportingOverflow(2 * Self.chunkSize)

@@ -8,16 +8,17 @@ struct FieldSpan: Equatable {
     var isEmpty: Bool { start == end }
 }
 
-/// One CSV record as the scanner found it. Spans are valid until the next call to `next()`.
+/// One CSV record as the scanner found it.
 enum CSVRecord: Equatable {
-    /// `first`/`second` are the spans of the wanted field indices, nil when the record is shorter.
-    case fields(line: Int, count: Int, first: FieldSpan?, second: FieldSpan?)
+    /// The spans of the wanted fields are `CSVScanner.span(_:)`, valid until the next call.
+    case fields(line: Int, count: Int)
     case malformed(line: Int, message: String)
     case tooLong(line: Int)
 }
 
-/// An RFC 4180 record scanner over bytes. It keeps only the spans of the two wanted fields (or
-/// every field, for the header), so a row costs no allocation until its values become strings.
+/// An RFC 4180 record scanner over bytes, with any one-byte delimiter (comma, semicolon, tab,
+/// pipe…). It keeps only the spans of the wanted fields (or every field, for the header), so a
+/// row costs no allocation until its values become strings.
 ///
 /// Recovery rules, so one bad record never costs more than itself:
 /// - A quote inside an unquoted field, or text after a closing quote: the record is malformed
@@ -39,18 +40,41 @@ final class CSVScanner {
 
     let cursor: StreamCursor
     let maxRecordBytes: Int
-    /// Field indices whose spans `next()` reports.
-    var firstWanted = 0
-    var secondWanted = 1
+    let delimiter: UInt8
+    /// Bytes that end the fast scan of an unquoted field: the delimiter, the quote, CR and LF.
+    private let special: UnsafeMutablePointer<Bool>
+    /// Field indices whose spans `span(_:)` reports (at most four; -1 for none).
+    var wanted: [Int] = [0, 1] {
+        didSet { precondition(wanted.count <= 4) }
+    }
+    private var spans: KeptFields.Spans = (nil, nil, nil, nil)
     /// Collect every span in `allSpans` (for the header).
     var collectsAllFields = false
     private(set) var allSpans: [FieldSpan] = []
     /// Window index of the first byte of the record last returned.
     private(set) var recordStart = 0
 
-    init(cursor: StreamCursor, maxRecordBytes: Int) {
+    init(cursor: StreamCursor, maxRecordBytes: Int, delimiter: UInt8 = ASCII.comma) {
         self.cursor = cursor
         self.maxRecordBytes = maxRecordBytes
+        self.delimiter = delimiter
+        special = .allocate(capacity: 256)
+        special.initialize(repeating: false, count: 256)
+        for byte in [delimiter, ASCII.quote, ASCII.lineFeed, ASCII.carriageReturn] { special[Int(byte)] = true }
+    }
+
+    deinit { special.deallocate() }
+
+    /// The span of wanted field `slot` (an index into `wanted`) in the record last returned, nil
+    /// when the record is shorter.
+    func span(_ slot: Int) -> FieldSpan? {
+        switch slot {
+        case 0: spans.0
+        case 1: spans.1
+        case 2: spans.2
+        case 3: spans.3
+        default: nil
+        }
     }
 
     /// The next record, or nil at the end of the stream. Blank lines and lines of only spaces
@@ -64,18 +88,19 @@ final class CSVScanner {
 
     /// The spans a record keeps while it is scanned.
     private struct KeptFields {
-        let firstWanted: Int
-        let secondWanted: Int
+        typealias Spans = (FieldSpan?, FieldSpan?, FieldSpan?, FieldSpan?)
+        let wanted: (Int, Int, Int, Int)
         let collectsAll: Bool
-        var first: FieldSpan?
-        var second: FieldSpan?
+        var spans: Spans = (nil, nil, nil, nil)
         var all: [FieldSpan]
 
         @inline(__always)
         mutating func finish(_ fieldIndex: Int, _ start: Int, _ end: Int, _ doubled: Bool) {
             let span = FieldSpan(start: start, end: end, hasDoubledQuotes: doubled)
-            if fieldIndex == firstWanted { first = span }
-            if fieldIndex == secondWanted { second = span }
+            if fieldIndex == wanted.0 { spans.0 = span }
+            if fieldIndex == wanted.1 { spans.1 = span }
+            if fieldIndex == wanted.2 { spans.2 = span }
+            if fieldIndex == wanted.3 { spans.3 = span }
             if collectsAll { all.append(span) }
         }
     }
@@ -97,8 +122,12 @@ final class CSVScanner {
         var innerLineEnds = 0
         var firstInnerLineEnd = -1
         var malformedMessage = ""
+        let delimiter = delimiter
+        let special = special
+        let wantedIndices = wanted
+        func wantedAt(_ slot: Int) -> Int { slot < wantedIndices.count ? wantedIndices[slot] : -1 }
         var kept = KeptFields(
-            firstWanted: firstWanted, secondWanted: secondWanted, collectsAll: collectsAllFields, all: [])
+            wanted: (wantedAt(0), wantedAt(1), wantedAt(2), wantedAt(3)), collectsAll: collectsAllFields, all: [])
         if collectsAllFields {
             swap(&kept.all, &allSpans)
             kept.all.removeAll(keepingCapacity: true)
@@ -111,12 +140,12 @@ final class CSVScanner {
                 let byte = base[index]
                 switch state {
                 case .unquoted:
-                    if byte > ASCII.comma {
+                    if !special[Int(byte)] {
                         index += 1
-                        while index < limit && base[index] > ASCII.comma { index += 1 }
+                        while index < limit && !special[Int(base[index])] { index += 1 }
                         continue scanning
                     }
-                    if byte == ASCII.comma {
+                    if byte == delimiter {
                         kept.finish(fieldIndex, contentStart, index - start, false)
                         fieldIndex += 1
                         state = .fieldStart
@@ -133,7 +162,7 @@ final class CSVScanner {
                         state = .quoted
                         contentStart = index + 1 - start
                         doubledQuotes = false
-                    } else if byte == ASCII.comma {
+                    } else if byte == delimiter {
                         kept.finish(fieldIndex, index - start, index - start, false)
                         fieldIndex += 1
                     } else if byte == ASCII.lineFeed || byte == ASCII.carriageReturn {
@@ -156,7 +185,7 @@ final class CSVScanner {
                     if byte == ASCII.quote {
                         doubledQuotes = true
                         state = .quoted
-                    } else if byte == ASCII.comma {
+                    } else if byte == delimiter {
                         kept.finish(fieldIndex, contentStart, index - 1 - start, doubledQuotes)
                         fieldIndex += 1
                         state = .fieldStart
@@ -166,7 +195,7 @@ final class CSVScanner {
                     } else {
                         state = .malformedLine
                         malformedMessage =
-                            "Line \(recordLine) has text after the closing quote of field \(fieldIndex + 1); a quoted field must end right before a comma or the line end."
+                            "Line \(recordLine) has text after the closing quote of field \(fieldIndex + 1); a quoted field must end right before a delimiter or the line end."
                     }
                 case .malformedLine:
                     if byte == ASCII.lineFeed || byte == ASCII.carriageReturn { break scanning }
@@ -252,7 +281,8 @@ final class CSVScanner {
             }
             if blank { return .blank }
         }
-        return .done(.fields(line: line, count: fieldCount, first: kept.first, second: kept.second))
+        spans = kept.spans
+        return .done(.fields(line: line, count: fieldCount))
     }
 
     /// The quoted field that crossed a line end was probably opened by a stray quote: report

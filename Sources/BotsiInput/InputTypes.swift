@@ -1,6 +1,76 @@
-/// The two input formats; gzip is a transport detail and not a format of its own.
-public enum InputFormat: String, Sendable {
-    case csv, jsonl
+/// The input formats; gzip is a transport detail and not a format of its own.
+public enum InputFormat: String, Sendable, CaseIterable {
+    /// Delimited text: the delimiter is detected from the first line unless it is given.
+    case csv
+    /// Delimited text whose delimiter is a tab unless one is given (`.tsv`, `.tab`).
+    case tsv
+    /// One JSON object per line, or one JSON array of objects: the first byte tells which.
+    case jsonl
+    /// The same reader as `jsonl`; the name `.json` usually holds an array.
+    case json
+
+    var isDelimited: Bool { self == .csv || self == .tsv }
+}
+
+/// How the bytes of an input are text. A byte-order mark always wins over the setting.
+public enum InputEncoding: String, Sendable, CaseIterable {
+    case utf8 = "utf-8"
+    /// UTF-16 with a byte-order mark, or little-endian without one (Windows' "Unicode text").
+    case utf16 = "utf-16"
+    /// Excel's plain "CSV" on Windows in Western Europe: 0x80–0x9F are €, quotes, dashes…
+    case windows1252 = "windows-1252"
+    /// ISO 8859-1: every byte is the Unicode scalar of the same value.
+    case latin1
+}
+
+/// Which App Store environment a signed transaction must come from.
+public enum PurchaseEnvironment: String, Sendable, CaseIterable {
+    case production, sandbox
+}
+
+/// 1-based column positions, for CSV input without a header row.
+public struct ColumnPositions: Sendable, Equatable {
+    public var profile: Int
+    public var transaction: Int
+
+    public init(profile: Int, transaction: Int) {
+        self.profile = profile
+        self.transaction = transaction
+    }
+}
+
+/// How to read an input beyond its format; every field's default is what the file shows.
+public struct InputOptions: Sendable, Equatable {
+    public var columns: ColumnNames
+    /// The CSV delimiter; nil detects it from the first line (comma, semicolon, tab or pipe).
+    public var delimiter: UInt8?
+    /// nil: UTF-8, or what a byte-order mark (or UTF-16's zero bytes) says.
+    public var encoding: InputEncoding?
+    /// false: the CSV's first line is already a row, and `positions` name the columns.
+    public var hasHeader: Bool
+    /// Used only without a header; nil means columns 1 and 2.
+    public var positions: ColumnPositions?
+    /// Rows whose signed transaction or receipt names another bundle id are rejected.
+    public var bundleId: String?
+    /// Rows whose signed transaction comes from the other environment are rejected.
+    public var environment: PurchaseEnvironment?
+
+    public init(
+        columns: ColumnNames = .init(), delimiter: UInt8? = nil, encoding: InputEncoding? = nil,
+        hasHeader: Bool = true, positions: ColumnPositions? = nil, bundleId: String? = nil,
+        environment: PurchaseEnvironment? = nil
+    ) {
+        self.columns = columns
+        self.delimiter = delimiter
+        self.encoding = encoding
+        self.hasHeader = hasHeader
+        self.positions = positions
+        self.bundleId = bundleId
+        self.environment = environment
+    }
+
+    /// The delimiters that detection chooses from, in the order that breaks a tie.
+    public static let detectedDelimiters: [UInt8] = [0x2C, 0x3B, 0x09, 0x7C]
 }
 
 /// Column (CSV) or key (JSON lines) names the user asked for; `nil` accepts the defaults
@@ -16,7 +86,7 @@ public struct ColumnNames: Sendable, Equatable {
 }
 
 /// A row that passed validation and may be sent.
-public struct InputRow: Sendable, Equatable {
+public struct InputRow: Sendable, Hashable {
     /// Trimmed; 1–128 Unicode scalars, valid UTF-8, no control characters.
     public let profileId: String
     /// Trimmed; 1–20 ASCII digits, no leading zero, fits `UInt64`.
@@ -41,6 +111,14 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     case malformedCSV = "malformed_csv"
     case malformedJSON = "malformed_json"
     case lineTooLong = "line_too_long"
+    /// A JSON object holds a key the reader uses twice (or two spellings of it).
+    case duplicateKey = "duplicate_key"
+    case invalidSignedTransaction = "invalid_signed_transaction"
+    case invalidReceipt = "invalid_receipt"
+    /// A readable receipt that lists no in-app purchase: nothing to restore from it.
+    case receiptWithoutPurchases = "receipt_without_purchases"
+    case wrongBundleId = "wrong_bundle_id"
+    case wrongEnvironment = "wrong_environment"
 }
 
 /// A row that failed to read or to validate. Reading goes on after it.
@@ -92,7 +170,8 @@ public struct InputError: Error, Sendable, CustomStringConvertible {
         case unreadable
         /// The format was not given and the file name does not tell it.
         case unknownFormat
-        /// The content is not CSV or JSON lines at all (binary, empty, the other format).
+        /// The content is not CSV or JSON at all (a spreadsheet, a PDF, another binary, the
+        /// other format), or its header is unusable (two columns for one field).
         case notTabular
         /// The CSV header (or first JSON object) lacks the profile or transaction column.
         case missingColumns

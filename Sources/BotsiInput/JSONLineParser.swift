@@ -9,11 +9,47 @@ enum JSONValueSpan: Equatable {
     case other(kind: String, start: Int, end: Int)
 }
 
+/// The values of the wanted keys of one object, by group (up to four groups).
 struct JSONObjectLine: Equatable {
-    var profile: JSONValueSpan?
-    var transaction: JSONValueSpan?
+    /// A group's value, and where its key is in the line (for naming a duplicate).
+    fileprivate struct Slot {
+        var value: JSONValueSpan
+        var key: Range<Int>
+    }
+
+    private var slots: (Slot?, Slot?, Slot?, Slot?) = (nil, nil, nil, nil)
+    /// The first group whose key the object holds twice, with both keys as written.
+    var duplicate: (group: Int, first: String, second: String)?
     /// Every key of the object, only when asked for (the first line, for error messages).
     var keys: [String] = []
+
+    subscript(group: Int) -> JSONValueSpan? { self[slot: group]?.value }
+
+    fileprivate subscript(slot group: Int) -> Slot? {
+        get {
+            switch group {
+            case 0: slots.0
+            case 1: slots.1
+            case 2: slots.2
+            case 3: slots.3
+            default: nil
+            }
+        }
+        set {
+            switch group {
+            case 0: slots.0 = newValue
+            case 1: slots.1 = newValue
+            case 2: slots.2 = newValue
+            case 3: slots.3 = newValue
+            default: preconditionFailure("at most four key groups")
+            }
+        }
+    }
+
+    static func == (lhs: JSONObjectLine, rhs: JSONObjectLine) -> Bool {
+        (0..<4).allSatisfy { lhs[$0] == rhs[$0] } && lhs.keys == rhs.keys
+            && lhs.duplicate?.group == rhs.duplicate?.group
+    }
 }
 
 struct JSONSyntaxError: Error {
@@ -22,23 +58,29 @@ struct JSONSyntaxError: Error {
     let offset: Int
 }
 
-/// A validating scanner for one JSON-lines line: the line must be exactly one JSON object.
-/// It does not build a document: it locates the values of the wanted keys and checks the
-/// syntax of everything else, which keeps big ids exact and the scan fast.
+/// A validating scanner for one JSON object (a JSON-lines line, an array element, a JWS
+/// payload): the bytes must be exactly one object. It does not build a document: it locates
+/// the values of the wanted keys and checks the syntax of everything else, which keeps big ids
+/// exact and the scan fast.
 ///
-/// Keys match the accepted names ignoring ASCII case. When an object holds a wanted key twice
-/// (or two accepted spellings, e.g. `profileId` and `profile_id`), the last one wins, as in
-/// most JSON parsers. Containers nest at most `maxDepth` levels, counting the line's object.
+/// Keys are wanted in groups (the accepted spellings of one field); a key belongs to the first
+/// group that accepts it. When an object holds a group's key twice (or two of its spellings,
+/// e.g. `profileId` and `profile_id`), the last value is kept and `duplicate` names both keys,
+/// so that the caller can refuse the object instead of guessing. Containers nest at most
+/// `maxDepth` levels, counting the object itself.
 struct JSONLineParser {
     static let maxDepth = 64
 
-    /// Accepted key names, lowercased ASCII bytes.
-    let profileKeys: [[UInt8]]
-    let transactionKeys: [[UInt8]]
+    /// Accepted key names by group, as bytes (lowercased ASCII when `ignoringCase`).
+    let groups: [[[UInt8]]]
+    let ignoringCase: Bool
 
-    init(profileKeys: [String], transactionKeys: [String]) {
-        self.profileKeys = profileKeys.map { Array($0.utf8).map(lowercasedASCII) }
-        self.transactionKeys = transactionKeys.map { Array($0.utf8).map(lowercasedASCII) }
+    init(groups: [[String]], ignoringCase: Bool = true) {
+        precondition(groups.count <= 4)
+        self.ignoringCase = ignoringCase
+        self.groups = groups.map { names in
+            names.map { ignoringCase ? Array($0.utf8).map(lowercasedASCII) : Array($0.utf8) }
+        }
     }
 
     func parse(
@@ -72,8 +114,7 @@ struct JSONLineParser {
                 if keyHasEscapes {
                     key = JSONStrings.decode(key, into: scratch)
                 }
-                let isProfile = matches(key, profileKeys)
-                let isTransaction = matches(key, transactionKeys)
+                let group = group(of: key)
                 if collectingKeys {
                     result.keys.append(String(decoding: key, as: UTF8.self))
                 }
@@ -84,8 +125,14 @@ struct JSONLineParser {
                 scanner.index += 1
                 scanner.skipWhitespace()
                 let value = try scanner.scanValue(depth: 1)
-                if isProfile { result.profile = value }
-                if isTransaction { result.transaction = value }
+                if let group {
+                    if let earlier = result[slot: group], result.duplicate == nil {
+                        result.duplicate = (
+                            group, Self.keyText(earlier.key, bytes), Self.keyText(keyStart..<keyEnd, bytes)
+                        )
+                    }
+                    result[slot: group] = JSONObjectLine.Slot(value: value, key: keyStart..<keyEnd)
+                }
                 scanner.skipWhitespace()
                 if scanner.peek == ASCII.comma {
                     scanner.index += 1
@@ -105,14 +152,25 @@ struct JSONLineParser {
         return result
     }
 
-    private func matches(_ key: UnsafeBufferPointer<UInt8>, _ candidates: [[UInt8]]) -> Bool {
-        candidateLoop: for candidate in candidates where candidate.count == key.count {
-            for index in 0..<key.count where lowercasedASCII(key[index]) != candidate[index] {
-                continue candidateLoop
+    private func group(of key: UnsafeBufferPointer<UInt8>) -> Int? {
+        for (group, candidates) in groups.enumerated() {
+            candidateLoop: for candidate in candidates where candidate.count == key.count {
+                if ignoringCase {
+                    for index in 0..<key.count where lowercasedASCII(key[index]) != candidate[index] {
+                        continue candidateLoop
+                    }
+                } else {
+                    for index in 0..<key.count where key[index] != candidate[index] { continue candidateLoop }
+                }
+                return group
             }
-            return true
         }
-        return false
+        return nil
+    }
+
+    /// A key as written in the line (escapes left as they are), for a message.
+    private static func keyText(_ range: Range<Int>, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 }
 
@@ -295,106 +353,5 @@ private struct Scanner {
                 problem: isObject ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array",
                 offset: index)
         }
-    }
-}
-
-/// Decoding of JSON string content.
-enum JSONStrings {
-    static func hexValue(_ byte: UInt8) -> UInt32? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-        default: nil
-        }
-    }
-
-    /// Decodes syntactically checked string content into `scratch`. An unpaired surrogate
-    /// escape becomes the byte 0xFF, which no UTF-8 validation accepts, so the field is
-    /// rejected as invalid instead of silently changed.
-    static func decode(_ content: UnsafeBufferPointer<UInt8>, into scratch: ScratchBuffer) -> UnsafeBufferPointer<
-        UInt8
-    > {
-        // Decoded text is never longer than its escaped form.
-        let output = scratch.reserve(content.count)
-        var written = 0
-        var index = 0
-        func append(_ byte: UInt8) {
-            output[written] = byte
-            written += 1
-        }
-        func codeUnit(at position: Int) -> UInt32? {
-            guard position + 6 <= content.count, content[position] == ASCII.backslash,
-                content[position + 1] == UInt8(ascii: "u")
-            else { return nil }
-            var value: UInt32 = 0
-            for offset in 2..<6 {
-                guard let digit = hexValue(content[position + offset]) else { return nil }
-                value = value << 4 | digit
-            }
-            return value
-        }
-        while index < content.count {
-            let byte = content[index]
-            guard byte == ASCII.backslash, index + 1 < content.count else {
-                append(byte)
-                index += 1
-                continue
-            }
-            let escaped = content[index + 1]
-            index += 2
-            switch escaped {
-            case UInt8(ascii: "b"): append(0x08)
-            case UInt8(ascii: "f"): append(0x0C)
-            case UInt8(ascii: "n"): append(ASCII.lineFeed)
-            case UInt8(ascii: "r"): append(ASCII.carriageReturn)
-            case UInt8(ascii: "t"): append(ASCII.tab)
-            case UInt8(ascii: "u"):
-                guard let unit = codeUnit(at: index - 2) else {
-                    append(0xFF)
-                    continue
-                }
-                index += 4
-                var scalarValue = unit
-                if (0xD800...0xDBFF).contains(unit) {
-                    if let low = codeUnit(at: index), (0xDC00...0xDFFF).contains(low) {
-                        scalarValue = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                        index += 6
-                    } else {
-                        append(0xFF)
-                        continue
-                    }
-                } else if (0xDC00...0xDFFF).contains(unit) {
-                    append(0xFF)
-                    continue
-                }
-                for unit in UTF8.encode(Unicode.Scalar(scalarValue)!)! { append(unit) }
-            default: append(escaped)  // \" \\ \/
-            }
-        }
-        return UnsafeBufferPointer(start: output, count: written)
-    }
-}
-
-/// A growable byte buffer reused across rows for decoded field text.
-final class ScratchBuffer {
-    private var storage: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
-
-    init(capacity: Int = 256) {
-        self.capacity = capacity
-        storage = .allocate(capacity: capacity)
-    }
-
-    deinit { storage.deallocate() }
-
-    /// Room for at least `count` bytes; the previous content is not kept.
-    func reserve(_ count: Int) -> UnsafeMutablePointer<UInt8> {
-        if count > capacity {
-            storage.deallocate()
-            capacity = max(count, capacity * 2)
-            storage = .allocate(capacity: capacity)
-        }
-        return storage
     }
 }

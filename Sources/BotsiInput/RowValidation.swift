@@ -27,7 +27,7 @@ enum RowValidation {
     /// Raw values kept for the journal are cut to this many Unicode scalars.
     static let maxRawValueScalars = 256
 
-    private enum Check {
+    enum Check {
         case valid(String)
         case rejected(RejectionReason, String)
     }
@@ -55,7 +55,7 @@ enum RowValidation {
         }
     }
 
-    private static func truncated(_ text: String) -> String {
+    static func truncated(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > maxRawValueScalars else { return text }
         return String(String.UnicodeScalarView(scalars.prefix(maxRawValueScalars))) + "…"
@@ -84,7 +84,7 @@ enum RowValidation {
 
     // MARK: profileId
 
-    private static func checkProfile(_ field: FieldInput) -> Check {
+    static func checkProfile(_ field: FieldInput) -> Check {
         let bytes: UnsafeBufferPointer<UInt8>
         switch field {
         case .absent, .null:
@@ -99,7 +99,8 @@ enum RowValidation {
         case .invalidUTF8:
             return .rejected(
                 .invalidProfileId,
-                "profileId \(display(bytes)) is not valid UTF-8 text; export the file as UTF-8.")
+                "profileId \(display(bytes)) is not valid UTF-8 text; export the file as CSV UTF-8, or pass --encoding windows-1252 if Excel on Windows wrote it."
+            )
         case .empty:
             return .rejected(.missingProfileId, "profileId is empty.")
         case .ascii(let range):
@@ -132,7 +133,7 @@ enum RowValidation {
 
     // MARK: originalTransactionId
 
-    private static func checkTransaction(_ field: FieldInput) -> Check {
+    static func checkTransaction(_ field: FieldInput) -> Check {
         let bytes: UnsafeBufferPointer<UInt8>
         switch field {
         case .absent, .null:

@@ -10,7 +10,7 @@ enum ASCII {
 }
 
 /// The read position in a `ByteWindow` plus the physical line count, shared by the CSV and
-/// JSON-lines scanners. A line ends at LF, CRLF or a lone CR.
+/// JSON scanners. A line ends at LF, CRLF or a lone CR.
 final class StreamCursor {
     let window: ByteWindow
     /// Window index of the next unread byte.
@@ -31,21 +31,17 @@ final class StreamCursor {
         return position < window.end
     }
 
-    /// Skips a UTF-8 byte-order mark at the very start of the stream.
-    func skipByteOrderMark() throws(InputError) {
-        while window.end - position < 3 && !window.reachedEnd {
-            position -= try window.refill(keepingFrom: position)
-        }
-        let base = window.base
-        if window.end - position >= 3 && base[position] == 0xEF && base[position + 1] == 0xBB
-            && base[position + 2] == 0xBF
-        {
-            position += 3
-        }
-    }
-
     /// Skips empty lines; returns false at the end of the stream.
     func skipLineEnds() throws(InputError) -> Bool {
+        try skip(spacesToo: false)
+    }
+
+    /// Skips line ends, spaces and tabs (JSON's whitespace); returns false at the end of the stream.
+    func skipWhitespace() throws(InputError) -> Bool {
+        try skip(spacesToo: true)
+    }
+
+    private func skip(spacesToo: Bool) throws(InputError) -> Bool {
         // Locals, not properties, in the loop: class property access is checked at run time.
         var index = position
         var currentLine = line
@@ -70,6 +66,8 @@ final class StreamCursor {
             } else if byte == ASCII.carriageReturn {
                 currentLine += 1
                 afterCarriageReturn = true
+            } else if spacesToo && (byte == ASCII.space || byte == ASCII.tab) {
+                afterCarriageReturn = false
             } else {
                 afterCarriageReturn = false
                 return true

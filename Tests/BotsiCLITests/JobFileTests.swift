@@ -53,6 +53,35 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         #expect(job.stopAt == ClockTime(hour: 6, minute: 30))
     }
 
+    @Test func inputKeysMeanTheInputOptions() throws {
+        let fromJob = try runSettings(
+            job: """
+                {"inputs": "dump.csv", "noHeader": true, "profileColumn": 2, "transactionColumn": "1",
+                 "delimiter": ";", "encoding": "cp1252", "bundleId": "com.example.app", "environment": "sandbox"}
+                """)
+        let fromFlags = try runSettings([
+            "dump.csv", "--no-header", "--profile-column", "2", "--transaction-column", "1", "--delimiter", ";",
+            "--encoding", "cp1252", "--bundle-id", "com.example.app", "--environment", "sandbox",
+        ])
+        #expect(fromJob.options == fromFlags.options)
+        #expect(fromJob.options.encoding == "windows-1252", "an encoding is kept under its canonical name")
+        #expect(throws: UsageError.self) { try runSettings(job: #"{"profileColumn": 0}"#) }
+        #expect(throws: UsageError.self) { try runSettings(job: #"{"profileColumn": true}"#) }
+        #expect(throws: UsageError.self) { try runSettings(["--delimiter", "a"]) }
+        #expect(throws: UsageError.self) { try runSettings(["--encoding", "ebcdic"]) }
+    }
+
+    @Test func withoutAHeaderColumnsArePositions() throws {
+        var settings = RunSettings()
+        settings.options.noHeader = true
+        settings.options.profileColumn = "name"
+        #expect(throws: UsageError.self) { try RunCommand.runOptions(settings, now: .now) }
+        settings.options.profileColumn = "2"
+        #expect(throws: UsageError.self) { try RunCommand.runOptions(settings, now: .now) }
+        settings.options.profileColumn = "3"
+        #expect(try RunCommand.runOptions(settings, now: .now).profileColumn == "3")
+    }
+
     @Test func flagsThatAreOffChangeNothing() throws {
         #expect(try runSettings(job: #"{"retryFailed": false, "adaptive": true}"#) == RunSettings())
         #expect(try runSettings(job: #"{"adaptive": null, "quiet": false}"#) == RunSettings())
@@ -96,7 +125,7 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         BadValue(json: #"{"concurrency": "8"}"#, mentions: "\"concurrency\" must be a whole number"),
         BadValue(json: #"{"retryFailed": 1}"#, mentions: "\"retryFailed\" must be true or false"),
         BadValue(json: #"{"maxFailureRate": 150}"#, mentions: "\"maxFailureRate\" must be a percentage"),
-        BadValue(json: #"{"format": "xml"}"#, mentions: "\"format\" must be csv or jsonl"),
+        BadValue(json: #"{"format": "xml"}"#, mentions: "\"format\" must be one of csv, tsv, jsonl, json"),
         BadValue(json: #"{"journal": ""}"#, mentions: "\"journal\" must be a non-empty string"),
         BadValue(json: #"{"inputs": []}"#, mentions: "\"inputs\" must be a path"),
         BadValue(json: #"{"inputs": ["a.csv", 3]}"#, mentions: "\"inputs\" must be a path"),

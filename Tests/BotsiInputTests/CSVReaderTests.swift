@@ -220,14 +220,13 @@ import Testing
         #expect(error?.message.contains("the profile column") == false)
     }
 
-    @Test func aSemicolonHeaderGetsAHint() throws {
-        let error = expectInputError(.missingColumns) { _ = try read("profileId;originalTransactionId\np;1\n") }
-        #expect(error?.message.contains("semicolons") == true)
-    }
-
-    @Test func anEmptyFileIsNotTabular() throws {
-        expectInputError(.notTabular) { _ = try read("") }
-        expectInputError(.notTabular) { _ = try read("\n\n") }
+    @Test func aSemicolonHeaderReadWithACommaGetsAHint() throws {
+        let error = expectInputError(.missingColumns) {
+            _ = try readAll(
+                directory.write("input.csv", "profileId;originalTransactionId\np;1\n"), format: nil,
+                options: InputOptions(delimiter: ASCII.comma))
+        }
+        #expect(error?.message.contains("semicolons; pass --delimiter ';'") == true)
     }
 
     @Test func binaryDataIsNotTabular() throws {

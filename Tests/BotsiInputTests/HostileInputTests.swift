@@ -30,9 +30,9 @@ struct SplitMix64: RandomNumberGenerator {
         let path = try directory.write(name, bytes)
         var results: [Result<[InputRecord], InputError>] = []
         for readLimit in [1, 2, 3, 7, 64, Int.max] {
-            do {
+            do throws(InputError) {
                 let reader = try InputReader(
-                    raw: RawFile(path: path), format: nil, columns: .init(), maxRecordBytes: maxRecordBytes,
+                    raw: RawFile(path: path), format: nil, options: .init(), maxRecordBytes: maxRecordBytes,
                     readLimit: readLimit)
                 var records: [InputRecord] = []
                 while let record = try reader.next() { records.append(record) }

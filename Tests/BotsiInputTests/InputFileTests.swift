@@ -21,19 +21,20 @@ import Testing
 
     @Test(arguments: [
         ("a.csv", InputFormat.csv), ("a.CSV", .csv), ("a.csv.gz", .csv), ("dir.x/a.jsonl", .jsonl),
-        ("a.ndjson", .jsonl), ("a.NDJSON.GZ", .jsonl), ("a.jsonl.gz", .jsonl),
+        ("a.ndjson", .jsonl), ("a.NDJSON.GZ", .jsonl), ("a.jsonl.gz", .jsonl), ("a.txt", .csv), ("a.tsv", .tsv),
+        ("a.TAB.gz", .tsv), ("a.json", .json), ("a.json.gz", .json),
     ])
     func formatComesFromTheName(name: String, format: InputFormat) {
         #expect(InputReader.format(fromName: name) == format)
     }
 
-    @Test(arguments: ["a.txt", "a.json", "a.gz", "-", "csv", "a.csv.zip"])
+    @Test(arguments: ["a.dat", "a.gz", "-", "csv", "a.csv.zip", "a.xlsx"])
     func namesWithoutAFormat(name: String) {
         #expect(InputReader.format(fromName: name) == nil)
     }
 
     @Test func anUnknownExtensionNeedsTheFormatFlag() throws {
-        let path = try directory.write("rows.txt", Self.csv)
+        let path = try directory.write("rows.dat", Self.csv)
         let error = expectInputError(.unknownFormat) { _ = try readAll(path) }
         #expect(error?.message.contains("--format") == true)
         #expect(try readAll(path, format: .csv) == Self.csvRows)

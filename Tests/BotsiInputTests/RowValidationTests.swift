@@ -156,7 +156,9 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
         #expect(
             RejectionReason.allCases.map(\.rawValue) == [
                 "missing_profile_id", "missing_transaction_id", "invalid_profile_id", "invalid_transaction_id",
-                "scientific_notation", "malformed_csv", "malformed_json", "line_too_long",
+                "scientific_notation", "malformed_csv", "malformed_json", "line_too_long", "duplicate_key",
+                "invalid_signed_transaction", "invalid_receipt", "receipt_without_purchases", "wrong_bundle_id",
+                "wrong_environment",
             ])
     }
 

@@ -59,11 +59,41 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> [UInt8] {
 func readAll(
     _ path: String, format: InputFormat? = nil, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20
 ) throws -> [InputRecord] {
-    let reader = try InputReader(path: path, format: format, columns: columns, maxRecordBytes: maxRecordBytes)
+    try readAll(path, format: format, options: InputOptions(columns: columns), maxRecordBytes: maxRecordBytes)
+}
+
+func readAll(
+    _ path: String, format: InputFormat?, options: InputOptions, maxRecordBytes: Int = 1 << 20
+) throws -> [InputRecord] {
+    let reader = try InputReader(path: path, format: format, options: options, maxRecordBytes: maxRecordBytes)
     defer { reader.close() }
     var records: [InputRecord] = []
     while let record = try reader.next() { records.append(record) }
     return records
+}
+
+/// Every record of `bytes` read as a file named `name`, through reads of at most `readLimit`
+/// bytes, and the reader (for `noRows` and the delimiter it chose).
+func readBytes(
+    _ bytes: [UInt8], name: String, format: InputFormat? = nil, options: InputOptions = .init(),
+    maxRecordBytes: Int = 1 << 20, readLimit: Int = .max
+) throws -> (records: [InputRecord], reader: InputReader) {
+    let reader = try InputReader(
+        raw: RawFile(bytes: bytes, name: name), format: format, options: options, maxRecordBytes: maxRecordBytes,
+        readLimit: readLimit)
+    defer { reader.close() }
+    var records: [InputRecord] = []
+    while let record = try reader.next() { records.append(record) }
+    return (records, reader)
+}
+
+/// The repository's root, found from this file.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+/// A fixture made by scripts/make-purchase-fixtures.sh, as bytes.
+func purchaseFixture(_ name: String) throws -> [UInt8] {
+    Array(try Data(contentsOf: URL(fileURLWithPath: repositoryRoot + "/Tests/Fixtures/purchases/" + name)))
 }
 
 /// Expects that opening (or reading) fails with `kind`, and returns the error.

@@ -1,3 +1,4 @@
+import BotsiRestore
 import Foundation
 
 /// How an option's value is read: from command-line text, or from a job file's JSON value. One
@@ -42,6 +43,35 @@ extension ValueKind where Value == String {
             placeholder: names.joined(separator: "|"), expected: oneOf(names), example: names.last ?? "",
             completion: .choices(names),
             fromText: { names.contains($0) ? $0 : nil })
+    }
+
+    /// A CSV delimiter: one punctuation character, or `tab`.
+    static func delimiter() -> Self {
+        Self(
+            placeholder: "D", expected: "one punctuation character such as ';' or '|', or 'tab'", example: ";",
+            fromText: { RunOptions.delimiterByte($0) == nil ? nil : $0 })
+    }
+
+    /// A text encoding, kept under its canonical name.
+    static func encoding() -> Self {
+        Self(
+            placeholder: "E", expected: oneOf(RunOptions.encodingNames), example: "windows-1252",
+            completion: .choices(RunOptions.encodingNames), fromText: RunOptions.encodingName)
+    }
+
+    /// A column: a header name, or (with --no-header) a 1-based position; a job file may give the
+    /// position as a JSON number.
+    static func column() -> Self {
+        Self(
+            placeholder: "NAME", expected: "a column name, or a 1-based position such as 1 with --no-header",
+            example: "2", fromText: { $0.isEmpty ? nil : $0 },
+            fromJSON: { json in
+                if let number = json.number {
+                    guard let whole = Int(exactly: number), whole >= 1 else { return nil }
+                    return String(whole)
+                }
+                return json.string.flatMap { $0.isEmpty ? nil : $0 }
+            })
     }
 
     /// A file (or directory) path; shells complete it.

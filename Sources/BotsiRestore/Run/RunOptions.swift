@@ -5,8 +5,18 @@ import Foundation
 public struct RunOptions: Sendable, Codable, Equatable {
     public var inputs: [String] = []
     public var format: String?
+    /// Column names; with `noHeader`, 1-based positions ("1", "2").
     public var profileColumn: String?
     public var transactionColumn: String?
+    /// How CSV input is read (see `RunOptions.inputOptions`): nil detects the delimiter, and reads
+    /// UTF-8 unless a byte-order mark says otherwise.
+    public var delimiter: String?
+    public var encoding: String?
+    public var noHeader = false
+    /// Rows whose signed transaction or receipt is for another app, or whose signed transaction
+    /// comes from the other environment, are rejected.
+    public var bundleId: String?
+    public var environment: String?
     public var journalPath = "botsi-restore.sqlite"
     public var baseURL = "https://api.botsi.com"
     public var keyEnvironmentVariable = "BOTSI_SECRET_KEY"

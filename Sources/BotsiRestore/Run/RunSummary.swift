@@ -43,6 +43,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var inputComplete = false
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
+    /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
+    /// starts with "warning: ", since a failed export looks the same.
+    public var inputNotes: [String] = []
     /// Adaptive throttling: how many times the run slowed down, how low it went, where it ended.
     public var throttleEvents = 0
     public var lowestThrottledRate: Double?
@@ -85,6 +88,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             "\(head) in \(Self.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
+        lines += inputNotes
         if dryRun {
             lines.append("  would send: \(wouldSend) (\(newRows) new, \(owedRows) from the journal)")
         } else if owedRows > 0 {

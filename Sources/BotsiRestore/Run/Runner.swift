@@ -173,10 +173,9 @@ public final class Runner: @unchecked Sendable {
 
     private func openInputs() throws(RunSetupError) {
         let format = options.format.flatMap(InputFormat.init(rawValue:))
-        let columns = ColumnNames(profile: options.profileColumn, transaction: options.transactionColumn)
         for path in options.inputs {
             do {
-                readers.append(try InputReader(path: path, format: format, columns: columns))
+                readers.append(try InputReader(path: path, format: format, options: options.inputOptions))
                 rowsReadByReader.append(0)
                 rowsSentByReader.append(0)
             } catch {
@@ -369,6 +368,9 @@ public final class Runner: @unchecked Sendable {
             "complete": String(complete),
         ])
         bytesOfFinishedReaders += reader.bytesRead
+        if complete, let empty = reader.noRows {
+            summary.inputNotes.append((empty.isWarning ? "warning: " : "") + empty.message(input: reader.displayName))
+        }
         reader.close()
         readerIndex += 1
     }

@@ -20,7 +20,8 @@ struct HTTPRequestHead {
 
 enum HTTPParseResult {
     /// The head or body is not complete yet; `expectsContinue` once a head asked for `100 Continue`.
-    case needMore(expectsContinue: Bool)
+    /// `headSearched`: how many leading bytes hold no head end, so the next parse need not search them again.
+    case needMore(expectsContinue: Bool, headSearched: Int)
     case request(HTTPRequestHead, body: [UInt8], consumed: Int)
     /// The request cannot be served; the connection closes after the reply.
     case failure(status: Int, message: String)
@@ -35,12 +36,15 @@ enum HTTPParser {
     private static let restorePath = Array("/v2/purchases/apple-store/restore".utf8)
     private static let statsPath = Array("/__simulator/stats".utf8)
 
-    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> HTTPParseResult {
-        guard let headEnd = findHeadEnd(buffer) else {
-            if buffer.count > maximumHeadBytes {
-                return .failure(status: 431, message: "Request head is larger than \(maximumHeadBytes) bytes")
-            }
-            return .needMore(expectsContinue: false)
+    /// `headSearched` is what an earlier `needMore` said about the same buffer (0 for a new request): a head
+    /// trickled in byte by byte is then searched once in all, not once per byte received.
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>, headSearched: Int = 0) -> HTTPParseResult {
+        // The head ends with CRLF CRLF; no head may be longer than `maximumHeadBytes` including that end,
+        // so the search never looks further, whatever else the buffer holds.
+        let searchable = UnsafeBufferPointer(rebasing: buffer[0..<min(buffer.count, maximumHeadBytes)])
+        guard let headEnd = findHeadEnd(searchable, from: max(0, headSearched - 3)) else {
+            if buffer.count >= maximumHeadBytes { return headTooLarge }
+            return .needMore(expectsContinue: false, headSearched: buffer.count)
         }
         let head: HTTPRequestHead
         switch parseHead(UnsafeBufferPointer(rebasing: buffer[0..<headEnd])) {
@@ -49,11 +53,14 @@ enum HTTPParser {
         }
         let bodyStart = headEnd + 4
         guard buffer.count - bodyStart >= head.contentLength else {
-            return .needMore(expectsContinue: head.expectsContinue)
+            return .needMore(expectsContinue: head.expectsContinue, headSearched: 0)
         }
         let body = Array(buffer[bodyStart..<(bodyStart + head.contentLength)])
         return .request(head, body: body, consumed: bodyStart + head.contentLength)
     }
+
+    private static let headTooLarge = HTTPParseResult.failure(
+        status: 431, message: "Request head is larger than \(maximumHeadBytes) bytes")
 
     private struct Refusal: Error {
         let status: Int
@@ -64,9 +71,10 @@ enum HTTPParser {
         }
     }
 
-    private static func findHeadEnd(_ buffer: UnsafeBufferPointer<UInt8>) -> Int? {
+    /// The offset of the CRLF CRLF that ends the head, searching from `start`.
+    private static func findHeadEnd(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         guard buffer.count >= 4 else { return nil }
-        var index = 0
+        var index = start
         let last = buffer.count - 4
         while index <= last {
             if buffer[index + 3] != 0x0A {

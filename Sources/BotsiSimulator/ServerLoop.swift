@@ -152,9 +152,11 @@ final class ServerLoop: @unchecked Sendable {
         connection.insideProcessing = true
         defer { connection.insideProcessing = false }
         while connection.phase == .reading, !connection.closed, !connection.inbound.isEmpty {
-            let result = connection.inbound.withUnsafeBufferPointer { HTTPParser.parse($0) }
+            let searched = connection.headSearched
+            let result = connection.inbound.withUnsafeBufferPointer { HTTPParser.parse($0, headSearched: searched) }
             switch result {
-            case .needMore(let expectsContinue):
+            case .needMore(let expectsContinue, let headSearched):
+                connection.headSearched = headSearched
                 if expectsContinue, !connection.sentContinue {
                     connection.sentContinue = true
                     _ = Responses.continueLine.withUnsafeBytes {
@@ -165,10 +167,12 @@ final class ServerLoop: @unchecked Sendable {
             case .failure(let status, let message):
                 let body = Responses.errorBody(message, code: status == 400 ? "bad_request" : "invalid_request")
                 connection.inbound.removeAll()
+                connection.headSearched = 0
                 perform(
                     .send(Responses.make(status: status, body: body, keepAlive: false), closeAfter: true),
                     on: connection)
             case .request(let head, let body, let consumed):
+                connection.headSearched = 0
                 if consumed == connection.inbound.count {
                     connection.inbound.removeAll(keepingCapacity: true)
                 } else {
@@ -412,6 +416,8 @@ final class Connection: @unchecked Sendable {
     var requestArrival: UInt64?
     var inFlight: InFlightToken?
     var sentContinue = false
+    /// Leading bytes of `inbound` already searched for the end of the head (see `HTTPParser.parse`).
+    var headSearched = 0
     var insideProcessing = false
     var closed = false
 

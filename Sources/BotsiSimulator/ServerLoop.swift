@@ -29,12 +29,14 @@ final class ServerLoop: @unchecked Sendable {
     /// from the moment this queue got round to reading it, so the time the event spent travelling through
     /// Dispatch's threads is part of the latency instead of added to it.
     private let timesArrivals: Bool
+    private let idleTimeoutNanoseconds: UInt64
 
     init(core: SimulatorCore, openDescriptors: DispatchGroup, label: String) {
         self.core = core
         self.openDescriptors = openDescriptors
         queue = DispatchQueue(label: label)
         timesArrivals = core.options.latencyMilliseconds > 0 || core.options.jitterMilliseconds > 0
+        idleTimeoutNanoseconds = UInt64(min(core.options.idleTimeoutSeconds, 86_400) * 1_000_000_000)
     }
 
     deinit {
@@ -77,6 +79,7 @@ final class ServerLoop: @unchecked Sendable {
         source.setCancelHandler { [self] in sourceCancelled(connection) }
         connection.readSource = source
         connection.liveSources += 1
+        startIdleClock(connection)
         source.resume()
     }
 
@@ -238,6 +241,7 @@ final class ServerLoop: @unchecked Sendable {
 
     private func write(_ bytes: [UInt8], closeAfter: Bool, on connection: Connection) {
         connection.phase = .writing
+        startIdleClock(connection)
         connection.outbound = bytes
         connection.outboundOffset = 0
         connection.closeAfterWrite = closeAfter
@@ -282,6 +286,7 @@ final class ServerLoop: @unchecked Sendable {
             close(connection)
         } else {
             connection.phase = .reading
+            startIdleClock(connection)
             processInbound(connection)
         }
     }
@@ -290,7 +295,10 @@ final class ServerLoop: @unchecked Sendable {
         guard connection.writeSource == nil else { return }
         let source = DispatchSource.makeWriteSource(fileDescriptor: connection.descriptor, queue: queue)
         source.setEventHandler { [self] in
-            if !connection.closed, connection.phase == .writing { flush(connection) }
+            guard !connection.closed, connection.phase == .writing else { return }
+            // The client took some of the reply: that is progress, so its idle clock starts again.
+            connection.idleSince = DispatchTime.now().uptimeNanoseconds
+            flush(connection)
         }
         source.setCancelHandler { [self] in sourceCancelled(connection) }
         connection.writeSource = source
@@ -342,6 +350,38 @@ final class ServerLoop: @unchecked Sendable {
         }
     }
 
+    // MARK: Idle connections
+
+    /// Starts the idle clock for a phase in which the client owes the next step: sending a request, or
+    /// taking a reply. The whole request must arrive within the timeout, so a head trickled a byte at a
+    /// time cannot hold a connection. One idle deadline per connection is in the heap at most; when it
+    /// comes due early (the clock restarted since), it is pushed again for the new time.
+    private func startIdleClock(_ connection: Connection) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        connection.idleSince = now
+        guard !connection.idleDeadlinePending else { return }
+        connection.idleDeadlinePending = true
+        pushDeadline(now &+ idleTimeoutNanoseconds, .idle, connection)
+    }
+
+    private func idleDeadlineDue(_ connection: Connection, now: UInt64) {
+        connection.idleDeadlinePending = false
+        switch connection.phase {
+        case .reading, .writing:
+            let due = connection.idleSince &+ idleTimeoutNanoseconds
+            if now + 100_000 >= due {
+                core.recordIdleTimeout()
+                close(connection)
+            } else {
+                connection.idleDeadlinePending = true
+                pushDeadline(due, .idle, connection)
+            }
+        case .waiting, .stalled, .trickling:
+            // The server holds the reply back on purpose; the clock starts again with the next phase.
+            break
+        }
+    }
+
     // MARK: Timers
 
     /// Arms a reply (or a stall's end) `nanoseconds` from now. The timer source wakes a little late (the
@@ -352,9 +392,12 @@ final class ServerLoop: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let start = min(arrival ?? now, now)
         let compensation = min(timerLateness, nanoseconds / 10)
-        let deadline = max(start &+ nanoseconds &- compensation, now)
-        timers.push(Deadline(time: deadline, connectionId: connection.id, generation: connection.generation))
-        if deadline < armedDeadline { arm(deadline) }
+        pushDeadline(max(start &+ nanoseconds &- compensation, now), .reply, connection)
+    }
+
+    private func pushDeadline(_ time: UInt64, _ kind: Deadline.Kind, _ connection: Connection) {
+        timers.push(Deadline(time: time, kind: kind, connectionId: connection.id, generation: connection.generation))
+        if time < armedDeadline { arm(time) }
     }
 
     private func arm(_ deadline: UInt64) {
@@ -370,9 +413,12 @@ final class ServerLoop: @unchecked Sendable {
             // Moving average of how late timers fire (1/16 weight for the newest sample).
             let lateness = now > next.time ? now - next.time : 0
             timerLateness = timerLateness - timerLateness / 16 + min(lateness, 5_000_000) / 16
-            guard let connection = connections[next.connectionId], connection.generation == next.generation else {
+            guard let connection = connections[next.connectionId] else { continue }
+            if next.kind == .idle {
+                idleDeadlineDue(connection, now: now)
                 continue
             }
+            guard connection.generation == next.generation else { continue }
             switch connection.phase {
             case .waiting:
                 if let action = connection.pendingAction {
@@ -420,6 +466,10 @@ final class Connection: @unchecked Sendable {
     var headSearched = 0
     var insideProcessing = false
     var closed = false
+    /// Uptime when the current reading or writing phase began, or the client last took part of a reply.
+    var idleSince: UInt64 = 0
+    /// Whether the heap holds this connection's idle deadline.
+    var idleDeadlinePending = false
 
     init(id: UInt64, descriptor: Int32) {
         self.id = id
@@ -441,7 +491,15 @@ struct Trickle {
 }
 
 struct Deadline {
+    enum Kind {
+        /// A reply's delay, a stall's end or a trickle's tick; stale once the connection's generation moved on.
+        case reply
+        /// The connection's idle deadline (see `ServerLoop.startIdleClock`).
+        case idle
+    }
+
     let time: UInt64
+    let kind: Kind
     let connectionId: UInt64
     let generation: UInt64
 }

@@ -48,6 +48,10 @@ public struct SimulatorOptions: Sendable {
     public var keys: [String] = [Simulator.defaultKey]
     /// Above this many restore requests in any sliding one-second window, answer 429 + `Retry-After`.
     public var limitRate: Double? = nil
+    /// A connection waiting for a request (kept alive after a reply, or with a request not yet complete) or
+    /// for a client to take a reply is closed after this long. Time a reply is held back (latency, a stall,
+    /// a never-ending body) does not count.
+    public var idleTimeoutSeconds: Double = 60
 
     public init() {}
 }
@@ -171,6 +175,9 @@ public final class Simulator: Sendable {
         }
         guard options.latencyMilliseconds >= 0, options.jitterMilliseconds >= 0, options.stallSeconds >= 0 else {
             throw SimulatorError("latency, jitter and stall time must not be negative")
+        }
+        guard options.idleTimeoutSeconds > 0, options.idleTimeoutSeconds <= 86_400 else {
+            throw SimulatorError("the idle timeout must be above 0 and at most a day")
         }
         guard options.retryAfterSeconds >= 0 else { throw SimulatorError("retry-after must not be negative") }
         guard !options.keys.isEmpty, options.keys.allSatisfy({ !$0.isEmpty }) else {

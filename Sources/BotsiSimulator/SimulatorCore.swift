@@ -84,6 +84,10 @@ final class SimulatorCore: Sendable {
         state.withLock { $0.stats.connectionsAccepted += count }
     }
 
+    func recordIdleTimeout() {
+        state.withLock { $0.stats.idleTimeouts += 1 }
+    }
+
     func finish(_ token: InFlightToken) {
         state.withLock { $0.stats.finish(token) }
     }

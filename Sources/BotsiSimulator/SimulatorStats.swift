@@ -28,6 +28,8 @@ public struct SimulatorStats: Sendable, Codable {
     public let rateLimited: Int
     /// Restore requests in flight when the stats were taken.
     public let inFlight: Int
+    /// Connections closed because they sat idle (or sent a request too slowly) for `idleTimeoutSeconds`.
+    public let idleTimeouts: Int
 }
 
 struct PairKey: Hashable, Sendable {
@@ -54,6 +56,7 @@ struct StatsCounters: Sendable {
     var connectionsAccepted = 0
     var restoreCases: [String: Int] = [:]
     var rateLimited = 0
+    var idleTimeouts = 0
 
     mutating func begin(_ token: InFlightToken) {
         requests += 1
@@ -98,6 +101,6 @@ struct StatsCounters: Sendable {
             maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
             maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
             faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,
-            rateLimited: rateLimited, inFlight: inFlight)
+            rateLimited: rateLimited, inFlight: inFlight, idleTimeouts: idleTimeouts)
     }
 }

@@ -68,4 +68,90 @@ struct LimitsTests {
             #expect(try client.require(client.readResponse()).status == 200)
         }
     }
+
+    // MARK: Idle timeout
+
+    /// True when the server closed (or reset) the connection; false when nothing happened for `seconds`.
+    private static func closedByServer(_ client: TestClient) -> Bool {
+        switch client.readUntilClosed() {
+        case .closed, .reset: true
+        case .timedOut, .response: false
+        }
+    }
+
+    @Test("a connection that sends nothing is closed after the idle timeout")
+    func silentConnection() throws {
+        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        defer { simulator.stop() }
+        let started = Date()
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        #expect(Self.closedByServer(client))
+        #expect(Date().timeIntervalSince(started) >= 0.4)
+        #expect(waitUntil { simulator.stats().idleTimeouts == 1 })
+    }
+
+    @Test("a head sent a byte at a time is cut off at the idle timeout, however steady the trickle")
+    func slowHead() throws {
+        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        let request = Array(TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000002")).utf8)
+        let started = Date()
+        var cutOff = false
+        // 100 ms per byte: the request would take ~10 s; every byte is activity, but none completes it.
+        for byte in request {
+            do {
+                try client.send([byte])
+            } catch {
+                cutOff = true
+                break
+            }
+            usleep(100_000)
+        }
+        #expect(cutOff, "the server kept reading the trickled head")
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(simulator.stats().requests == 0)
+    }
+
+    @Test("a kept-alive connection closes when idle after its reply, and stays while requests keep coming")
+    func keptAliveConnection() throws {
+        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        defer { simulator.stop() }
+        let busy = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        // Six requests 200 ms apart: 1.2 s on one connection, more than twice the timeout.
+        for index in 0..<6 {
+            #expect(try busy.restoreResponse("p-\(index)", "2000000000000002").status == 200)
+            usleep(200_000)
+        }
+        #expect(simulator.stats().connectionsAccepted == 1)
+        #expect(Self.closedByServer(busy))
+    }
+
+    @Test("a client that stops taking a large reply is closed after the idle timeout")
+    func clientStopsReading() throws {
+        let (simulator, port) = try startSimulator { options in
+            options.idleTimeoutSeconds = 0.5
+            options.scenario = SimulatorScenario(
+                createUnknownProfiles: true, unlistedTransactions: .rule,
+                replies: [.init(originalTransactionId: "2000000000000122", kind: .hugeBody, bytes: 8 << 20)])
+        }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        try client.send(TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000122")))
+        // Never read: the 8 MiB reply fills both socket buffers and the server waits to write the rest.
+        #expect(waitUntil(seconds: 10) { simulator.stats().idleTimeouts == 1 })
+        #expect(waitUntil { simulator.stats().inFlight == 0 })
+    }
+
+    @Test("a reply held back by latency longer than the idle timeout is still sent")
+    func latencyIsNotIdleness() throws {
+        let (simulator, port) = try startSimulator { options in
+            options.idleTimeoutSeconds = 0.3
+            options.latencyMilliseconds = 800
+        }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        #expect(try client.restoreResponse("p-1", "2000000000000002").status == 200)
+        #expect(simulator.stats().idleTimeouts == 0)
+    }
 }

@@ -16,6 +16,8 @@ final class ServerLoop: @unchecked Sendable {
     let queue: DispatchQueue
     private let core: SimulatorCore
     private let openDescriptors: DispatchGroup
+    /// Told when a connection's descriptor is closed (weak: the server owns its loops).
+    private weak var server: Server?
     private var connections: [UInt64: Connection] = [:]
     private var nextConnectionId: UInt64 = 1
     private var timers = DeadlineHeap()
@@ -45,10 +47,14 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     /// Runs on `queue`.
-    func begin() {
+    func begin(server: Server) {
+        self.server = server
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler { [self] in fireDueTimers() }
-        timer.schedule(deadline: .distantFuture, leeway: .nanoseconds(0))
+        // Fires once, soon, for nothing: Dispatch opens its timer descriptor the first time it arms a timer
+        // for the future, and at the descriptor limit that fails silently: the accept back-off's timer
+        // would then never fire.
+        timer.schedule(deadline: .now() + .milliseconds(100), leeway: .nanoseconds(0))
         timerSource = timer
         timer.resume()
     }
@@ -67,6 +73,7 @@ final class ServerLoop: @unchecked Sendable {
     func adopt(_ descriptor: Int32) {
         guard !stopped else {
             Glibc.close(descriptor)
+            server?.connectionReleased()
             openDescriptors.leave()
             return
         }
@@ -346,6 +353,7 @@ final class ServerLoop: @unchecked Sendable {
         connection.liveSources -= 1
         if connection.liveSources == 0, connection.closed {
             Glibc.close(connection.descriptor)
+            server?.connectionReleased()
             openDescriptors.leave()
         }
     }

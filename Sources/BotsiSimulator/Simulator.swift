@@ -52,6 +52,9 @@ public struct SimulatorOptions: Sendable {
     /// for a client to take a reply is closed after this long. Time a reply is held back (latency, a stall,
     /// a never-ending body) does not count.
     public var idleTimeoutSeconds: Double = 60
+    /// Connections open at once at most. At the cap the server stops accepting (new connections wait in
+    /// the kernel's backlog) until one closes.
+    public var maxConnections: Int = 1024
 
     public init() {}
 }
@@ -179,6 +182,7 @@ public final class Simulator: Sendable {
         guard options.idleTimeoutSeconds > 0, options.idleTimeoutSeconds <= 86_400 else {
             throw SimulatorError("the idle timeout must be above 0 and at most a day")
         }
+        guard options.maxConnections >= 1 else { throw SimulatorError("the connection cap must be at least 1") }
         guard options.retryAfterSeconds >= 0 else { throw SimulatorError("retry-after must not be negative") }
         guard !options.keys.isEmpty, options.keys.allSatisfy({ !$0.isEmpty }) else {
             throw SimulatorError("at least one non-empty key is needed")

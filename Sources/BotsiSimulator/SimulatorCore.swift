@@ -50,6 +50,8 @@ final class SimulatorCore: Sendable {
     /// nil without fixed replies, so a request pays for no lookup unless the scenario has some.
     private let fixedReplies: [String: SimulatorScenario.FixedReply]?
     private let state: Mutex<State>
+    /// Accepted connections whose descriptor is not yet closed; the server's cap is checked against it.
+    let openConnections = Atomic<Int>(0)
 
     init(options: SimulatorOptions) {
         self.options = options
@@ -70,7 +72,8 @@ final class SimulatorCore: Sendable {
     }
 
     func stats() -> SimulatorStats {
-        state.withLock { $0.stats.snapshot() }
+        let open = openConnections.load(ordering: .sequentiallyConsistent)
+        return state.withLock { $0.stats.snapshot(openConnections: open) }
     }
 
     func statsReply(keepAlive: Bool) -> [UInt8] {
@@ -82,6 +85,16 @@ final class SimulatorCore: Sendable {
 
     func recordAccepted(_ count: Int) {
         state.withLock { $0.stats.connectionsAccepted += count }
+    }
+
+    func recordAcceptPause(backingOff: Bool) {
+        state.withLock { state in
+            if backingOff {
+                state.stats.acceptBackoffs += 1
+            } else {
+                state.stats.connectionLimitPauses += 1
+            }
+        }
     }
 
     func recordIdleTimeout() {

@@ -30,6 +30,13 @@ public struct SimulatorStats: Sendable, Codable {
     public let inFlight: Int
     /// Connections closed because they sat idle (or sent a request too slowly) for `idleTimeoutSeconds`.
     public let idleTimeouts: Int
+    /// Connections open now (any route).
+    public let openConnections: Int
+    /// Times accepting paused because `maxConnections` were open.
+    public let connectionLimitPauses: Int
+    /// Times `accept` failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
+    /// accepting paused for a back-off instead of retrying at once.
+    public let acceptBackoffs: Int
 }
 
 struct PairKey: Hashable, Sendable {
@@ -57,6 +64,8 @@ struct StatsCounters: Sendable {
     var restoreCases: [String: Int] = [:]
     var rateLimited = 0
     var idleTimeouts = 0
+    var connectionLimitPauses = 0
+    var acceptBackoffs = 0
 
     mutating func begin(_ token: InFlightToken) {
         requests += 1
@@ -85,7 +94,7 @@ struct StatsCounters: Sendable {
         counts[key] = count > 1 ? count - 1 : nil
     }
 
-    func snapshot() -> SimulatorStats {
+    func snapshot(openConnections: Int) -> SimulatorStats {
         let sortedPairs = pairs.sorted { left, right in
             (left.key.profileId, left.key.originalTransactionId) < (
                 right.key.profileId, right.key.originalTransactionId
@@ -101,6 +110,8 @@ struct StatsCounters: Sendable {
             maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
             maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
             faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,
-            rateLimited: rateLimited, inFlight: inFlight, idleTimeouts: idleTimeouts)
+            rateLimited: rateLimited, inFlight: inFlight, idleTimeouts: idleTimeouts,
+            openConnections: openConnections, connectionLimitPauses: connectionLimitPauses,
+            acceptBackoffs: acceptBackoffs)
     }
 }

@@ -154,4 +154,39 @@ struct LimitsTests {
         #expect(try client.restoreResponse("p-1", "2000000000000002").status == 200)
         #expect(simulator.stats().idleTimeouts == 0)
     }
+
+    // MARK: Connection cap
+
+    @Test("at the connection cap a new connection waits in the backlog and is served once another closes")
+    func connectionCap() throws {
+        let (simulator, port) = try startSimulator { $0.maxConnections = 3 }
+        defer { simulator.stop() }
+        var held: [TestClient] = try (0..<3).map { index in
+            let client = try TestClient(port: port)
+            #expect(try client.restoreResponse("p-\(index)", "2000000000000002").status == 200)
+            return client
+        }
+        let waiting = try TestClient(port: port, receiveTimeoutSeconds: 1)
+        try waiting.send(TestClient.request(body: TestClient.restoreBody("p-9", "2000000000000002")))
+        guard case .timedOut = waiting.readResponse() else {
+            Issue.record("a fourth connection was served while three were open")
+            return
+        }
+        var stats = simulator.stats()
+        #expect(stats.connectionsAccepted == 3)
+        #expect(stats.openConnections == 3)
+        #expect(stats.connectionLimitPauses >= 1)
+
+        held.removeFirst()  // closes one: the server sees EOF and frees its slot
+        var outcome = waiting.readResponse()
+        for _ in 0..<10 {
+            guard case .timedOut = outcome else { break }
+            outcome = waiting.readResponse()
+        }
+        #expect(try waiting.require(outcome).status == 200)
+        stats = simulator.stats()
+        #expect(stats.connectionsAccepted == 4)
+        #expect(stats.openConnections == 3)
+        _ = held
+    }
 }

@@ -16,6 +16,8 @@ struct HTTPRequestHead {
     var authorization: [UInt8]?
     var contentLength = 0
     var expectsContinue = false
+    /// The query holds `pairs=1` (or `pairs=true`): the stats route is asked to list every pair.
+    var listsPairs = false
 }
 
 enum HTTPParseResult {
@@ -114,6 +116,12 @@ enum HTTPParser {
         var request = HTTPRequestHead(
             method: method, methodName: String(decoding: methodBytes, as: UTF8.self), route: route,
             keepAlive: keepAliveByDefault)
+        if case .stats = route, path.count < target.count {
+            let query = target[(path.endIndex + 1)...]
+            request.listsPairs = query.split(separator: UInt8(ascii: "&")).contains {
+                $0.elementsEqual("pairs=1".utf8) || $0.elementsEqual("pairs=true".utf8)
+            }
+        }
         var contentLength: Int?
         while let line = lines.next() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {

@@ -200,7 +200,9 @@ final class ServerLoop: @unchecked Sendable {
         case (.restore, .post):
             plan = core.planRestore(authorization: head.authorization, body: body, keepAlive: head.keepAlive)
         case (.stats, .get):
-            plan = ReplyPlan(action: .send(core.statsReply(keepAlive: head.keepAlive), closeAfter: !head.keepAlive))
+            let reply = core.statsReply(
+                keepAlive: head.keepAlive, listingPairs: head.listsPairs, authorization: head.authorization)
+            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive))
         case (.restore, _), (.stats, _):
             let body = Responses.errorBody("Method \(head.methodName) is not allowed here", code: "method_not_allowed")
             let allow: StaticString = head.route.isRestore ? "Allow: POST\r\n" : "Allow: GET\r\n"

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Glibc
 import Synchronization
 
 /// A fault the simulator injects instead of the real reply. Raw values are what `--faults` accepts.
@@ -57,6 +58,21 @@ public struct SimulatorOptions: Sendable {
     public var maxConnections: Int = 1024
 
     public init() {}
+
+    /// What to tell the person starting a simulator bound beyond loopback, or nil for a loopback host.
+    /// The simulator has no TLS, accepts rehearsal keys and answers its stats route without a key.
+    public var exposureWarning: String? {
+        let numeric = host == "localhost" ? "127.0.0.1" : host
+        var address = in_addr()
+        guard inet_pton(AF_INET, numeric, &address) == 1 else { return nil }
+        if UInt32(bigEndian: address.s_addr) >> 24 == 127 { return nil }
+        let reach =
+            address.s_addr == 0
+            ? "every interface (0.0.0.0): any machine that can reach this one"
+            : "\(host), not loopback: any machine that can reach that address"
+        return "warning: the simulator listens on \(reach) can send it requests and read its counts, over plain "
+            + "HTTP; use --host 127.0.0.1 unless another machine must reach it, and never give it a real key"
+    }
 }
 
 /// Why the simulator could not start.

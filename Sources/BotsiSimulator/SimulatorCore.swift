@@ -71,15 +71,23 @@ final class SimulatorCore: Sendable {
                 jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908)))
     }
 
-    func stats() -> SimulatorStats {
+    func stats(listingPairs: Bool = true) -> SimulatorStats {
         let open = openConnections.load(ordering: .sequentiallyConsistent)
-        return state.withLock { $0.stats.snapshot(openConnections: open) }
+        return state.withLock { $0.stats.snapshot(openConnections: open, listingPairs: listingPairs) }
     }
 
-    func statsReply(keepAlive: Bool) -> [UInt8] {
+    /// The stats route needs no key, so by default it gives counts only: the pairs are customers' ids,
+    /// listed only for `?pairs=1` with an accepted key.
+    func statsReply(keepAlive: Bool, listingPairs: Bool, authorization: [UInt8]?) -> [UInt8] {
+        if listingPairs, classify(authorization) != .accepted {
+            let body = Responses.errorBody(
+                "Listing pairs needs an accepted key in Authorization; without ?pairs=1 the stats give counts only",
+                code: "unauthorized")
+            return Responses.make(status: 401, body: body, keepAlive: keepAlive)
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let body = (try? encoder.encode(stats())).map { Array($0) } ?? []
+        let body = (try? encoder.encode(stats(listingPairs: listingPairs))).map { Array($0) } ?? []
         return Responses.make(status: 200, body: body, keepAlive: keepAlive)
     }
 

@@ -1,4 +1,7 @@
 /// What the simulator saw, for tests and rehearsals. All counts cover the restore route only.
+///
+/// `Simulator.stats()` lists every pair. `GET /__simulator/stats` needs no key, so it gives counts only
+/// (no `pairs` key in its JSON); `?pairs=1` with an accepted key in `Authorization` adds the pairs.
 public struct SimulatorStats: Sendable, Codable {
     public struct Pair: Sendable, Codable {
         public let profileId: String
@@ -11,8 +14,12 @@ public struct SimulatorStats: Sendable, Codable {
 
     /// Restore requests received (all outcomes).
     public let requests: Int
-    /// Sorted by profileId, then originalTransactionId.
-    public let pairs: [Pair]
+    /// Sorted by profileId, then originalTransactionId; empty when the stats were taken without pairs.
+    public var pairs: [Pair] { listedPairs ?? [] }
+    /// Distinct (profileId, originalTransactionId) pairs seen, listed or not.
+    public let pairCount: Int
+    /// nil (and absent from the JSON) when the pairs were not asked for.
+    let listedPairs: [Pair]?
     /// Most restore requests in flight at once (from request fully read to reply written).
     public let maxInFlight: Int
     public let maxInFlightPerProfile: Int
@@ -37,6 +44,13 @@ public struct SimulatorStats: Sendable, Codable {
     /// Times `accept` failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
     /// accepting paused for a back-off instead of retrying at once.
     public let acceptBackoffs: Int
+
+    private enum CodingKeys: String, CodingKey {
+        case requests, pairCount, maxInFlight, maxInFlightPerProfile, maxInFlightPerTransaction, statusCounts
+        case faultsInjected, connectionsAccepted, restoreCases, rateLimited, inFlight, idleTimeouts
+        case openConnections, connectionLimitPauses, acceptBackoffs
+        case listedPairs = "pairs"
+    }
 }
 
 struct PairKey: Hashable, Sendable {
@@ -94,19 +108,22 @@ struct StatsCounters: Sendable {
         counts[key] = count > 1 ? count - 1 : nil
     }
 
-    func snapshot(openConnections: Int) -> SimulatorStats {
-        let sortedPairs = pairs.sorted { left, right in
-            (left.key.profileId, left.key.originalTransactionId) < (
-                right.key.profileId, right.key.originalTransactionId
-            )
-        }
-        return SimulatorStats(
-            requests: requests,
-            pairs: sortedPairs.map { key, counts in
+    func snapshot(openConnections: Int, listingPairs: Bool) -> SimulatorStats {
+        var listed: [SimulatorStats.Pair]?
+        if listingPairs {
+            let sortedPairs = pairs.sorted { left, right in
+                (left.key.profileId, left.key.originalTransactionId) < (
+                    right.key.profileId, right.key.originalTransactionId
+                )
+            }
+            listed = sortedPairs.map { key, counts in
                 SimulatorStats.Pair(
                     profileId: key.profileId, originalTransactionId: key.originalTransactionId,
                     requests: counts.requests, successes: counts.successes)
-            },
+            }
+        }
+        return SimulatorStats(
+            requests: requests, pairCount: pairs.count, listedPairs: listed,
             maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
             maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
             faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,

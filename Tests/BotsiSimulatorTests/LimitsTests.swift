@@ -189,4 +189,59 @@ struct LimitsTests {
         #expect(stats.openConnections == 3)
         _ = held
     }
+
+    // MARK: What the unauthenticated stats route gives away
+
+    private static func stats(_ client: TestClient, query: String = "", authorization: String? = nil) throws
+        -> TestClient.Response
+    {
+        try client.send(
+            TestClient.request(method: "GET", path: "/__simulator/stats" + query, authorization: authorization))
+        return try client.require(client.readResponse())
+    }
+
+    @Test("the stats route gives counts, never ids, unless asked for pairs with an accepted key")
+    func statsWithoutIds() throws {
+        let (simulator, port) = try startSimulator()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        _ = try client.restoreResponse("profile-secret-1", "2000000000007772")
+        _ = try client.restoreResponse("profile-secret-2", "2000000000007770")
+
+        let counts = try Self.stats(client)
+        #expect(counts.status == 200)
+        #expect(!counts.text.contains("profile-secret") && !counts.text.contains("200000000000777"), "\(counts.text)")
+        #expect(counts.json["pairs"] == nil)
+        #expect(counts.json["pairCount"] as? Int == 2)
+        #expect(counts.json["requests"] as? Int == 2)
+
+        for authorization in [nil, "wrong-key"] {
+            let refused = try Self.stats(client, query: "?pairs=1", authorization: authorization)
+            #expect(refused.status == 401)
+            #expect(refused.code == "unauthorized")
+            #expect(!refused.text.contains("profile-secret"))
+        }
+
+        let listed = try Self.stats(client, query: "?pairs=1", authorization: Simulator.defaultKey)
+        #expect(listed.status == 200)
+        let stats = try JSONDecoder().decode(SimulatorStats.self, from: Data(listed.body))
+        #expect(stats.pairs.map(\.profileId) == ["profile-secret-1", "profile-secret-2"])
+        #expect(stats.pairCount == 2)
+        #expect(simulator.stats().pairs.count == 2, "in-process stats still list every pair")
+    }
+
+    // MARK: Binding beyond loopback
+
+    @Test("binding anything but loopback comes with a warning")
+    func exposureWarning() {
+        var options = SimulatorOptions()
+        for host in ["127.0.0.1", "127.8.9.10", "localhost"] {
+            options.host = host
+            #expect(options.exposureWarning == nil, "\(host)")
+        }
+        options.host = "0.0.0.0"
+        #expect(options.exposureWarning?.contains("every interface") == true)
+        options.host = "192.168.1.10"
+        #expect(options.exposureWarning?.contains("192.168.1.10") == true)
+    }
 }

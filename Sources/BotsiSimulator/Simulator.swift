@@ -47,8 +47,17 @@ public struct SimulatorOptions: Sendable {
     public var mode: SimulatorMode = .normal
     /// Accepted `Authorization` values.
     public var keys: [String] = [Simulator.defaultKey]
-    /// Above this many restore requests in any sliding one-second window, answer 429 + `Retry-After`.
+    /// The limiter (`RateLimiter`): at most `limitRate × limitWindowSeconds` restore requests are admitted
+    /// in any window of `limitWindowSeconds`; the others get 429 + `Retry-After`. The product must be a
+    /// whole number from 1 to 1,000,000 (`limitQuota`).
     public var limitRate: Double? = nil
+    /// The limiter's window in whole seconds.
+    public var limitWindowSeconds: Int = 1
+    /// Rate-limit header fields on every reply the limiter decided (needs `limitRate`).
+    public var rateLimitHeaders: RateLimitHeaderStyle? = nil
+    /// How every `Retry-After` is written; the wait itself (`retryAfterSeconds`, or a fixed reply's own) is
+    /// the same in every format.
+    public var retryAfterFormat: RetryAfterFormat = .seconds
     /// A connection waiting for a request (kept alive after a reply, or with a request not yet complete) or
     /// for a client to take a reply is closed after this long. Time a reply is held back (latency, a stall,
     /// a never-ending body) does not count.
@@ -58,6 +67,17 @@ public struct SimulatorOptions: Sendable {
     public var maxConnections: Int = 1024
 
     public init() {}
+
+    /// `limitRate × limitWindowSeconds`: the requests the limiter admits per window; nil without a limit,
+    /// or when that is not a whole number from 1 to 1,000,000.
+    public var limitQuota: Int? {
+        guard let limitRate, limitRate > 0, limitRate.isFinite, limitWindowSeconds >= 1 else { return nil }
+        let product = limitRate * Double(limitWindowSeconds)
+        let whole = product.rounded()
+        guard abs(product - whole) <= 1e-9 * max(1, whole), whole >= 1, whole <= Double(RateLimiter.largestQuota)
+        else { return nil }
+        return Int(whole)
+    }
 
     /// What to tell the person starting a simulator bound beyond loopback, or nil for a loopback host.
     /// The simulator has no TLS, accepts rehearsal keys and answers its stats route without a key.
@@ -203,6 +223,20 @@ public final class Simulator: Sendable {
         guard !options.keys.isEmpty, options.keys.allSatisfy({ !$0.isEmpty }) else {
             throw SimulatorError("at least one non-empty key is needed")
         }
-        if let limit = options.limitRate, !(limit > 0) { throw SimulatorError("limit rate must be above 0") }
+        if let limit = options.limitRate {
+            guard limit > 0, limit.isFinite else { throw SimulatorError("limit rate must be above 0") }
+            guard (1...86_400).contains(options.limitWindowSeconds) else {
+                throw SimulatorError("the limit window must be from 1 to 86400 seconds")
+            }
+            guard options.limitQuota != nil else {
+                let product = limit * Double(options.limitWindowSeconds)
+                throw SimulatorError(
+                    "limit rate × window must be a whole number of requests from 1 to 1000000, not \(limit) × "
+                        + "\(options.limitWindowSeconds) s = \(product); choose a window that makes it one "
+                        + "(e.g. 2.5/s over 2 s admits 5 per 2 s)")
+            }
+        } else if options.rateLimitHeaders != nil {
+            throw SimulatorError("rate-limit headers describe the limiter: set a limit rate too")
+        }
     }
 }

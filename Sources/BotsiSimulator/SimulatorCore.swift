@@ -27,8 +27,7 @@ final class SimulatorCore: Sendable {
         var stats = StatsCounters()
         var faultRandom: SplitMix64
         var jitterRandom: SplitMix64
-        var recentAccepted: [UInt64] = []
-        var recentStart = 0
+        var limiter: RateLimiter?
     }
 
     private enum Authorization {
@@ -68,7 +67,8 @@ final class SimulatorCore: Sendable {
             State(
                 store: RestoreStore(scenario: options.scenario, baseTime: baseTime),
                 faultRandom: SplitMix64(seed: options.seed),
-                jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908)))
+                jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908),
+                limiter: options.limitQuota.map { RateLimiter(quota: $0, windowSeconds: options.limitWindowSeconds) }))
     }
 
     func stats(listingPairs: Bool = true) -> SimulatorStats {
@@ -122,10 +122,10 @@ final class SimulatorCore: Sendable {
             pair = PairKey(profileId: profileId, originalTransactionId: transactionId)
         }
         let token = InFlightToken(pair: pair)
-        let now = DispatchTime.now().uptimeNanoseconds
+        var limiterOutcome: RateLimiter.Outcome?
         let (decision, delay) = state.withLock { state in
             state.stats.begin(token)
-            let decision = decide(authorizationResult, parsedBody, pair, now: now, state: &state)
+            let decision = decide(authorizationResult, parsedBody, pair, limiterOutcome: &limiterOutcome, state: &state)
             let key: String
             switch decision {
             case .failure(let status, _, _, _): key = String(status)
@@ -141,7 +141,9 @@ final class SimulatorCore: Sendable {
             state.stats.statusCounts[key, default: 0] += 1
             return (decision, drawDelay(&state.jitterRandom))
         }
-        return ReplyPlan(action: action(for: decision, keepAlive: keepAlive), delayNanoseconds: delay, inFlight: token)
+        return ReplyPlan(
+            action: action(for: decision, keepAlive: keepAlive, limiterOutcome: limiterOutcome),
+            delayNanoseconds: delay, inFlight: token)
     }
 
     /// Delay for replies that are not restores (unknown paths, wrong methods): the same latency model.
@@ -149,8 +151,10 @@ final class SimulatorCore: Sendable {
         state.withLock { drawDelay(&$0.jitterRandom) }
     }
 
+    /// `limiterOutcome` is set when the request reached the limiter.
     private func decide(
-        _ authorization: Authorization, _ body: RestoreBody?, _ pair: PairKey?, now: UInt64, state: inout State
+        _ authorization: Authorization, _ body: RestoreBody?, _ pair: PairKey?,
+        limiterOutcome: inout RateLimiter.Outcome?, state: inout State
     ) -> Decision {
         switch authorization {
         case .missing:
@@ -175,7 +179,11 @@ final class SimulatorCore: Sendable {
             if case .invalid(let reason)? = body { message = reason }
             return .failure(status: 400, code: "bad_request", message: message, retryAfter: nil)
         }
-        if let limit = options.limitRate, !admit(now: now, limit: limit, state: &state) {
+        // The clock is read under the lock, so the limiter sees times in the order it decides them.
+        if let outcome = state.limiter?.admit(now: DispatchTime.now().uptimeNanoseconds) {
+            limiterOutcome = outcome
+        }
+        if let limiterOutcome, !limiterOutcome.admitted {
             state.stats.rateLimited += 1
             return .failure(
                 status: 429, code: "rate_limited", message: "Rate limit exceeded, slow down",
@@ -205,22 +213,6 @@ final class SimulatorCore: Sendable {
         }
     }
 
-    /// Sliding one-second window over admitted requests, kept as a queue of arrival times.
-    private func admit(now: UInt64, limit: Double, state: inout State) -> Bool {
-        let capacity = max(1, Int(limit.rounded(.down)))
-        let windowStart = now >= 1_000_000_000 ? now - 1_000_000_000 : 0
-        while state.recentStart < state.recentAccepted.count, state.recentAccepted[state.recentStart] <= windowStart {
-            state.recentStart += 1
-        }
-        if state.recentStart > 4096, state.recentStart * 2 > state.recentAccepted.count {
-            state.recentAccepted.removeFirst(state.recentStart)
-            state.recentStart = 0
-        }
-        guard state.recentAccepted.count - state.recentStart < capacity else { return false }
-        state.recentAccepted.append(now)
-        return true
-    }
-
     private func drawDelay(_ random: inout SplitMix64) -> UInt64 {
         var milliseconds = options.latencyMilliseconds
         if options.jitterMilliseconds > 0 { milliseconds += random.nextUnit() * options.jitterMilliseconds }
@@ -247,19 +239,38 @@ final class SimulatorCore: Sendable {
         }
     }
 
-    private func action(for decision: Decision, keepAlive: Bool) -> ReplyPlan.Action {
+    /// The rate-limit fields go on the replies the limiter decided: the restore's own outcome and the
+    /// limiter's 429. Faults and fixed replies stand for something else answering, so they carry none.
+    private func rateLimitHeaders(_ outcome: RateLimiter.Outcome?) -> [UInt8] {
+        guard let style = options.rateLimitHeaders, let outcome, let quota = options.limitQuota else { return [] }
+        return ReplyHeaders.rateLimit(
+            style, quota: quota, windowSeconds: options.limitWindowSeconds, outcome: outcome)
+    }
+
+    private func retryAfter(_ seconds: Int) -> [UInt8] {
+        ReplyHeaders.retryAfter(seconds, format: options.retryAfterFormat)
+    }
+
+    private func action(for decision: Decision, keepAlive: Bool, limiterOutcome: RateLimiter.Outcome?)
+        -> ReplyPlan.Action
+    {
         switch decision {
-        case .failure(let status, let code, let message, let retryAfter):
+        case .failure(let status, let code, let message, let retryAfterSeconds):
             let body = Responses.errorBody(message, code: code)
+            let headers = (retryAfterSeconds.map(retryAfter) ?? []) + rateLimitHeaders(limiterOutcome)
             return .send(
-                Responses.make(status: status, body: body, keepAlive: keepAlive, retryAfter: retryAfter),
+                Responses.make(status: status, body: body, keepAlive: keepAlive, headers: headers),
                 closeAfter: !keepAlive)
         case .restored(let body):
-            return .send(Responses.make(status: 200, body: body, keepAlive: keepAlive), closeAfter: !keepAlive)
+            return .send(
+                Responses.make(
+                    status: 200, body: body, keepAlive: keepAlive, headers: rateLimitHeaders(limiterOutcome)),
+                closeAfter: !keepAlive)
         case .fault(.tooManyRequests, _):
             let body = Responses.errorBody("Too many requests, retry later", code: "rate_limited")
             return .send(
-                Responses.make(status: 429, body: body, keepAlive: keepAlive, retryAfter: options.retryAfterSeconds),
+                Responses.make(
+                    status: 429, body: body, keepAlive: keepAlive, headers: retryAfter(options.retryAfterSeconds)),
                 closeAfter: !keepAlive)
         case .fault(.internalError, _):
             let body = Responses.errorBody("Internal server error", code: "internal_error")
@@ -272,7 +283,7 @@ final class SimulatorCore: Sendable {
             return .send(
                 Responses.make(
                     status: 503, contentType: .none, body: [], keepAlive: keepAlive,
-                    retryAfter: options.retryAfterSeconds),
+                    headers: retryAfter(options.retryAfterSeconds)),
                 closeAfter: !keepAlive)
         case .fault(.reset, _):
             return .reset
@@ -280,7 +291,8 @@ final class SimulatorCore: Sendable {
             return .stall
         case .fixed(let reply, let profileId, let currentProfile):
             return FixedReplyRenderer.action(
-                for: reply, profileId: profileId, currentProfile: currentProfile, keepAlive: keepAlive)
+                for: reply, profileId: profileId, currentProfile: currentProfile, keepAlive: keepAlive,
+                retryAfterFormat: options.retryAfterFormat)
         case .fault(.truncated, let full):
             let sent = Array(full.prefix(max(1, full.count / 2)))
             return .truncated(

@@ -159,7 +159,7 @@ public final class Simulator: Sendable {
             case .stopped: throw SimulatorError("the simulator was stopped and cannot be restarted")
             case .idle: break
             }
-            try validate(options)
+            try options.validate()
             let server = Server(core: core)
             let port = try server.start(host: options.host, port: options.port)
             phase = .running(server, port: port)
@@ -193,13 +193,20 @@ public final class Simulator: Sendable {
         }
         server?.stop()
     }
+}
 
-    private func validate(_ options: SimulatorOptions) throws {
+extension SimulatorOptions {
+    /// Throws a `SimulatorError` naming the first option that cannot work; `Simulator.start()` calls it, and
+    /// a command line can call it first to report bad options as usage errors.
+    public func validate() throws(SimulatorError) {
+        let options = self
         if let scenario = options.scenario {
             do {
                 try scenario.validate()
             } catch let error as SimulatorScenarioError {
                 throw SimulatorError(error.message)
+            } catch {
+                throw SimulatorError("\(error)")
             }
             if !Set(scenario.forbiddenKeys).isDisjoint(with: options.keys) {
                 throw SimulatorError("a key cannot be both accepted and in the scenario's forbiddenKeys")

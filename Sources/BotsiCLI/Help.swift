@@ -160,21 +160,34 @@ enum Help {
     static let simulate = """
         usage: botsi-restore simulate [options]
 
-        Serves POST /v2/purchases/apple-store/restore on loopback, behaving as Botsi documents, for
-        rehearsals and tests. GET /__simulator/stats returns request statistics. Stops on SIGINT/SIGTERM.
+        Serves POST /v2/purchases/apple-store/restore (on loopback unless --host says otherwise), behaving
+        as Botsi documents, for rehearsals and tests. GET /__simulator/stats returns counts (?pairs=1 with
+        an accepted key lists every pair). Stops on SIGINT/SIGTERM. Details: docs/simulator.md.
 
-          --host ADDRESS        default 127.0.0.1
+          --host ADDRESS        default 127.0.0.1; any other address is reachable by others (warned)
           --port N              default 8080; 0 picks a free port
+          --key KEY             accepted key (repeatable; default sim_secret_key)
+          --scenario FILE       profiles and transactions (JSON; see docs/simulator.md)
+          --mode normal|no-ios-settings
+        Latency and faults:
           --latency MS          fixed latency per reply (default 0)
           --jitter MS           extra uniform latency 0..MS (default 0)
           --fault-rate P        probability 0..1 of a fault per request (default 0)
           --faults LIST         comma list of 429,500,502,503,reset,stall,truncated (default all)
-          --retry-after SECONDS sent with 429 and 503 (default 1)
+          --stall DUR           how long a stall fault holds the reply before closing (default 300s)
           --seed N              makes faults and jitter reproducible (default 1)
-          --scenario FILE       profiles and transactions (JSON; see docs/simulator.md)
-          --mode normal|no-ios-settings
-          --limit-rate N        answer 429 above N requests/s
-          --key KEY             accepted key (repeatable; default sim_secret_key)
+        Rate limit:
+          --limit-rate N        admit N requests/s: at most N × window in any window, 429 for the rest
+          --limit-window DUR    the limiter's window, whole seconds (default 1s; N × window must be whole)
+          --rate-limit-headers ietf|ratelimit-limit|x-ratelimit
+                                describe the limiter on its replies: RateLimit + RateLimit-Policy,
+                                RateLimit-Limit/-Remaining/-Reset, or X-RateLimit-* (reset as UNIX time)
+          --retry-after SECONDS the wait sent with 429 and 503 (default 1)
+          --retry-after-format seconds|unix-ms|unix|http-date
+                                how Retry-After is written (default seconds; unix-ms is Apple's form)
+        Limits:
+          --idle-timeout DUR    close connections idle (or slow to send a request) this long (default 60s)
+          --max-connections N   connections open at once; more wait in the backlog (default 1024)
         """
 
     static let demo = """

@@ -11,7 +11,8 @@ enum SimulateCommand {
             .flag("--help"), .value("--host"), .value("--port"), .value("--latency"), .value("--jitter"),
             .value("--fault-rate"), .value("--faults"), .value("--retry-after"), .value("--seed"),
             .value("--scenario"), .value("--mode"), .value("--limit-rate"), .value("--key", repeatable: true),
-            .value("--stall"),
+            .value("--stall"), .value("--idle-timeout"), .value("--max-connections"), .value("--limit-window"),
+            .value("--rate-limit-headers"), .value("--retry-after-format"),
         ],
         takesPositionals: false)
 
@@ -22,6 +23,7 @@ enum SimulateCommand {
             return ExitCode.success
         }
         let options = try simulatorOptions(parsed)
+        if let warning = options.exposureWarning { Output.error("botsi-restore simulate: \(warning)") }
         let simulator = Simulator(options: options)
         let port: Int
         do {
@@ -80,10 +82,37 @@ enum SimulateCommand {
             }
             options.mode = value
         }
-        options.limitRate = try number(parsed, "--limit-rate", 0.1...1_000_000)
+        options.limitRate = try number(parsed, "--limit-rate", 0.001...1_000_000)
+        if let window = try parsed.seconds("--limit-window", minimum: 1) {
+            guard window == window.rounded(), window <= 86_400 else {
+                throw UsageError(message: "option '--limit-window' needs whole seconds from 1s to 1d")
+            }
+            options.limitWindowSeconds = Int(window)
+        }
+        options.rateLimitHeaders = try choice(parsed, "--rate-limit-headers", RateLimitHeaderStyle.self)
+        options.retryAfterFormat =
+            try choice(parsed, "--retry-after-format", RetryAfterFormat.self) ?? options.retryAfterFormat
+        if let idle = try parsed.seconds("--idle-timeout") { options.idleTimeoutSeconds = idle }
+        options.maxConnections = try parsed.int("--max-connections", in: 1...1_000_000) ?? options.maxConnections
         let keys = parsed.all("--key")
         if !keys.isEmpty { options.keys = keys }
+        do {
+            try options.validate()
+        } catch {
+            throw UsageError(message: error.message)
+        }
         return options
+    }
+
+    private static func choice<Choice: RawRepresentable & CaseIterable>(
+        _ parsed: ParsedArguments, _ name: String, _ type: Choice.Type
+    ) throws(UsageError) -> Choice? where Choice.RawValue == String {
+        guard let text = parsed.value(name) else { return nil }
+        guard let value = Choice(rawValue: text) else {
+            let known = Choice.allCases.map(\.rawValue).joined(separator: ", ")
+            throw UsageError(message: "option '\(name)' must be one of \(known), not '\(text)'")
+        }
+        return value
     }
 
     private static func number(

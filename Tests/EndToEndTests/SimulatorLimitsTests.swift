@@ -2,9 +2,9 @@ import Foundation
 import Glibc
 import Testing
 
-/// `botsi-restore simulate` as a process of its own, so its descriptor limit can be lowered without
+/// `botsi-restore simulate` as a process of its own: its flags, and its descriptor limit lowered without
 /// touching the test process (where every other test would then run out of descriptors too).
-@Suite("simulate at its descriptor limit")
+@Suite("simulate as a command")
 struct SimulatorLimitsTests {
     @Test func atTheDescriptorLimitTheAcceptLoopWaitsWithoutSpinningAndServesOnceDescriptorsAreFree() throws {
         let workspace = Workspace()
@@ -67,6 +67,70 @@ struct SimulatorLimitsTests {
         #expect(!reply.contains("\"acceptBackoffs\":0"), "accept never failed, so the test proved nothing: \(reply)")
     }
 
+    @Test func simulateHelpNamesEveryOptionItAccepts() throws {
+        let workspace = Workspace()
+        let help = try botsi(["simulate", "--help"], key: nil, in: workspace, timeout: 30).stdout
+        let accepted = [
+            "--host", "--port", "--latency", "--jitter", "--fault-rate", "--faults", "--retry-after", "--seed",
+            "--scenario", "--mode", "--limit-rate", "--key", "--stall", "--idle-timeout", "--max-connections",
+            "--limit-window", "--rate-limit-headers", "--retry-after-format",
+        ]
+        for option in accepted { #expect(help.contains(option + " "), "simulate --help does not mention \(option)") }
+    }
+
+    @Test func aNonLoopbackBindIsWarnedAboutOnStderr() throws {
+        let workspace = Workspace()
+        let child = try Child(["simulate", "--host", "0.0.0.0", "--port", "0"], key: nil, in: workspace)
+        #expect(listeningPort(child) != nil)
+        child.send(SIGTERM)
+        let finished = child.wait(timeout: 10)
+        #expect(finished.stderr.contains("warning: the simulator listens on every interface"), "\(finished.stderr)")
+
+        let loopback = try Child(["simulate", "--port", "0"], key: nil, in: workspace)
+        #expect(listeningPort(loopback) != nil)
+        loopback.send(SIGTERM)
+        #expect(!loopback.wait(timeout: 10).stderr.contains("warning"))
+    }
+
+    @Test func aLimiterThatCannotBeExactIsAUsageError() throws {
+        let workspace = Workspace()
+        let fractional = try botsi(["simulate", "--port", "0", "--limit-rate", "2.5"], key: nil, in: workspace)
+        #expect(fractional.status == 64, "\(fractional.stderr)")
+        #expect(fractional.stderr.contains("whole number"), "\(fractional.stderr)")
+        let style = try botsi(
+            ["simulate", "--port", "0", "--limit-rate", "5", "--rate-limit-headers", "draft"], key: nil, in: workspace)
+        #expect(style.status == 64, "\(style.stderr)")
+        #expect(style.stderr.contains("ietf, ratelimit-limit, x-ratelimit"), "\(style.stderr)")
+    }
+
+    @Test func theLimiterFlagsReachTheWire() throws {
+        let workspace = Workspace()
+        let child = try Child(
+            [
+                "simulate", "--port", "0", "--limit-rate", "2.5", "--limit-window", "2s", "--rate-limit-headers",
+                "ietf", "--retry-after", "3", "--retry-after-format", "unix-ms",
+            ], key: nil, in: workspace)
+        defer {
+            child.send(SIGTERM)
+            _ = child.wait(timeout: 10)
+        }
+        let port = try #require(listeningPort(child))
+        let connection = try RawConnection(port: port)
+        let body = #"{"profileId":"p-1","originalTransactionId":"2000000000000002"}"#
+        let request =
+            "POST /v2/purchases/apple-store/restore HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: sim_secret_key\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let replies = (0..<6).map { _ in connection.exchange(request) ?? "" }
+        #expect(replies.prefix(5).allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(replies)")
+        #expect(replies.allSatisfy { $0.contains("RateLimit-Policy: \"default\";q=5;w=2\r\n") })
+        #expect(replies[4].contains("RateLimit: \"default\";r=0;t="))
+        #expect(replies[5].hasPrefix("HTTP/1.1 429"))
+        let now = Date().timeIntervalSince1970 * 1000
+        let retryAfter = replies[5].split(separator: "\r\n").first { $0.hasPrefix("Retry-After: ") }
+        let value = try #require(retryAfter.flatMap { Double($0.dropFirst("Retry-After: ".count)) })
+        #expect(abs(value - (now + 3000)) < 2000, "Retry-After \(value) is not about 3 s from now (\(now) ms)")
+    }
+
     private func listeningPort(_ child: Child) -> Int? {
         var port: Int?
         _ = eventually(timeout: 20) {
@@ -103,7 +167,7 @@ struct SimulatorLimitsTests {
     }
 }
 
-/// A plain loopback TCP connection for asking the stats route; just enough HTTP to see a status line.
+/// A plain loopback TCP connection; just enough HTTP to send a request and read one reply whole.
 private final class RawConnection {
     private var descriptor: Int32
 
@@ -134,8 +198,17 @@ private final class RawConnection {
     }
 
     func sendStatsRequest() {
-        let request = Array("GET /__simulator/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        send("GET /__simulator/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    }
+
+    func send(_ request: String) {
+        let bytes = Array(request.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func exchange(_ request: String) -> String? {
+        send(request)
+        return readReply()
     }
 
     func statsReply() -> String? {

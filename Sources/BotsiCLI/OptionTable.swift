@@ -328,47 +328,89 @@ extension MergeCommand {
 }
 
 extension SimulateCommand {
-    static let options: [Option<SimulateSettings>] = [
-        .value("--host", .text("ADDRESS"), default: "127.0.0.1", help: "address to listen on") {
-            $0.options.host = $1
-        },
-        .value("--port", .wholeNumber(0...65535), default: "8080", help: "0 picks a free port") {
-            $0.options.port = $1
-        },
-        .value("--latency", .number(0...600_000, placeholder: "MS"), default: "0", help: "fixed latency per reply") {
-            $0.options.latencyMilliseconds = $1
-        },
-        .value("--jitter", .number(0...600_000, placeholder: "MS"), default: "0", help: "extra uniform latency 0..MS") {
-            $0.options.jitterMilliseconds = $1
-        },
-        .value(
-            "--fault-rate", .number(0...1, placeholder: "P"), default: "0", help: "probability of a fault per request"
-        ) {
-            $0.options.faultRate = $1
-        },
-        .value("--faults", faultsKind, default: "all", help: "the faults to draw from") { $0.options.faults = $1 },
-        .value("--stall", .duration(), default: "300s", help: "how long a stall fault holds the reply before closing") {
-            $0.options.stallSeconds = $1
-        },
-        .value(
-            "--retry-after", .wholeNumber(0...86400, placeholder: "SECONDS"), default: "1",
-            help: "sent with 429 and 503"
-        ) { $0.options.retryAfterSeconds = $1 },
-        .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") { $0.options.seed = $1 },
-        .value("--scenario", .path("FILE"), help: "profiles and transactions (JSON; see docs/simulator.md)") {
-            $0.scenario = $1
-        },
-        .value(
-            "--mode", .choice([SimulatorMode.normal, .noIOSSettings]), default: "normal",
-            help: "no-ios-settings answers every restore as an app whose App Store connection is not set up"
-        ) { $0.options.mode = $1 },
-        .value(
-            "--limit-rate", .number(0.1...1_000_000), help: "answer 429 above N restore requests in any one second"
-        ) { $0.options.limitRate = $1 },
-        .value(
-            "--key", .text("KEY"), repeatable: true, help: "an accepted key (default \(Simulator.defaultKey))"
-        ) { $0.keys.append($1) },
-    ]
+    static let options: [Option<SimulateSettings>] =
+        [serverOptions, faultOptions, rateLimitOptions, limitOptions].flatMap { $0 }
+
+    private static let serverOptions: [Option<SimulateSettings>] = section(
+        "Server",
+        [
+            .value(
+                "--host", .text("ADDRESS"), default: "127.0.0.1",
+                help: "address to listen on; any other than loopback is reachable by others (warned)"
+            ) { $0.options.host = $1 },
+            .value("--port", .wholeNumber(0...65535), default: "8080", help: "0 picks a free port") {
+                $0.options.port = $1
+            },
+            .value(
+                "--key", .text("KEY"), repeatable: true, help: "an accepted key (default \(Simulator.defaultKey))"
+            ) { $0.keys.append($1) },
+            .value("--scenario", .path("FILE"), help: "profiles and transactions (JSON; see docs/simulator.md)") {
+                $0.scenario = $1
+            },
+            .value(
+                "--mode", .choice([SimulatorMode.normal, .noIOSSettings]), default: "normal",
+                help: "no-ios-settings answers every restore as an app whose App Store connection is not set up"
+            ) { $0.options.mode = $1 },
+        ])
+
+    private static let faultOptions: [Option<SimulateSettings>] = section(
+        "Latency and faults",
+        [
+            .value(
+                "--latency", .number(0...600_000, placeholder: "MS"), default: "0", help: "fixed latency per reply"
+            ) { $0.options.latencyMilliseconds = $1 },
+            .value(
+                "--jitter", .number(0...600_000, placeholder: "MS"), default: "0", help: "extra uniform latency 0..MS"
+            ) { $0.options.jitterMilliseconds = $1 },
+            .value(
+                "--fault-rate", .number(0...1, placeholder: "P"), default: "0",
+                help: "probability of a fault per request"
+            ) { $0.options.faultRate = $1 },
+            .value("--faults", faultsKind, default: "all", help: "the faults to draw from") { $0.options.faults = $1 },
+            .value(
+                "--stall", .duration(), default: "300s", help: "how long a stall fault holds the reply before closing"
+            ) { $0.options.stallSeconds = $1 },
+            .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") { $0.options.seed = $1 },
+        ])
+
+    private static let rateLimitOptions: [Option<SimulateSettings>] = section(
+        "Rate limit",
+        [
+            .value(
+                "--limit-rate", .number(0.001...1_000_000),
+                help: "admit N restore requests/s: at most N × window in any window, 429 for the rest"
+            ) { $0.options.limitRate = $1 },
+            .value(
+                "--limit-window", .wholeSeconds(1...86_400), default: "1s",
+                help: "the limiter's window, whole seconds (N × window must be whole)"
+            ) { $0.options.limitWindowSeconds = $1 },
+            .value(
+                "--rate-limit-headers", .choice(RateLimitHeaderStyle.allCases),
+                help: "describe the limiter on its replies: RateLimit + RateLimit-Policy, RateLimit-Limit/-Remaining/"
+                    + "-Reset, or X-RateLimit-* (reset as UNIX time)"
+            ) { $0.options.rateLimitHeaders = $1 },
+            .value(
+                "--retry-after", .wholeNumber(0...86400, placeholder: "SECONDS"), default: "1",
+                help: "the wait sent with 429 and 503"
+            ) { $0.options.retryAfterSeconds = $1 },
+            .value(
+                "--retry-after-format", .choice(RetryAfterFormat.allCases), default: "seconds",
+                help: "how Retry-After is written (unix-ms is Apple's form)"
+            ) { $0.options.retryAfterFormat = $1 },
+        ])
+
+    private static let limitOptions: [Option<SimulateSettings>] = section(
+        "Limits",
+        [
+            .value(
+                "--idle-timeout", .duration(), default: "60s",
+                help: "close connections idle (or slow to send a request) this long"
+            ) { $0.options.idleTimeoutSeconds = $1 },
+            .value(
+                "--max-connections", .wholeNumber(1...1_000_000), default: "1024",
+                help: "connections open at once; more wait in the backlog"
+            ) { $0.options.maxConnections = $1 },
+        ])
 
     /// "429,500,reset" or "all".
     static let faultsKind = ValueKind<[SimulatorFault]>(

@@ -22,8 +22,9 @@ enum SimulateCommand: Command {
     static let summary = "serve a local Botsi restore API for rehearsals"
     static let synopsis = "[options]"
     static let discussion = """
-        Serves POST /v2/purchases/apple-store/restore on loopback, behaving as Botsi documents, for
-        rehearsals and tests. GET /__simulator/stats returns request statistics. Stops on SIGINT/SIGTERM.
+        Serves POST /v2/purchases/apple-store/restore (on loopback unless --host says otherwise), behaving
+        as Botsi documents, for rehearsals and tests. GET /__simulator/stats returns counts (?pairs=1 with
+        an accepted key lists every pair). Stops on SIGINT/SIGTERM.
         """
     static let epilogue = "See docs/simulator.md for scenario files, faults and stats."
 
@@ -39,6 +40,12 @@ enum SimulateCommand: Command {
                 throw UsageError(message: "cannot use scenario \(path): \(error)")
             }
         }
+        do {
+            try options.validate()
+        } catch {
+            throw UsageError(message: error.message)
+        }
+        if let warning = options.exposureWarning { Output.error("botsi-restore simulate: \(warning)") }
         let simulator = Simulator(options: options)
         let port: Int
         do {

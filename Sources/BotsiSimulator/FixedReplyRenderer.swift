@@ -5,7 +5,8 @@ enum FixedReplyRenderer {
 
     /// `currentProfile` is the profile's reply as it is now; only `hugeHeaders` uses it.
     static func action(
-        for reply: SimulatorScenario.FixedReply, profileId: String, currentProfile: [UInt8], keepAlive: Bool
+        for reply: SimulatorScenario.FixedReply, profileId: String, currentProfile: [UInt8], keepAlive: Bool,
+        retryAfterFormat: RetryAfterFormat
     ) -> ReplyPlan.Action {
         let status = reply.effectiveStatus
         switch reply.kind {
@@ -18,8 +19,9 @@ enum FixedReplyRenderer {
                 json.string(code)
             }
             json.raw("}")
+            let retryAfter = reply.retryAfterSeconds.map { ReplyHeaders.retryAfter($0, format: retryAfterFormat) }
             let bytes = Responses.make(
-                status: status, body: json.bytes, keepAlive: keepAlive, retryAfter: reply.retryAfterSeconds)
+                status: status, body: json.bytes, keepAlive: keepAlive, headers: retryAfter ?? [])
             return .send(bytes, closeAfter: !keepAlive)
         case .html:
             let page = Array(

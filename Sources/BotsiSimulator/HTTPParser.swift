@@ -16,11 +16,14 @@ struct HTTPRequestHead {
     var authorization: [UInt8]?
     var contentLength = 0
     var expectsContinue = false
+    /// The query holds `pairs=1` (or `pairs=true`): the stats route is asked to list every pair.
+    var listsPairs = false
 }
 
 enum HTTPParseResult {
     /// The head or body is not complete yet; `expectsContinue` once a head asked for `100 Continue`.
-    case needMore(expectsContinue: Bool)
+    /// `headSearched`: how many leading bytes hold no head end, so the next parse need not search them again.
+    case needMore(expectsContinue: Bool, headSearched: Int)
     case request(HTTPRequestHead, body: [UInt8], consumed: Int)
     /// The request cannot be served; the connection closes after the reply.
     case failure(status: Int, message: String)
@@ -35,12 +38,15 @@ enum HTTPParser {
     private static let restorePath = Array("/v2/purchases/apple-store/restore".utf8)
     private static let statsPath = Array("/__simulator/stats".utf8)
 
-    static func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> HTTPParseResult {
-        guard let headEnd = findHeadEnd(buffer) else {
-            if buffer.count > maximumHeadBytes {
-                return .failure(status: 431, message: "Request head is larger than \(maximumHeadBytes) bytes")
-            }
-            return .needMore(expectsContinue: false)
+    /// `headSearched` is what an earlier `needMore` said about the same buffer (0 for a new request): a head
+    /// trickled in byte by byte is then searched once in all, not once per byte received.
+    static func parse(_ buffer: UnsafeBufferPointer<UInt8>, headSearched: Int = 0) -> HTTPParseResult {
+        // The head ends with CRLF CRLF; no head may be longer than `maximumHeadBytes` including that end,
+        // so the search never looks further, whatever else the buffer holds.
+        let searchable = UnsafeBufferPointer(rebasing: buffer[0..<min(buffer.count, maximumHeadBytes)])
+        guard let headEnd = findHeadEnd(searchable, from: max(0, headSearched - 3)) else {
+            if buffer.count >= maximumHeadBytes { return headTooLarge }
+            return .needMore(expectsContinue: false, headSearched: buffer.count)
         }
         let head: HTTPRequestHead
         switch parseHead(UnsafeBufferPointer(rebasing: buffer[0..<headEnd])) {
@@ -49,11 +55,14 @@ enum HTTPParser {
         }
         let bodyStart = headEnd + 4
         guard buffer.count - bodyStart >= head.contentLength else {
-            return .needMore(expectsContinue: head.expectsContinue)
+            return .needMore(expectsContinue: head.expectsContinue, headSearched: 0)
         }
         let body = Array(buffer[bodyStart..<(bodyStart + head.contentLength)])
         return .request(head, body: body, consumed: bodyStart + head.contentLength)
     }
+
+    private static let headTooLarge = HTTPParseResult.failure(
+        status: 431, message: "Request head is larger than \(maximumHeadBytes) bytes")
 
     private struct Refusal: Error {
         let status: Int
@@ -64,9 +73,10 @@ enum HTTPParser {
         }
     }
 
-    private static func findHeadEnd(_ buffer: UnsafeBufferPointer<UInt8>) -> Int? {
+    /// The offset of the CRLF CRLF that ends the head, searching from `start`.
+    private static func findHeadEnd(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         guard buffer.count >= 4 else { return nil }
-        var index = 0
+        var index = start
         let last = buffer.count - 4
         while index <= last {
             if buffer[index + 3] != 0x0A {
@@ -106,6 +116,12 @@ enum HTTPParser {
         var request = HTTPRequestHead(
             method: method, methodName: String(decoding: methodBytes, as: UTF8.self), route: route,
             keepAlive: keepAliveByDefault)
+        if case .stats = route, path.count < target.count {
+            let query = target[(path.endIndex + 1)...]
+            request.listsPairs = query.split(separator: UInt8(ascii: "&")).contains {
+                $0.elementsEqual("pairs=1".utf8) || $0.elementsEqual("pairs=true".utf8)
+            }
+        }
         var contentLength: Int?
         while let line = lines.next() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {

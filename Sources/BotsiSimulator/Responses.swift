@@ -5,7 +5,7 @@ enum Responses {
     }
 
     static func make(
-        status: Int, contentType: ContentType = .json, body: [UInt8], keepAlive: Bool, retryAfter: Int? = nil,
+        status: Int, contentType: ContentType = .json, body: [UInt8], keepAlive: Bool, headers: [UInt8] = [],
         declaredLength: Int? = nil, extraHeader: StaticString? = nil
     ) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -19,11 +19,7 @@ enum Responses {
         append("Content-Length: ", to: &bytes)
         appendDecimal(declaredLength ?? body.count, to: &bytes)
         append("\r\n", to: &bytes)
-        if let retryAfter {
-            append("Retry-After: ", to: &bytes)
-            appendDecimal(retryAfter, to: &bytes)
-            append("\r\n", to: &bytes)
-        }
+        bytes.append(contentsOf: headers)
         if let extraHeader { append(extraHeader, to: &bytes) }
         if !keepAlive { append("Connection: close\r\n", to: &bytes) }
         append("\r\n", to: &bytes)

@@ -16,6 +16,8 @@ final class ServerLoop: @unchecked Sendable {
     let queue: DispatchQueue
     private let core: SimulatorCore
     private let openDescriptors: DispatchGroup
+    /// Told when a connection's descriptor is closed (weak: the server owns its loops).
+    private weak var server: Server?
     private var connections: [UInt64: Connection] = [:]
     private var nextConnectionId: UInt64 = 1
     private var timers = DeadlineHeap()
@@ -29,12 +31,14 @@ final class ServerLoop: @unchecked Sendable {
     /// from the moment this queue got round to reading it, so the time the event spent travelling through
     /// Dispatch's threads is part of the latency instead of added to it.
     private let timesArrivals: Bool
+    private let idleTimeoutNanoseconds: UInt64
 
     init(core: SimulatorCore, openDescriptors: DispatchGroup, label: String) {
         self.core = core
         self.openDescriptors = openDescriptors
         queue = DispatchQueue(label: label)
         timesArrivals = core.options.latencyMilliseconds > 0 || core.options.jitterMilliseconds > 0
+        idleTimeoutNanoseconds = UInt64(min(core.options.idleTimeoutSeconds, 86_400) * 1_000_000_000)
     }
 
     deinit {
@@ -43,10 +47,14 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     /// Runs on `queue`.
-    func begin() {
+    func begin(server: Server) {
+        self.server = server
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler { [self] in fireDueTimers() }
-        timer.schedule(deadline: .distantFuture, leeway: .nanoseconds(0))
+        // Fires once, soon, for nothing: Dispatch opens its timer descriptor the first time it arms a timer
+        // for the future, and at the descriptor limit that fails silently: the accept back-off's timer
+        // would then never fire.
+        timer.schedule(deadline: .now() + .milliseconds(100), leeway: .nanoseconds(0))
         timerSource = timer
         timer.resume()
     }
@@ -65,6 +73,7 @@ final class ServerLoop: @unchecked Sendable {
     func adopt(_ descriptor: Int32) {
         guard !stopped else {
             Glibc.close(descriptor)
+            server?.connectionReleased()
             openDescriptors.leave()
             return
         }
@@ -77,6 +86,7 @@ final class ServerLoop: @unchecked Sendable {
         source.setCancelHandler { [self] in sourceCancelled(connection) }
         connection.readSource = source
         connection.liveSources += 1
+        startIdleClock(connection)
         source.resume()
     }
 
@@ -152,9 +162,11 @@ final class ServerLoop: @unchecked Sendable {
         connection.insideProcessing = true
         defer { connection.insideProcessing = false }
         while connection.phase == .reading, !connection.closed, !connection.inbound.isEmpty {
-            let result = connection.inbound.withUnsafeBufferPointer { HTTPParser.parse($0) }
+            let searched = connection.headSearched
+            let result = connection.inbound.withUnsafeBufferPointer { HTTPParser.parse($0, headSearched: searched) }
             switch result {
-            case .needMore(let expectsContinue):
+            case .needMore(let expectsContinue, let headSearched):
+                connection.headSearched = headSearched
                 if expectsContinue, !connection.sentContinue {
                     connection.sentContinue = true
                     _ = Responses.continueLine.withUnsafeBytes {
@@ -165,10 +177,12 @@ final class ServerLoop: @unchecked Sendable {
             case .failure(let status, let message):
                 let body = Responses.errorBody(message, code: status == 400 ? "bad_request" : "invalid_request")
                 connection.inbound.removeAll()
+                connection.headSearched = 0
                 perform(
                     .send(Responses.make(status: status, body: body, keepAlive: false), closeAfter: true),
                     on: connection)
             case .request(let head, let body, let consumed):
+                connection.headSearched = 0
                 if consumed == connection.inbound.count {
                     connection.inbound.removeAll(keepingCapacity: true)
                 } else {
@@ -186,7 +200,9 @@ final class ServerLoop: @unchecked Sendable {
         case (.restore, .post):
             plan = core.planRestore(authorization: head.authorization, body: body, keepAlive: head.keepAlive)
         case (.stats, .get):
-            plan = ReplyPlan(action: .send(core.statsReply(keepAlive: head.keepAlive), closeAfter: !head.keepAlive))
+            let reply = core.statsReply(
+                keepAlive: head.keepAlive, listingPairs: head.listsPairs, authorization: head.authorization)
+            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive))
         case (.restore, _), (.stats, _):
             let body = Responses.errorBody("Method \(head.methodName) is not allowed here", code: "method_not_allowed")
             let allow: StaticString = head.route.isRestore ? "Allow: POST\r\n" : "Allow: GET\r\n"
@@ -234,6 +250,7 @@ final class ServerLoop: @unchecked Sendable {
 
     private func write(_ bytes: [UInt8], closeAfter: Bool, on connection: Connection) {
         connection.phase = .writing
+        startIdleClock(connection)
         connection.outbound = bytes
         connection.outboundOffset = 0
         connection.closeAfterWrite = closeAfter
@@ -278,6 +295,7 @@ final class ServerLoop: @unchecked Sendable {
             close(connection)
         } else {
             connection.phase = .reading
+            startIdleClock(connection)
             processInbound(connection)
         }
     }
@@ -286,7 +304,10 @@ final class ServerLoop: @unchecked Sendable {
         guard connection.writeSource == nil else { return }
         let source = DispatchSource.makeWriteSource(fileDescriptor: connection.descriptor, queue: queue)
         source.setEventHandler { [self] in
-            if !connection.closed, connection.phase == .writing { flush(connection) }
+            guard !connection.closed, connection.phase == .writing else { return }
+            // The client took some of the reply: that is progress, so its idle clock starts again.
+            connection.idleSince = DispatchTime.now().uptimeNanoseconds
+            flush(connection)
         }
         source.setCancelHandler { [self] in sourceCancelled(connection) }
         connection.writeSource = source
@@ -334,7 +355,40 @@ final class ServerLoop: @unchecked Sendable {
         connection.liveSources -= 1
         if connection.liveSources == 0, connection.closed {
             Glibc.close(connection.descriptor)
+            server?.connectionReleased()
             openDescriptors.leave()
+        }
+    }
+
+    // MARK: Idle connections
+
+    /// Starts the idle clock for a phase in which the client owes the next step: sending a request, or
+    /// taking a reply. The whole request must arrive within the timeout, so a head trickled a byte at a
+    /// time cannot hold a connection. One idle deadline per connection is in the heap at most; when it
+    /// comes due early (the clock restarted since), it is pushed again for the new time.
+    private func startIdleClock(_ connection: Connection) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        connection.idleSince = now
+        guard !connection.idleDeadlinePending else { return }
+        connection.idleDeadlinePending = true
+        pushDeadline(now &+ idleTimeoutNanoseconds, .idle, connection)
+    }
+
+    private func idleDeadlineDue(_ connection: Connection, now: UInt64) {
+        connection.idleDeadlinePending = false
+        switch connection.phase {
+        case .reading, .writing:
+            let due = connection.idleSince &+ idleTimeoutNanoseconds
+            if now + 100_000 >= due {
+                core.recordIdleTimeout()
+                close(connection)
+            } else {
+                connection.idleDeadlinePending = true
+                pushDeadline(due, .idle, connection)
+            }
+        case .waiting, .stalled, .trickling:
+            // The server holds the reply back on purpose; the clock starts again with the next phase.
+            break
         }
     }
 
@@ -348,9 +402,12 @@ final class ServerLoop: @unchecked Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         let start = min(arrival ?? now, now)
         let compensation = min(timerLateness, nanoseconds / 10)
-        let deadline = max(start &+ nanoseconds &- compensation, now)
-        timers.push(Deadline(time: deadline, connectionId: connection.id, generation: connection.generation))
-        if deadline < armedDeadline { arm(deadline) }
+        pushDeadline(max(start &+ nanoseconds &- compensation, now), .reply, connection)
+    }
+
+    private func pushDeadline(_ time: UInt64, _ kind: Deadline.Kind, _ connection: Connection) {
+        timers.push(Deadline(time: time, kind: kind, connectionId: connection.id, generation: connection.generation))
+        if time < armedDeadline { arm(time) }
     }
 
     private func arm(_ deadline: UInt64) {
@@ -366,9 +423,12 @@ final class ServerLoop: @unchecked Sendable {
             // Moving average of how late timers fire (1/16 weight for the newest sample).
             let lateness = now > next.time ? now - next.time : 0
             timerLateness = timerLateness - timerLateness / 16 + min(lateness, 5_000_000) / 16
-            guard let connection = connections[next.connectionId], connection.generation == next.generation else {
+            guard let connection = connections[next.connectionId] else { continue }
+            if next.kind == .idle {
+                idleDeadlineDue(connection, now: now)
                 continue
             }
+            guard connection.generation == next.generation else { continue }
             switch connection.phase {
             case .waiting:
                 if let action = connection.pendingAction {
@@ -384,96 +444,5 @@ final class ServerLoop: @unchecked Sendable {
             }
         }
         if let next = timers.peek() { arm(next.time) }
-    }
-}
-
-/// One client connection; owned by the loop's queue.
-final class Connection: @unchecked Sendable {
-    // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue.
-    enum Phase {
-        case reading, waiting, stalled, writing, trickling
-    }
-
-    let id: UInt64
-    let descriptor: Int32
-    var readSource: DispatchSourceRead?
-    var writeSource: DispatchSourceWrite?
-    var liveSources = 0
-    var inbound: [UInt8] = []
-    var outbound: [UInt8] = []
-    var outboundOffset = 0
-    var closeAfterWrite = false
-    var phase = Phase.reading
-    var pendingAction: ReplyPlan.Action?
-    /// Set while a never-ending body is being sent.
-    var trickle: Trickle?
-    var generation: UInt64 = 0
-    /// Kernel receive time (uptime clock) of the chunk that began the buffered request, when known.
-    var requestArrival: UInt64?
-    var inFlight: InFlightToken?
-    var sentContinue = false
-    var insideProcessing = false
-    var closed = false
-
-    init(id: UInt64, descriptor: Int32) {
-        self.id = id
-        self.descriptor = descriptor
-        inbound.reserveCapacity(1024)
-    }
-}
-
-extension HTTPRequestHead.Route {
-    var isRestore: Bool {
-        if case .restore = self { return true }
-        return false
-    }
-}
-
-struct Trickle {
-    let chunk: [UInt8]
-    let intervalNanoseconds: UInt64
-}
-
-struct Deadline {
-    let time: UInt64
-    let connectionId: UInt64
-    let generation: UInt64
-}
-
-/// A binary min-heap of deadlines; stale entries (closed connections, replies already sent) are skipped
-/// when they come due instead of being searched out.
-struct DeadlineHeap {
-    private var items: [Deadline] = []
-
-    func peek() -> Deadline? {
-        items.first
-    }
-
-    mutating func push(_ item: Deadline) {
-        items.append(item)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].time < items[parent].time else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() {
-        guard !items.isEmpty else { return }
-        items.swapAt(0, items.count - 1)
-        items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].time < items[smallest].time { smallest = left }
-            if right < items.count, items[right].time < items[smallest].time { smallest = right }
-            guard smallest != parent else { return }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Glibc
 import Synchronization
 
 /// A fault the simulator injects instead of the real reply. Raw values are what `--faults` accepts.
@@ -46,10 +47,52 @@ public struct SimulatorOptions: Sendable {
     public var mode: SimulatorMode = .normal
     /// Accepted `Authorization` values.
     public var keys: [String] = [Simulator.defaultKey]
-    /// Above this many restore requests in any sliding one-second window, answer 429 + `Retry-After`.
+    /// The limiter (`RateLimiter`): at most `limitRate × limitWindowSeconds` restore requests are admitted
+    /// in any window of `limitWindowSeconds`; the others get 429 + `Retry-After`. The product must be a
+    /// whole number from 1 to 1,000,000 (`limitQuota`).
     public var limitRate: Double? = nil
+    /// The limiter's window in whole seconds.
+    public var limitWindowSeconds: Int = 1
+    /// Rate-limit header fields on every reply the limiter decided (needs `limitRate`).
+    public var rateLimitHeaders: RateLimitHeaderStyle? = nil
+    /// How every `Retry-After` is written; the wait itself (`retryAfterSeconds`, or a fixed reply's own) is
+    /// the same in every format.
+    public var retryAfterFormat: RetryAfterFormat = .seconds
+    /// A connection waiting for a request (kept alive after a reply, or with a request not yet complete) or
+    /// for a client to take a reply is closed after this long. Time a reply is held back (latency, a stall,
+    /// a never-ending body) does not count.
+    public var idleTimeoutSeconds: Double = 60
+    /// Connections open at once at most. At the cap the server stops accepting (new connections wait in
+    /// the kernel's backlog) until one closes.
+    public var maxConnections: Int = 1024
 
     public init() {}
+
+    /// `limitRate × limitWindowSeconds`: the requests the limiter admits per window; nil without a limit,
+    /// or when that is not a whole number from 1 to 1,000,000.
+    public var limitQuota: Int? {
+        guard let limitRate, limitRate > 0, limitRate.isFinite, limitWindowSeconds >= 1 else { return nil }
+        let product = limitRate * Double(limitWindowSeconds)
+        let whole = product.rounded()
+        guard abs(product - whole) <= 1e-9 * max(1, whole), whole >= 1, whole <= Double(RateLimiter.largestQuota)
+        else { return nil }
+        return Int(whole)
+    }
+
+    /// What to tell the person starting a simulator bound beyond loopback, or nil for a loopback host.
+    /// The simulator has no TLS, accepts rehearsal keys and answers its stats route without a key.
+    public var exposureWarning: String? {
+        let numeric = host == "localhost" ? "127.0.0.1" : host
+        var address = in_addr()
+        guard inet_pton(AF_INET, numeric, &address) == 1 else { return nil }
+        if UInt32(bigEndian: address.s_addr) >> 24 == 127 { return nil }
+        let reach =
+            address.s_addr == 0
+            ? "every interface (0.0.0.0): any machine that can reach this one"
+            : "\(host), not loopback: any machine that can reach that address"
+        return "warning: the simulator listens on \(reach) can send it requests and read its counts, over plain "
+            + "HTTP; use --host 127.0.0.1 unless another machine must reach it, and never give it a real key"
+    }
 }
 
 /// Why the simulator could not start.
@@ -116,7 +159,7 @@ public final class Simulator: Sendable {
             case .stopped: throw SimulatorError("the simulator was stopped and cannot be restarted")
             case .idle: break
             }
-            try validate(options)
+            try options.validate()
             let server = Server(core: core)
             let port = try server.start(host: options.host, port: options.port)
             phase = .running(server, port: port)
@@ -150,13 +193,20 @@ public final class Simulator: Sendable {
         }
         server?.stop()
     }
+}
 
-    private func validate(_ options: SimulatorOptions) throws {
+extension SimulatorOptions {
+    /// Throws a `SimulatorError` naming the first option that cannot work; `Simulator.start()` calls it, and
+    /// a command line can call it first to report bad options as usage errors.
+    public func validate() throws(SimulatorError) {
+        let options = self
         if let scenario = options.scenario {
             do {
                 try scenario.validate()
             } catch let error as SimulatorScenarioError {
                 throw SimulatorError(error.message)
+            } catch {
+                throw SimulatorError("\(error)")
             }
             if !Set(scenario.forbiddenKeys).isDisjoint(with: options.keys) {
                 throw SimulatorError("a key cannot be both accepted and in the scenario's forbiddenKeys")
@@ -172,10 +222,28 @@ public final class Simulator: Sendable {
         guard options.latencyMilliseconds >= 0, options.jitterMilliseconds >= 0, options.stallSeconds >= 0 else {
             throw SimulatorError("latency, jitter and stall time must not be negative")
         }
+        guard options.idleTimeoutSeconds > 0, options.idleTimeoutSeconds <= 86_400 else {
+            throw SimulatorError("the idle timeout must be above 0 and at most a day")
+        }
+        guard options.maxConnections >= 1 else { throw SimulatorError("the connection cap must be at least 1") }
         guard options.retryAfterSeconds >= 0 else { throw SimulatorError("retry-after must not be negative") }
         guard !options.keys.isEmpty, options.keys.allSatisfy({ !$0.isEmpty }) else {
             throw SimulatorError("at least one non-empty key is needed")
         }
-        if let limit = options.limitRate, !(limit > 0) { throw SimulatorError("limit rate must be above 0") }
+        if let limit = options.limitRate {
+            guard limit > 0, limit.isFinite else { throw SimulatorError("limit rate must be above 0") }
+            guard (1...86_400).contains(options.limitWindowSeconds) else {
+                throw SimulatorError("the limit window must be from 1 to 86400 seconds")
+            }
+            guard options.limitQuota != nil else {
+                let product = limit * Double(options.limitWindowSeconds)
+                throw SimulatorError(
+                    "limit rate × window must be a whole number of requests from 1 to 1000000, not \(limit) × "
+                        + "\(options.limitWindowSeconds) s = \(product); choose a window that makes it one "
+                        + "(e.g. 2.5/s over 2 s admits 5 per 2 s)")
+            }
+        } else if options.rateLimitHeaders != nil {
+            throw SimulatorError("rate-limit headers describe the limiter: set a limit rate too")
+        }
     }
 }

@@ -27,8 +27,7 @@ final class SimulatorCore: Sendable {
         var stats = StatsCounters()
         var faultRandom: SplitMix64
         var jitterRandom: SplitMix64
-        var recentAccepted: [UInt64] = []
-        var recentStart = 0
+        var limiter: RateLimiter?
     }
 
     private enum Authorization {
@@ -50,6 +49,8 @@ final class SimulatorCore: Sendable {
     /// nil without fixed replies, so a request pays for no lookup unless the scenario has some.
     private let fixedReplies: [String: SimulatorScenario.FixedReply]?
     private let state: Mutex<State>
+    /// Accepted connections whose descriptor is not yet closed; the server's cap is checked against it.
+    let openConnections = Atomic<Int>(0)
 
     init(options: SimulatorOptions) {
         self.options = options
@@ -66,22 +67,46 @@ final class SimulatorCore: Sendable {
             State(
                 store: RestoreStore(scenario: options.scenario, baseTime: baseTime),
                 faultRandom: SplitMix64(seed: options.seed),
-                jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908)))
+                jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908),
+                limiter: options.limitQuota.map { RateLimiter(quota: $0, windowSeconds: options.limitWindowSeconds) }))
     }
 
-    func stats() -> SimulatorStats {
-        state.withLock { $0.stats.snapshot() }
+    func stats(listingPairs: Bool = true) -> SimulatorStats {
+        let open = openConnections.load(ordering: .sequentiallyConsistent)
+        return state.withLock { $0.stats.snapshot(openConnections: open, listingPairs: listingPairs) }
     }
 
-    func statsReply(keepAlive: Bool) -> [UInt8] {
+    /// The stats route needs no key, so by default it gives counts only: the pairs are customers' ids,
+    /// listed only for `?pairs=1` with an accepted key.
+    func statsReply(keepAlive: Bool, listingPairs: Bool, authorization: [UInt8]?) -> [UInt8] {
+        if listingPairs, classify(authorization) != .accepted {
+            let body = Responses.errorBody(
+                "Listing pairs needs an accepted key in Authorization; without ?pairs=1 the stats give counts only",
+                code: "unauthorized")
+            return Responses.make(status: 401, body: body, keepAlive: keepAlive)
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let body = (try? encoder.encode(stats())).map { Array($0) } ?? []
+        let body = (try? encoder.encode(stats(listingPairs: listingPairs))).map { Array($0) } ?? []
         return Responses.make(status: 200, body: body, keepAlive: keepAlive)
     }
 
     func recordAccepted(_ count: Int) {
         state.withLock { $0.stats.connectionsAccepted += count }
+    }
+
+    func recordAcceptPause(backingOff: Bool) {
+        state.withLock { state in
+            if backingOff {
+                state.stats.acceptBackoffs += 1
+            } else {
+                state.stats.connectionLimitPauses += 1
+            }
+        }
+    }
+
+    func recordIdleTimeout() {
+        state.withLock { $0.stats.idleTimeouts += 1 }
     }
 
     func finish(_ token: InFlightToken) {
@@ -97,10 +122,10 @@ final class SimulatorCore: Sendable {
             pair = PairKey(profileId: profileId, originalTransactionId: transactionId)
         }
         let token = InFlightToken(pair: pair)
-        let now = DispatchTime.now().uptimeNanoseconds
+        var limiterOutcome: RateLimiter.Outcome?
         let (decision, delay) = state.withLock { state in
             state.stats.begin(token)
-            let decision = decide(authorizationResult, parsedBody, pair, now: now, state: &state)
+            let decision = decide(authorizationResult, parsedBody, pair, limiterOutcome: &limiterOutcome, state: &state)
             let key: String
             switch decision {
             case .failure(let status, _, _, _): key = String(status)
@@ -116,7 +141,9 @@ final class SimulatorCore: Sendable {
             state.stats.statusCounts[key, default: 0] += 1
             return (decision, drawDelay(&state.jitterRandom))
         }
-        return ReplyPlan(action: action(for: decision, keepAlive: keepAlive), delayNanoseconds: delay, inFlight: token)
+        return ReplyPlan(
+            action: action(for: decision, keepAlive: keepAlive, limiterOutcome: limiterOutcome),
+            delayNanoseconds: delay, inFlight: token)
     }
 
     /// Delay for replies that are not restores (unknown paths, wrong methods): the same latency model.
@@ -124,8 +151,10 @@ final class SimulatorCore: Sendable {
         state.withLock { drawDelay(&$0.jitterRandom) }
     }
 
+    /// `limiterOutcome` is set when the request reached the limiter.
     private func decide(
-        _ authorization: Authorization, _ body: RestoreBody?, _ pair: PairKey?, now: UInt64, state: inout State
+        _ authorization: Authorization, _ body: RestoreBody?, _ pair: PairKey?,
+        limiterOutcome: inout RateLimiter.Outcome?, state: inout State
     ) -> Decision {
         switch authorization {
         case .missing:
@@ -150,7 +179,11 @@ final class SimulatorCore: Sendable {
             if case .invalid(let reason)? = body { message = reason }
             return .failure(status: 400, code: "bad_request", message: message, retryAfter: nil)
         }
-        if let limit = options.limitRate, !admit(now: now, limit: limit, state: &state) {
+        // The clock is read under the lock, so the limiter sees times in the order it decides them.
+        if let outcome = state.limiter?.admit(now: DispatchTime.now().uptimeNanoseconds) {
+            limiterOutcome = outcome
+        }
+        if let limiterOutcome, !limiterOutcome.admitted {
             state.stats.rateLimited += 1
             return .failure(
                 status: 429, code: "rate_limited", message: "Rate limit exceeded, slow down",
@@ -180,22 +213,6 @@ final class SimulatorCore: Sendable {
         }
     }
 
-    /// Sliding one-second window over admitted requests, kept as a queue of arrival times.
-    private func admit(now: UInt64, limit: Double, state: inout State) -> Bool {
-        let capacity = max(1, Int(limit.rounded(.down)))
-        let windowStart = now >= 1_000_000_000 ? now - 1_000_000_000 : 0
-        while state.recentStart < state.recentAccepted.count, state.recentAccepted[state.recentStart] <= windowStart {
-            state.recentStart += 1
-        }
-        if state.recentStart > 4096, state.recentStart * 2 > state.recentAccepted.count {
-            state.recentAccepted.removeFirst(state.recentStart)
-            state.recentStart = 0
-        }
-        guard state.recentAccepted.count - state.recentStart < capacity else { return false }
-        state.recentAccepted.append(now)
-        return true
-    }
-
     private func drawDelay(_ random: inout SplitMix64) -> UInt64 {
         var milliseconds = options.latencyMilliseconds
         if options.jitterMilliseconds > 0 { milliseconds += random.nextUnit() * options.jitterMilliseconds }
@@ -222,19 +239,38 @@ final class SimulatorCore: Sendable {
         }
     }
 
-    private func action(for decision: Decision, keepAlive: Bool) -> ReplyPlan.Action {
+    /// The rate-limit fields go on the replies the limiter decided: the restore's own outcome and the
+    /// limiter's 429. Faults and fixed replies stand for something else answering, so they carry none.
+    private func rateLimitHeaders(_ outcome: RateLimiter.Outcome?) -> [UInt8] {
+        guard let style = options.rateLimitHeaders, let outcome, let quota = options.limitQuota else { return [] }
+        return ReplyHeaders.rateLimit(
+            style, quota: quota, windowSeconds: options.limitWindowSeconds, outcome: outcome)
+    }
+
+    private func retryAfter(_ seconds: Int) -> [UInt8] {
+        ReplyHeaders.retryAfter(seconds, format: options.retryAfterFormat)
+    }
+
+    private func action(for decision: Decision, keepAlive: Bool, limiterOutcome: RateLimiter.Outcome?)
+        -> ReplyPlan.Action
+    {
         switch decision {
-        case .failure(let status, let code, let message, let retryAfter):
+        case .failure(let status, let code, let message, let retryAfterSeconds):
             let body = Responses.errorBody(message, code: code)
+            let headers = (retryAfterSeconds.map(retryAfter) ?? []) + rateLimitHeaders(limiterOutcome)
             return .send(
-                Responses.make(status: status, body: body, keepAlive: keepAlive, retryAfter: retryAfter),
+                Responses.make(status: status, body: body, keepAlive: keepAlive, headers: headers),
                 closeAfter: !keepAlive)
         case .restored(let body):
-            return .send(Responses.make(status: 200, body: body, keepAlive: keepAlive), closeAfter: !keepAlive)
+            return .send(
+                Responses.make(
+                    status: 200, body: body, keepAlive: keepAlive, headers: rateLimitHeaders(limiterOutcome)),
+                closeAfter: !keepAlive)
         case .fault(.tooManyRequests, _):
             let body = Responses.errorBody("Too many requests, retry later", code: "rate_limited")
             return .send(
-                Responses.make(status: 429, body: body, keepAlive: keepAlive, retryAfter: options.retryAfterSeconds),
+                Responses.make(
+                    status: 429, body: body, keepAlive: keepAlive, headers: retryAfter(options.retryAfterSeconds)),
                 closeAfter: !keepAlive)
         case .fault(.internalError, _):
             let body = Responses.errorBody("Internal server error", code: "internal_error")
@@ -247,7 +283,7 @@ final class SimulatorCore: Sendable {
             return .send(
                 Responses.make(
                     status: 503, contentType: .none, body: [], keepAlive: keepAlive,
-                    retryAfter: options.retryAfterSeconds),
+                    headers: retryAfter(options.retryAfterSeconds)),
                 closeAfter: !keepAlive)
         case .fault(.reset, _):
             return .reset
@@ -255,7 +291,8 @@ final class SimulatorCore: Sendable {
             return .stall
         case .fixed(let reply, let profileId, let currentProfile):
             return FixedReplyRenderer.action(
-                for: reply, profileId: profileId, currentProfile: currentProfile, keepAlive: keepAlive)
+                for: reply, profileId: profileId, currentProfile: currentProfile, keepAlive: keepAlive,
+                retryAfterFormat: options.retryAfterFormat)
         case .fault(.truncated, let full):
             let sent = Array(full.prefix(max(1, full.count / 2)))
             return .truncated(

@@ -1,4 +1,7 @@
 /// What the simulator saw, for tests and rehearsals. All counts cover the restore route only.
+///
+/// `Simulator.stats()` lists every pair. `GET /__simulator/stats` needs no key, so it gives counts only
+/// (no `pairs` key in its JSON); `?pairs=1` with an accepted key in `Authorization` adds the pairs.
 public struct SimulatorStats: Sendable, Codable {
     public struct Pair: Sendable, Codable {
         public let profileId: String
@@ -11,8 +14,12 @@ public struct SimulatorStats: Sendable, Codable {
 
     /// Restore requests received (all outcomes).
     public let requests: Int
-    /// Sorted by profileId, then originalTransactionId.
-    public let pairs: [Pair]
+    /// Sorted by profileId, then originalTransactionId; empty when the stats were taken without pairs.
+    public var pairs: [Pair] { listedPairs ?? [] }
+    /// Distinct (profileId, originalTransactionId) pairs seen, listed or not.
+    public let pairCount: Int
+    /// nil (and absent from the JSON) when the pairs were not asked for.
+    let listedPairs: [Pair]?
     /// Most restore requests in flight at once (from request fully read to reply written).
     public let maxInFlight: Int
     public let maxInFlightPerProfile: Int
@@ -28,6 +35,22 @@ public struct SimulatorStats: Sendable, Codable {
     public let rateLimited: Int
     /// Restore requests in flight when the stats were taken.
     public let inFlight: Int
+    /// Connections closed because they sat idle (or sent a request too slowly) for `idleTimeoutSeconds`.
+    public let idleTimeouts: Int
+    /// Connections open now (any route).
+    public let openConnections: Int
+    /// Times accepting paused because `maxConnections` were open.
+    public let connectionLimitPauses: Int
+    /// Times `accept` failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) and
+    /// accepting paused for a back-off instead of retrying at once.
+    public let acceptBackoffs: Int
+
+    private enum CodingKeys: String, CodingKey {
+        case requests, pairCount, maxInFlight, maxInFlightPerProfile, maxInFlightPerTransaction, statusCounts
+        case faultsInjected, connectionsAccepted, restoreCases, rateLimited, inFlight, idleTimeouts
+        case openConnections, connectionLimitPauses, acceptBackoffs
+        case listedPairs = "pairs"
+    }
 }
 
 struct PairKey: Hashable, Sendable {
@@ -54,6 +77,9 @@ struct StatsCounters: Sendable {
     var connectionsAccepted = 0
     var restoreCases: [String: Int] = [:]
     var rateLimited = 0
+    var idleTimeouts = 0
+    var connectionLimitPauses = 0
+    var acceptBackoffs = 0
 
     mutating func begin(_ token: InFlightToken) {
         requests += 1
@@ -82,22 +108,27 @@ struct StatsCounters: Sendable {
         counts[key] = count > 1 ? count - 1 : nil
     }
 
-    func snapshot() -> SimulatorStats {
-        let sortedPairs = pairs.sorted { left, right in
-            (left.key.profileId, left.key.originalTransactionId) < (
-                right.key.profileId, right.key.originalTransactionId
-            )
-        }
-        return SimulatorStats(
-            requests: requests,
-            pairs: sortedPairs.map { key, counts in
+    func snapshot(openConnections: Int, listingPairs: Bool) -> SimulatorStats {
+        var listed: [SimulatorStats.Pair]?
+        if listingPairs {
+            let sortedPairs = pairs.sorted { left, right in
+                (left.key.profileId, left.key.originalTransactionId) < (
+                    right.key.profileId, right.key.originalTransactionId
+                )
+            }
+            listed = sortedPairs.map { key, counts in
                 SimulatorStats.Pair(
                     profileId: key.profileId, originalTransactionId: key.originalTransactionId,
                     requests: counts.requests, successes: counts.successes)
-            },
+            }
+        }
+        return SimulatorStats(
+            requests: requests, pairCount: pairs.count, listedPairs: listed,
             maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
             maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
             faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,
-            rateLimited: rateLimited, inFlight: inFlight)
+            rateLimited: rateLimited, inFlight: inFlight, idleTimeouts: idleTimeouts,
+            openConnections: openConnections, connectionLimitPauses: connectionLimitPauses,
+            acceptBackoffs: acceptBackoffs)
     }
 }

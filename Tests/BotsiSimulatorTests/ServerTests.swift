@@ -178,7 +178,7 @@ struct ServerTests {
         _ = try client.restoreResponse("p-1", "2000000000000002")
         _ = try client.restoreResponse("p-1", "2000000000000002")
         _ = try client.restoreResponse("p-2", "2000000000000000")
-        try client.send(TestClient.request(method: "GET", path: "/__simulator/stats", authorization: nil))
+        try client.send(TestClient.request(method: "GET", path: "/__simulator/stats?pairs=1"))
         let reply = try client.require(client.readResponse())
         #expect(reply.status == 200)
         let stats = try JSONDecoder().decode(SimulatorStats.self, from: Data(reply.body))

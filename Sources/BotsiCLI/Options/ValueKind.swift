@@ -79,6 +79,21 @@ extension ValueKind where Value == String {
 }
 
 extension ValueKind where Value == Int {
+    /// A duration in whole seconds within `range`, written as a duration (`1s`, `1m`).
+    static func wholeSeconds(_ range: ClosedRange<Int>) -> Self {
+        let duration = ValueKind<Double>.duration(minimum: 0)
+        return Self(
+            placeholder: "DUR", expected: "whole seconds from \(range.lowerBound)s to \(range.upperBound)s",
+            example: "\(range.upperBound)s",
+            fromText: { text in
+                duration.fromText(text).flatMap { seconds in
+                    guard seconds == seconds.rounded(), let whole = Int(exactly: seconds), range.contains(whole)
+                    else { return nil }
+                    return whole
+                }
+            })
+    }
+
     static func wholeNumber(_ range: ClosedRange<Int>, placeholder: String = "N") -> Self {
         Self(
             placeholder: placeholder, expected: "a whole number from \(range.lowerBound) to \(range.upperBound)",

@@ -1,0 +1,108 @@
+import Dispatch
+
+// The per-connection state a `ServerLoop` keeps, and its heap of deadlines.
+
+/// One client connection; owned by the loop's queue.
+final class Connection: @unchecked Sendable {
+    // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue.
+    enum Phase {
+        case reading, waiting, stalled, writing, trickling
+    }
+
+    let id: UInt64
+    let descriptor: Int32
+    var readSource: DispatchSourceRead?
+    var writeSource: DispatchSourceWrite?
+    var liveSources = 0
+    var inbound: [UInt8] = []
+    var outbound: [UInt8] = []
+    var outboundOffset = 0
+    var closeAfterWrite = false
+    var phase = Phase.reading
+    var pendingAction: ReplyPlan.Action?
+    /// Set while a never-ending body is being sent.
+    var trickle: Trickle?
+    var generation: UInt64 = 0
+    /// Kernel receive time (uptime clock) of the chunk that began the buffered request, when known.
+    var requestArrival: UInt64?
+    var inFlight: InFlightToken?
+    var sentContinue = false
+    /// Leading bytes of `inbound` already searched for the end of the head (see `HTTPParser.parse`).
+    var headSearched = 0
+    var insideProcessing = false
+    var closed = false
+    /// Uptime when the current reading or writing phase began, or the client last took part of a reply.
+    var idleSince: UInt64 = 0
+    /// Whether the heap holds this connection's idle deadline.
+    var idleDeadlinePending = false
+
+    init(id: UInt64, descriptor: Int32) {
+        self.id = id
+        self.descriptor = descriptor
+        inbound.reserveCapacity(1024)
+    }
+}
+
+extension HTTPRequestHead.Route {
+    var isRestore: Bool {
+        if case .restore = self { return true }
+        return false
+    }
+}
+
+struct Trickle {
+    let chunk: [UInt8]
+    let intervalNanoseconds: UInt64
+}
+
+struct Deadline {
+    enum Kind {
+        /// A reply's delay, a stall's end or a trickle's tick; stale once the connection's generation moved on.
+        case reply
+        /// The connection's idle deadline (see `ServerLoop.startIdleClock`).
+        case idle
+    }
+
+    let time: UInt64
+    let kind: Kind
+    let connectionId: UInt64
+    let generation: UInt64
+}
+
+/// A binary min-heap of deadlines; stale entries (closed connections, replies already sent) are skipped
+/// when they come due instead of being searched out.
+struct DeadlineHeap {
+    private var items: [Deadline] = []
+
+    func peek() -> Deadline? {
+        items.first
+    }
+
+    mutating func push(_ item: Deadline) {
+        items.append(item)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].time < items[parent].time else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < items.count, items[left].time < items[smallest].time { smallest = left }
+            if right < items.count, items[right].time < items[smallest].time { smallest = right }
+            guard smallest != parent else { return }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

@@ -4,7 +4,7 @@ import Testing
 
 /// How many sequences of how many steps, from the environment:
 /// - `SEED=n`: replay exactly the sequence with seed n (one sequence);
-/// - `MODEL_SEQUENCES` (default 6), `MODEL_STEPS` (default 14), `MODEL_SEED_BASE` (default 1):
+/// - `MODEL_SEQUENCES` (default 16), `MODEL_STEPS` (default 20), `MODEL_SEED_BASE` (default 1):
 ///   seeds base, base+1, …;
 /// - `MODEL_SKIP`: known problems to leave out (their step kinds and invariants): issue 8's
 ///   numbers and `curl-resend` (see `Problem`), e.g. `3,4`, or `known` for all;
@@ -17,13 +17,13 @@ struct ModelConfiguration {
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> Self {
         func number(_ name: String, _ fallback: Int) -> Int { environment[name].flatMap { Int($0) } ?? fallback }
-        let steps = number("MODEL_STEPS", 14)
+        let steps = number("MODEL_STEPS", 20)
         let seeds: [UInt64]
         if let seed = environment["SEED"].flatMap({ UInt64($0) }) {
             seeds = [seed]
         } else {
             let base = UInt64(number("MODEL_SEED_BASE", 1))
-            seeds = (0..<UInt64(max(0, number("MODEL_SEQUENCES", 6)))).map { base + $0 }
+            seeds = (0..<UInt64(max(0, number("MODEL_SEQUENCES", 16)))).map { base + $0 }
         }
         let skip = Problem.parse(environment["MODEL_SKIP"] ?? "")
         return Self(seeds: seeds, steps: steps, skip: skip, verbose: environment["MODEL_VERBOSE"] == "1")

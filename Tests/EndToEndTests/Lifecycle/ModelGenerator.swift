@@ -112,7 +112,7 @@ struct ModelGenerator {
             world.faults = SimulatorFault.allCases.filter { _ in chance(0.5) }
             if world.faults.isEmpty { world.faults = [.internalError] }
         }
-        if chance(0.5) {
+        if chance(0.7) {
             world.latencyMilliseconds = Double(int(2...15))
             world.jitterMilliseconds = Double(int(0...5))
         }

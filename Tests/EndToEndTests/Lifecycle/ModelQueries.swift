@@ -15,14 +15,6 @@ extension ModelSequence {
         jsonObjects(stderr).last { $0["event"] as? String == "summary" }
     }
 
-    /// The human words of a `--log-format json` stream (the `message` of each object).
-    static func messages(_ stderr: String) -> String {
-        stderr.split(separator: "\n").map { line in
-            let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-            return object.map { ($0["message"] as? String) ?? "" } ?? String(line)
-        }.joined(separator: "\n")
-    }
-
     func runsLines() -> [[String: Any]] {
         guard let finished = try? botsi(["runs", "--journal", journal, "--format", "jsonl"], key: nil, in: workspace)
         else { return [] }

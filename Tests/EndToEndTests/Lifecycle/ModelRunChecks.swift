@@ -176,7 +176,8 @@ extension ModelSequence {
         let exitProblem = noInputProblem ?? (finished.status == 0 && strandedOnly ? .strandedPending : nil)
         if !observation.killed && !finished.killedBySignal {
             let allowed = ModelTable.allowedExits(
-                run: run, allWorkedFinal: allFinal, sentAny: observation.stats.requests > 0)
+                run: run, journalExisted: observation.before != nil, allWorkedFinal: allFinal,
+                sentAny: observation.stats.requests > 0)
             if !allowed.contains(finished.status) {
                 violations.append(
                     Violation(
@@ -188,6 +189,12 @@ extension ModelSequence {
         let runsBefore = observation.before?.runs ?? []
         let runsAfter = observation.after?.runs ?? []
         let added = runsAfter.filter { run in !runsBefore.contains { $0.id == run.id } }
+        if run.input == nil && observation.before == nil {
+            if observation.after != nil {
+                violations.append(Violation(.strandedPending, "a run with no input created the journal it was given"))
+            }
+            return violations
+        }
         if added.count != 1 && !(observation.killed && added.isEmpty) {
             violations.append(Violation(noInputProblem, "the run added \(added.count) run records to the journal"))
         }
@@ -226,7 +233,8 @@ extension ModelSequence {
     /// R8: a stop names the journal; after 77 and 78 it does not say to run the same command again.
     private func wordChecks(_ finished: Finished, jsonLog: Bool) -> [Violation] {
         guard [75, 77, 78, 69, 130, 143].contains(finished.status) else { return [] }
-        let text = jsonLog ? Self.messages(finished.stderr) : finished.stderr
+        // In JSON the path may sit in a field of its own, with its slashes escaped.
+        let text = jsonLog ? finished.stderr.replacingOccurrences(of: "\\/", with: "/") : finished.stderr
         var violations: [Violation] = []
         if !text.contains(journal) {
             violations.append(

@@ -135,8 +135,17 @@ extension ModelSequence {
         }
         if simulator.stats().requests > 0 { violations.append(Violation(nil, "a refused run sent requests")) }
         let after = try JournalTables.read(journal, checkIntegrity: false)
-        if let before, before.items != after?.items {
-            violations.append(Violation(nil, "a refused run\(dryRun ? " --dry-run" : "") changed rows of the journal"))
+        // A real run may recover rows a killed run left in flight before it refuses; nothing else.
+        let changed = (before?.items ?? [:]).filter { pair, item in
+            guard let now = after?.items[pair] else { return true }
+            return now != item && (dryRun || item.status != "in_flight" || now.status != "pending")
+        }
+        if !changed.isEmpty || after?.items.count != before?.items.count && before != nil {
+            violations.append(
+                Violation(
+                    nil,
+                    "a refused run\(dryRun ? " --dry-run" : "") changed rows of the journal: \(changed.keys.map(ModelUniverse.short).sorted())"
+                ))
         }
         // A real run that refuses may have created an empty journal first; a dry run writes nothing.
         let newFiles = listing().subtracting(files)

@@ -117,8 +117,8 @@ struct ModelTable {
     /// The problem a must-send row belongs to when it was not sent.
     func problemOfUnsent(_ pair: Pair, before: JournalTables?, run: RunStep) -> Problem? {
         guard let item = before?.items[pair] else { return nil }
-        if !run.inputPairs.contains(pair) { return .strandedPending }
         if item.status == "nothing_to_restore" && run.mode.refreshSeconds != nil { return .nothingNeverRevisited }
+        if !run.inputPairs.contains(pair) { return .strandedPending }
         return nil
     }
 
@@ -168,7 +168,10 @@ struct ModelTable {
         }
         if Self.finalStatuses.contains(before.status) {
             if after.sameState(as: before) || matchesAnswer(after) { return nil }
-            let problem: Problem? = run.mode.resendsFinals && selection.owed.contains(pair) ? .regression : nil
+            // Problem 4 is a resend that undoes the row; a final row changed without being resent is new.
+            let resent = traffic.sent || after.status == "in_flight"
+            let problem: Problem? =
+                run.mode.resendsFinals && selection.owed.contains(pair) && resent ? .regression : nil
             return Violation(
                 problem,
                 "final row \(pair) went \(before.stateDescription) -> \(after.stateDescription) without a definitive reply that says so \(world)"
@@ -184,7 +187,9 @@ struct ModelTable {
     }
 
     /// R6: the exit statuses a run may end with. `sentAny` is whether the server saw a request.
-    static func allowedExits(run: RunStep, allWorkedFinal: Bool, sentAny: Bool) -> Set<Int32> {
+    static func allowedExits(run: RunStep, journalExisted: Bool, allWorkedFinal: Bool, sentAny: Bool) -> Set<Int32> {
+        // R2: a run with no input on a journal that is not there has nothing to work on.
+        if run.input == nil && !journalExisted { return [66] }
         if run.mode.dryRun { return [0] }
         var allowed: Set<Int32>
         if sentAny && run.world.key != .accepted {

@@ -24,10 +24,11 @@ enum ModelUniverse {
 
     private static func transaction(_ offset: UInt64) -> String { String(base + offset) }
 
-    /// 64 pairs over 16 profiles (4 each: the ordering rule matters), three transactions shared
-    /// with a second profile (a linked restore), and four rows of profiles Botsi does not have.
+    /// 64 pairs over 16 profiles (4 each, two of them side by side, as an export sorted by user
+    /// has them: the ordering rule matters), three transactions shared with a second profile (a
+    /// linked restore), and four rows of profiles Botsi does not have.
     static let pairs: [Pair] = {
-        var pairs = (0..<64).map { Pair("mb-\($0 % 16)", transaction(UInt64($0))) }
+        var pairs = (0..<64).map { Pair("mb-\(($0 / 2) % 16)", transaction(UInt64($0))) }
         pairs.append(Pair("mb-9", transaction(3)))
         pairs.append(Pair("mb-12", transaction(18)))
         pairs.append(Pair("mb-1", transaction(40)))

@@ -13,7 +13,7 @@ public struct SimulatorStats: Sendable, Codable {
     public let requests: Int
     /// Sorted by profileId, then originalTransactionId.
     public let pairs: [Pair]
-    /// Most restore requests in flight at once (from request fully read to reply written).
+    /// Most restore requests in flight at once (from request fully read until its reply starts going out).
     public let maxInFlight: Int
     public let maxInFlightPerProfile: Int
     public let maxInFlightPerTransaction: Int

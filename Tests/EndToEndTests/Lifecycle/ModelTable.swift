@@ -41,7 +41,7 @@ struct Violation: CustomStringConvertible {
     var description: String { "[\(problem?.label ?? "new")] " + text }
 }
 
-/// The reference model of the row lifecycle contract (docs in /work/wt/CONTRACT-lifecycle.md, R1-R6),
+/// The reference model of issue 8's row lifecycle contract (its rules R1-R7; docs/lifecycle.md),
 /// written from the contract alone as plain tables over the journal's rows. It never calls the
 /// production code: it says which rows a run must and may send, and which states a row may be in
 /// after a run given what the simulator saw.

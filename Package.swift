@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
         .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),
         .testTarget(name: "BotsiCLITests", dependencies: ["BotsiCLI", "BotsiBasics"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal", "CSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -249,6 +249,14 @@ final class ServerLoop: @unchecked Sendable {
     // MARK: Writing
 
     private func write(_ bytes: [UInt8], closeAfter: Bool, on connection: Connection) {
+        // The request stops counting as in flight before its reply goes out: once the bytes are
+        // sent, the client may read them and send its next request before this loop runs again,
+        // and the stats would count two in flight for one profile. A never-ending reply stays in
+        // flight until its connection closes.
+        if connection.trickle == nil, let token = connection.inFlight {
+            connection.inFlight = nil
+            core.finish(token)
+        }
         connection.phase = .writing
         startIdleClock(connection)
         connection.outbound = bytes
@@ -286,10 +294,6 @@ final class ServerLoop: @unchecked Sendable {
             connection.phase = .trickling
             schedule(after: trickle.intervalNanoseconds, from: nil, connection)
             return
-        }
-        if let token = connection.inFlight {
-            connection.inFlight = nil
-            core.finish(token)
         }
         if connection.closeAfterWrite {
             close(connection)

@@ -20,7 +20,7 @@ public struct SimulatorStats: Sendable, Codable {
     public let pairCount: Int
     /// nil (and absent from the JSON) when the pairs were not asked for.
     let listedPairs: [Pair]?
-    /// Most restore requests in flight at once (from request fully read to reply written).
+    /// Most restore requests in flight at once (from request fully read until its reply starts going out).
     public let maxInFlight: Int
     public let maxInFlightPerProfile: Int
     public let maxInFlightPerTransaction: Int

@@ -48,6 +48,8 @@ final class Child: Sendable {
     let process: Process
     let stdoutPath: String
     let stderrPath: String
+    /// The child's stdin while the test holds it open (`holdStdin`); `closeStdin` ends it.
+    private let heldStdin: FileHandle?
     private let exited = DispatchSemaphore(value: 0)
 
     /// The environment children get: the test's own, without any key that happens to be set.
@@ -61,7 +63,7 @@ final class Child: Sendable {
     /// `launcher` runs the binary through another program, e.g. `setpriv --reuid=65534 --`.
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-        stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil,
+        stdin: Data? = nil, holdStdin: Bool = false, environment: [String: String]? = nil, executable: String? = nil,
         asSecondUser: Bool = false, launcher: [String] = []
     ) throws {
         let binary =
@@ -85,7 +87,13 @@ final class Child: Sendable {
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
-        if let stdin {
+        if holdStdin {
+            let pipe = Pipe()
+            process.standardInput = pipe
+            heldStdin = pipe.fileHandleForWriting
+            try process.run()
+        } else if let stdin {
+            heldStdin = nil
             let pipe = Pipe()
             process.standardInput = pipe
             try process.run()
@@ -96,8 +104,24 @@ final class Child: Sendable {
                 try? writer.close()
             }
         } else {
+            heldStdin = nil
             process.standardInput = FileHandle.nullDevice
             try process.run()
+        }
+    }
+
+    /// Writes a little to a held stdin (less than a pipe holds) and keeps it open.
+    func writeStdin(_ data: Data) {
+        heldStdin?.write(data)
+    }
+
+    /// Writes `data` to a held stdin and closes it, so the child reads to its end.
+    func closeStdin(after data: Data) {
+        guard let heldStdin else { return }
+        // From another thread: the child may not read it all before the pipe fills.
+        DispatchQueue.global().async {
+            heldStdin.write(data)
+            try? heldStdin.close()
         }
     }
 

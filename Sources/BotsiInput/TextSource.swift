@@ -27,8 +27,11 @@ final class TextSource {
     private var sourceEnded = false
     private var transcoder: Transcoder?
 
-    /// How many bytes opening reads to recognise the content.
+    /// How many bytes opening reads to recognise the content, at most.
     static let sniffBytes = 512
+    /// Enough to see every signature `ContentSniffer` knows: with these and a whole first line,
+    /// opening stops reading, so a run fed slowly through a pipe starts with its first line.
+    static let sniffBytesWithALine = 16
 
     init(source: DecodedSource, requested: InputEncoding?, path: String, displayName: String) throws(InputError) {
         self.source = source
@@ -43,6 +46,7 @@ final class TextSource {
                 break
             }
             filled += count
+            if filled >= Self.sniffBytesWithALine && prefix[..<filled].contains(0x0A) { break }
         }
         prefix.removeLast(prefix.count - filled)
         isZeroBytes = filled == 0

@@ -57,11 +57,14 @@ final class Child: Sendable {
         return environment
     }
 
+    /// `executable` runs another program (a script, `setpriv`) in place of `botsi-restore`.
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,
-        stdin: Data? = nil, environment: [String: String]? = nil
+        stdin: Data? = nil, environment: [String: String]? = nil, executable: String? = nil
     ) throws {
-        let binary = try #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
+        let binary =
+            try executable
+            ?? #require(Locations.binary, "botsi-restore is not built; run swift build --build-tests")
         let tag = UUID().uuidString.prefix(8)
         stdoutPath = workspace.file("child-\(tag).stdout")
         stderrPath = workspace.file("child-\(tag).stderr")

@@ -193,13 +193,24 @@ struct CronWrapperTests {
         #expect(cron.childEnvironment["RUNTIME_DIRECTORY"] == nil)
     }
 
-    @Test(.enabled(if: CronSetup.isRoot, "needs a second user"))
-    func aLogInADirectoryAnotherUserOwnsIsRefused() throws {
+    /// Whoever can write the log's directory can turn the log into a symlink to any file the
+    /// wrapper's user may write (or swap it for one later): such a directory is refused.
+    @Test(
+        .enabled(if: CronSetup.isRoot, "needs a second user"),
+        arguments: [
+            ("symlink", CronSetup.otherUser, mode_t(0o755)), ("file", CronSetup.otherUser, 0o755), ("file", 0, 0o1777),
+        ]
+    )
+    func aLogInADirectoryAnotherUserCanWriteIsRefused(planted: String, directoryOwner: uid_t, mode: mode_t) throws {
         let cron = CronSetup()
         let victim = cron.write("victim", "precious\n", mode: 0o644)
-        let logs = cron.makeDirectory("logs", mode: 0o755, owner: CronSetup.otherUser)
-        symlink(victim, logs + "/cron.log")
-        lchown(logs + "/cron.log", CronSetup.otherUser, CronSetup.otherUser)
+        let logs = cron.makeDirectory("logs", mode: mode, owner: directoryOwner)
+        if planted == "symlink" {
+            symlink(victim, cron.logFile)
+        } else {
+            try "theirs\n".write(toFile: cron.logFile, atomically: false, encoding: .utf8)
+        }
+        lchown(cron.logFile, CronSetup.otherUser, CronSetup.otherUser)
         cron.release()
         let result = try cron.run()
         #expect(result.status == 73, "stderr: \(result.stderr)")

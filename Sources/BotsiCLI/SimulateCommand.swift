@@ -82,7 +82,9 @@ enum DemoCommand: Command {
 
     static func run(_ keepJournal: String?) throws -> Int32 {
         guard let sample = samplePath() else {
-            Output.error("botsi-restore demo: cannot find samples/demo.csv; run the demo from the repository root")
+            Output.error(
+                "botsi-restore demo: cannot find demo.csv (in share/botsi-restore beside the binary's bin/, or samples/); reinstall the package or run the demo from the repository root"
+            )
             return ExitCode.noInput
         }
         let key = "demo-key-\(UInt32.random(in: 0...UInt32.max))"
@@ -133,8 +135,9 @@ enum DemoCommand: Command {
         if let retried = try? retriedAndRestored(journal: journal), retried > 0 {
             Output.error("\ndemo: \(retried) rows met a fault, were retried, and still ended restored.")
         }
-        Output.error("demo: see every row with:  swift run botsi-restore report --journal \(journal) --format csv")
-        Output.error("demo: the rejected rows:   swift run botsi-restore report --journal \(journal) --status rejected")
+        let command = Installation.commandName
+        Output.error("demo: see every row with:  \(command) report --journal \(journal) --format csv")
+        Output.error("demo: the rejected rows:   \(command) report --journal \(journal) --status rejected")
         // Rows left pending by the demo's faults are expected; the demo itself succeeded.
         return code == ExitCode.success || code == ExitCode.temporaryFailure ? ExitCode.success : code
     }
@@ -149,10 +152,12 @@ enum DemoCommand: Command {
         return count
     }
 
-    /// samples/demo.csv in the working directory, or in the checkout this binary was built from.
+    /// samples/demo.csv in the working directory, the copy a package installs, or the checkout
+    /// this binary was built from.
     static func samplePath() -> String? {
         let fromWorkingDirectory = FileManager.default.currentDirectoryPath + "/samples/demo.csv"
         if FileManager.default.fileExists(atPath: fromWorkingDirectory) { return "samples/demo.csv" }
+        if let installed = Installation.sharedFile("demo.csv") { return installed }
         let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("samples/demo.csv").path
         return FileManager.default.fileExists(atPath: checkout) ? checkout : nil

@@ -74,10 +74,20 @@ struct RunTests {
         // The demo keeps its journal in TMPDIR for the `report` lines it prints: keep it in the workspace.
         var environment = Child.environment(key: nil)
         environment["TMPDIR"] = workspace.path
+        // Another botsi-restore first on PATH (an older install): the hints must not name it.
+        try FileManager.default.createDirectory(atPath: workspace.file("bin"), withIntermediateDirectories: true)
+        workspace.write("bin/botsi-restore", "#!/bin/sh\n")
+        chmod(workspace.file("bin/botsi-restore"), 0o755)
+        environment["PATH"] = workspace.file("bin") + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
         let finished = try botsi(
             ["demo"], key: nil, in: workspace, workingDirectory: Locations.packageRoot, environment: environment,
             timeout: 120)
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
         #expect(finished.stderr.contains("were retried, and still ended restored"), "stderr: \(finished.stderr)")
+        // Not what PATH finds: the hints name the built executable itself, which works from anywhere.
+        let binary = try #require(Locations.binary)
+        let executable = try #require(realpath(binary, nil))
+        defer { free(executable) }
+        #expect(finished.stderr.contains("\(String(cString: executable)) report --journal"), "\(finished.stderr)")
     }
 }

@@ -60,6 +60,7 @@ final class Child: Sendable {
         return environment
     }
 
+    /// `executable` runs another program (a script, `setpriv`) in place of `botsi-restore`;
     /// `launcher` runs the binary through another program, e.g. `setpriv --reuid=65534 --`.
     init(
         _ arguments: [String], key: String?, in workspace: Workspace, workingDirectory: String? = nil,

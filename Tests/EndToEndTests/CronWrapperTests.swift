@@ -1,0 +1,246 @@
+import BotsiSimulator
+import Foundation
+import Testing
+
+/// cron/botsi-restore-cron.sh: one run at a time, the key and nothing else from the env file,
+/// nothing from the caller's environment that a loader or shell would act on, a lock and a log no
+/// other user can plant.
+@Suite("the cron wrapper")
+struct CronWrapperTests {
+    @Test func aSecondInvocationWhileOneRunsIsSkippedAndTheJobRunsOnce() throws {
+        let cron = CronSetup()
+        let first = try cron.start()
+        #expect(eventually(timeout: 60) { !cron.starts.isEmpty || !first.isRunning }, "the first run started")
+
+        let second = try cron.run()
+        #expect(second.status == 75)
+        cron.release()
+        let finished = first.wait()
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(cron.starts == ["started run --job \(cron.jobFile)"])
+        #expect(cron.childEnvironment["BOTSI_SECRET_KEY"] == "cron-test-key", "the key arrived")
+        let log = cron.log
+        #expect(log.contains("skipped: another botsi-restore-cron run holds"))
+        #expect(log.contains("end: exit 0 — ok"))
+        #expect(!log.contains("cron-test-key"), "the key never reaches the log")
+        for line in log.split(separator: "\n") {
+            #expect(line.range(of: #"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"#, options: .regularExpression) != nil)
+        }
+    }
+
+    @Test func anEnvFileOthersCanReadIsRefusedAndNothingRuns() throws {
+        let cron = CronSetup(envMode: 0o644)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("has mode 644"))
+        #expect(result.stderr.contains("chmod 600"))
+        #expect(cron.starts.isEmpty)
+        #expect(cron.log.contains("refused"))
+    }
+
+    @Test(arguments: [(Int32(75), "rows remain pending"), (77, "the API key was refused"), (66, "input missing")])
+    func theExitStatusIsKeptAndExplained(status: Int32, advice: String) throws {
+        let cron = CronSetup()
+        cron.release()
+        let result = try cron.run(exit: status)
+        #expect(result.status == status)
+        #expect(cron.log.contains("end: exit \(status) — \(advice)"))
+    }
+
+    // Issue 12, finding 5: `bin=…` in the env file made the wrapper run another program; `LD_PRELOAD`
+    // was passed down. The env file holds the key; nothing in it may become code.
+    @Test(arguments: [
+        "bin", "log_file", "job", "env_file", "workdir", "BOTSI_RESTORE_BIN", "PATH", "LD_PRELOAD", "BASH_ENV",
+        "SSLKEYLOGFILE",
+    ])
+    func anEnvFileLineNamingAnythingButTheKeyIsRefusedWithItsLineNumber(name: String) throws {
+        let cron = CronSetup()
+        let planted = cron.write(
+            "planted", "#!/usr/bin/env bash\ntouch \(cron.workspace.file("planted-ran"))\n", mode: 0o755)
+        cron.write("env", "# the key\nBOTSI_SECRET_KEY=cron-test-key\n\(name)=\(planted)\n")
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("line 3"), "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(name))
+        #expect(!result.stderr.contains("cron-test-key") && !cron.log.contains("cron-test-key"))
+        #expect(cron.starts.isEmpty, "nothing ran")
+        #expect(!FileManager.default.fileExists(atPath: cron.workspace.file("planted-ran")), "the planted program ran")
+        #expect(cron.log.contains("refused"))
+    }
+
+    @Test func theCallersLoaderAndShellVariablesDoNotReachBotsiRestore() throws {
+        let cron = CronSetup()
+        cron.release()
+        let dropped = [
+            "LD_LIBRARY_PATH": "/nonexistent-lib", "GCONV_PATH": "/nonexistent-gconv", "BASH_ENV": "/dev/null",
+            "SSLKEYLOGFILE": cron.workspace.file("tls-secrets"), "MALLOC_CHECK_": "1", "BOTSI_SECRET_KEY": "from-cron",
+        ]
+        let result = try cron.run(environment: dropped.merging(["TZ": "UTC", "LANG": "C.UTF-8"]) { $1 })
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let environment = cron.childEnvironment
+        for name in dropped.keys where name != "BOTSI_SECRET_KEY" {
+            #expect(environment[name] == nil, "\(name) reached botsi-restore")
+        }
+        #expect(environment["BOTSI_SECRET_KEY"] == "cron-test-key", "the key comes from the env file alone")
+        #expect(environment["TZ"] == "UTC" && environment["LANG"] == "C.UTF-8")
+        #expect(environment["PATH"] != nil && environment["HOME"] != nil)
+        #expect(environment.keys.allSatisfy { !$0.hasPrefix("BOTSI_") || $0 == "BOTSI_SECRET_KEY" })
+    }
+
+    @Test func theKeyVariableIsTheOneTheJobNamesAndTheAllowListPasses() throws {
+        let cron = CronSetup(env: "NIGHTLY_KEY=nightly-key\nTZ=Europe/Berlin\nexport HTTPS_PROXY=http://proxy:3128\n")
+        cron.write("nightly.json", "{\n  \"keyEnv\" : \"NIGHTLY_KEY\",\n  \"journal\": \"n.sqlite\"\n}\n", mode: 0o644)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let environment = cron.childEnvironment
+        #expect(environment["NIGHTLY_KEY"] == "nightly-key")
+        #expect(environment["TZ"] == "Europe/Berlin")
+        #expect(environment["HTTPS_PROXY"] == "http://proxy:3128")
+
+        // The default name is not the key when the job reads another.
+        cron.write("env", "NIGHTLY_KEY=nightly-key\nBOTSI_SECRET_KEY=cron-test-key\n")
+        let refused = try cron.run()
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("line 2") && refused.stderr.contains("NIGHTLY_KEY"), "\(refused.stderr)")
+
+        // --key-env on the wrapper's command line wins over the job, as it does for run.
+        cron.write("env", "OTHER_KEY=other-key\n")
+        let overridden = try cron.run(["--key-env", "OTHER_KEY"])
+        #expect(overridden.status == 0, "stderr: \(overridden.stderr)")
+        #expect(cron.childEnvironment["OTHER_KEY"] == "other-key")
+    }
+
+    @Test(arguments: ["LD_PRELOAD", "PATH", "bin", "HTTPS_PROXY", "BASH_ENV", "TZ"])
+    func aJobWhoseKeyEnvNamesAVariableSomethingElseReadsIsRefused(name: String) throws {
+        let cron = CronSetup(env: "\(name)=\(CronSetup.script)\n")
+        cron.write("nightly.json", "{\"keyEnv\": \"\(name)\"}\n", mode: 0o644)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(name) && result.stderr.contains("key"), "\(result.stderr)")
+        #expect(cron.starts.isEmpty)
+    }
+
+    // Finding 5, the lock: another user pre-creating and holding the lock in world-writable
+    // /run/lock made every nightly run be "skipped" (or fail with 73).
+    @Test(.enabled(if: CronSetup.isRoot, "needs a second user"))
+    func anotherUsersLockInASharedDirectoryNoLongerStopsTheRun() throws {
+        let cron = CronSetup()
+        let shared = cron.makeDirectory("shared", mode: 0o1777, owner: 0)
+        let planted = shared + "/botsi-restore-cron.lock"
+        let holder = try Child(
+            [
+                "--reuid=\(CronSetup.otherUser)", "--regid=\(CronSetup.otherUser)", "--clear-groups", "--",
+                "/bin/bash", "-c", "exec 9>>\"$0\" && flock 9 && : >\"$0.held\" && exec sleep 60", planted,
+            ], key: nil, in: cron.workspace, executable: "/usr/bin/setpriv")
+        defer { holder.send(SIGKILL) }
+        #expect(eventually(timeout: 10) { FileManager.default.fileExists(atPath: planted + ".held") })
+        #expect(ownerAndMode(planted)?.owner == CronSetup.otherUser)
+        cron.settings["BOTSI_LOCK_FILE"] = planted
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(cron.starts.count == 1)
+        let lock = try #require(ownerAndMode(cron.workdir + "/.botsi-restore-cron.lock"), "no lock in the work dir")
+        #expect(lock.owner == 0 && lock.mode & 0o077 == 0)
+    }
+
+    @Test(arguments: [mode_t(0o1777), 0o770, 0o702])
+    func aWorkingDirectoryOthersCanWriteIsRefused(mode: mode_t) throws {
+        let cron = CronSetup()
+        chmod(cron.workdir, mode)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(cron.workdir) && result.stderr.contains("chmod 700"), "\(result.stderr)")
+        #expect(cron.starts.isEmpty)
+    }
+
+    @Test(.enabled(if: CronSetup.isRoot, "needs a second user"))
+    func aWorkingDirectoryOwnedByAnotherUserIsRefused() throws {
+        let cron = CronSetup()
+        chown(cron.workdir, CronSetup.otherUser, CronSetup.otherUser)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 78, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("belongs to uid \(CronSetup.otherUser)"), "\(result.stderr)")
+        #expect(cron.starts.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: cron.workdir + "/.botsi-restore-cron.lock"))
+    }
+
+    @Test(.enabled(if: CronSetup.isRoot, "needs a second user"))
+    func aSecondUserRunsTheWrapperInDirectoriesOfTheirOwn() throws {
+        let cron = CronSetup(user: CronSetup.otherUser)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(cron.childEnvironment["BOTSI_SECRET_KEY"] == "cron-test-key")
+        #expect(ownerAndMode(cron.workdir + "/.botsi-restore-cron.lock")?.owner == CronSetup.otherUser)
+        #expect(ownerAndMode(cron.logFile)?.owner == CronSetup.otherUser)
+    }
+
+    @Test func underSystemdTheLockLivesInTheRuntimeDirectory() throws {
+        let cron = CronSetup()
+        let runtime = cron.makeDirectory("run", mode: 0o755)
+        cron.release()
+        let result = try cron.run(environment: ["RUNTIME_DIRECTORY": runtime])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(FileManager.default.fileExists(atPath: runtime + "/.botsi-restore-cron.lock"))
+        #expect(!FileManager.default.fileExists(atPath: cron.workdir + "/.botsi-restore-cron.lock"))
+        #expect(cron.childEnvironment["RUNTIME_DIRECTORY"] == nil)
+    }
+
+    /// Whoever can write the log's directory can turn the log into a symlink to any file the
+    /// wrapper's user may write (or swap it for one later): such a directory is refused.
+    @Test(
+        .enabled(if: CronSetup.isRoot, "needs a second user"),
+        arguments: [
+            ("symlink", CronSetup.otherUser, mode_t(0o755)), ("file", CronSetup.otherUser, 0o755), ("file", 0, 0o1777),
+        ]
+    )
+    func aLogInADirectoryAnotherUserCanWriteIsRefused(planted: String, directoryOwner: uid_t, mode: mode_t) throws {
+        let cron = CronSetup()
+        let victim = cron.write("victim", "precious\n", mode: 0o644)
+        let logs = cron.makeDirectory("logs", mode: mode, owner: directoryOwner)
+        if planted == "symlink" {
+            symlink(victim, cron.logFile)
+        } else {
+            try "theirs\n".write(toFile: cron.logFile, atomically: false, encoding: .utf8)
+        }
+        lchown(cron.logFile, CronSetup.otherUser, CronSetup.otherUser)
+        cron.release()
+        let result = try cron.run()
+        #expect(result.status == 73, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(logs), "\(result.stderr)")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+        #expect(ownerAndMode(victim)?.mode == 0o644)
+        #expect(cron.starts.isEmpty)
+    }
+
+    @Test func theWrapperRunsTheRealBinaryWithTheKeyFromTheEnvFile() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
+        let rows = Pair.generate(20)
+        cron.write(
+            "work/in.csv",
+            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+        cron.write(
+            "nightly.json",
+            """
+            {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+             "keyEnv": "BOTSI_SECRET_KEY", "concurrency": 4, "timeout": "10s"}
+            """, mode: 0o644)
+        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
+        #expect(cron.log.contains("end: exit 0 — ok"))
+        #expect(!cron.log.contains(Simulator.defaultKey))
+        let journal = try #require(JournalView.read(cron.workdir + "/nightly.sqlite"))
+        #expect(journal.finalPairs == Set(rows))
+    }
+}

@@ -370,7 +370,9 @@ extension SimulateCommand {
             .value(
                 "--stall", .duration(), default: "300s", help: "how long a stall fault holds the reply before closing"
             ) { $0.options.stallSeconds = $1 },
-            .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") { $0.options.seed = $1 },
+            .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") {
+                $0.options.seed = $1
+            },
         ])
 
     private static let rateLimitOptions: [Option<SimulateSettings>] = section(

@@ -39,7 +39,9 @@ enum ReplyHeaders {
     static func retryAfter(
         _ delaySeconds: Int, format: RetryAfterFormat, wallNanoseconds: Int64 = wallClockNanoseconds()
     ) -> [UInt8] {
-        let target = wallNanoseconds + Int64(delaySeconds) * 1_000_000_000
+        // A scenario may ask for any wait; the absolute forms saturate a century out rather than overflow.
+        let delay = min(max(Int64(delaySeconds), 0), 100 * 365 * 86_400)
+        let target = wallNanoseconds + delay * 1_000_000_000
         var line: [UInt8] = []
         Responses.append("Retry-After: ", to: &line)
         switch format {

@@ -109,7 +109,7 @@ struct CommandLineTests {
         let workspace = Workspace()
         let input = workspace.csv(Pair.generate(4))
         let finished = try botsi(
-            ["run", input, "-nq", "-j", "2", "--journal", workspace.journal], key: nil, in: workspace)
+            ["run", input, "-nq", "-j", "2", "--journal", workspace.journal], key: "rehearsal-key", in: workspace)
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
         #expect(finished.stderr.contains("would send: 4"), "stderr: \(finished.stderr)")
     }

@@ -43,8 +43,8 @@ struct CompletionAndManPageTests {
             return finished.stdout.split(separator: "\n").map(String.init)
         }
         #expect(try complete(["botsi-restore", "run", "--conc"]) == ["--concurrency"])
-        #expect(try complete(["botsi-restore", "run", "--format", ""]) == ["csv", "jsonl"])
-        #expect(try complete(["botsi-restore", "run", "--format", "=", "j"]) == ["jsonl"])
+        #expect(try complete(["botsi-restore", "run", "--format", ""]) == ["csv", "tsv", "jsonl", "json"])
+        #expect(try complete(["botsi-restore", "run", "--format", "=", "j"]) == ["jsonl", "json"])
         #expect(try complete(["botsi-restore", "simulate", "--st"]) == ["--stall"])
         #expect(try complete(["botsi-restore", "sta"]) == ["status"])
         #expect(try complete(["botsi-restore", "run", "-j", ""]).isEmpty)

@@ -75,6 +75,9 @@ final class Transfer {
     var headerBytes = 0
     var headersTooLarge = false
     var request: RestoreRequest?
+    /// Times libcurl was about to send the current request; more than one is its own silent resend.
+    var sends = 0
+    var resendRefused = false
     var startedAt = Date()
     var startedUptime: UInt64 = 0
 
@@ -142,6 +145,7 @@ final class Transfer {
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata), "the private pointer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata), "the body buffer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata), "the header buffer")
+        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userdata), "the send counter")
         try check(
             ccurl_easy_setopt_write_callback(easy) { data, size, count, userdata in
                 let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
@@ -152,6 +156,14 @@ final class Transfer {
                 let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
                 return transfer.receiveHeader(data, byteCount: size * count)
             }, "the header callback")
+        // When a reused connection closes without a reply byte, libcurl sends the request again on a
+        // fresh one by itself, and has no option to stop that: Botsi would get a request no attempt
+        // records. This callback runs before every send, so the second one is refused instead.
+        try check(
+            ccurl_easy_setopt_prereq_callback(easy) { userdata, _, _, _, _ in
+                let transfer = Unmanaged<Transfer>.fromOpaque(userdata!).takeUnretainedValue()
+                return transfer.allowSend()
+            }, "the resend guard")
     }
 
     private func check(_ code: CURLcode, _ what: String) throws(ClientError) {
@@ -169,6 +181,8 @@ final class Transfer {
         bodyTooLarge = false
         headerBytes = 0
         headersTooLarge = false
+        sends = 0
+        resendRefused = false
         errorBuffer[0] = 0
         let payload = restoreRequestBody(
             profileId: request.profileId, originalTransactionId: request.originalTransactionId)
@@ -183,6 +197,14 @@ final class Transfer {
         startedAt = Date()
         startedUptime = DispatchTime.now().uptimeNanoseconds
         return copied == CURLE_OK
+    }
+
+    /// `CURL_PREREQFUNC_OK` for the request's first send on a connection, `ABORT` for any resend.
+    fileprivate func allowSend() -> Int32 {
+        sends += 1
+        guard sends > 1 else { return Int32(CURL_PREREQFUNC_OK) }
+        resendRefused = true
+        return Int32(CURL_PREREQFUNC_ABORT)
     }
 
     fileprivate func receiveBody(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) -> Int {
@@ -232,6 +254,13 @@ final class Transfer {
         let retryAfterDelay = retryAfter.flatMap { parseRetryAfter($0, now: now) }
         if code == CURLE_OK {
             reply = classifyReply(httpStatus: status, body: body, retryAfter: retryAfterDelay)
+        } else if code == CURLE_ABORTED_BY_CALLBACK && resendRefused {
+            // The first send may have reached Botsi, like any reset without a reply: a retryable
+            // connection error, which the retry policy counts and journals as an attempt.
+            reply = .retryable(
+                code: "connection_error", httpStatus: httpStatus, retryAfter: nil,
+                message: "The connection closed without a reply (libcurl would have resent the request; "
+                    + "botsi-restore retries it itself, counted as an attempt).")
         } else if code == CURLE_WRITE_ERROR && headersTooLarge {
             reply = .retryable(
                 code: "invalid_response", httpStatus: httpStatus, retryAfter: nil,

@@ -219,6 +219,33 @@ struct ClientIntegrationTests {
         #expect(simulator.stats().connectionsAccepted == 1)
     }
 
+    /// A reset after the request was read, on a reused connection, makes libcurl resend the request on
+    /// a fresh connection by itself; the resend guard refuses that, so every request Botsi receives is
+    /// one result (one attempt the caller counts and journals), and no pair is received twice.
+    @Test func aResetOnAReusedConnectionIsNotResentByLibcurl() async throws {
+        let simulator = try startSimulator { options in
+            options.faultRate = 0.3
+            options.faults = [.reset]
+            options.seed = 7
+        }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 2
+        let requests = (0..<200).map { index in
+            RestoreRequest(tag: Int64(index), profileId: "resend-\(index)", originalTransactionId: "\(index * 10 + 1)")
+        }
+        let results = try await send(requests, with: configuration)
+        #expect(results.count == 200)
+        let stats = simulator.stats()
+        #expect(stats.requests == results.count, "Botsi received more requests than the client answered")
+        let repeated = stats.pairs.filter { $0.requests > 1 }.map { "\($0.profileId) ×\($0.requests)" }
+        #expect(repeated.isEmpty, "received more than once: \(repeated)")
+        let refused = results.values.filter { $0.reply.message?.contains("libcurl would have resent") == true }
+        #expect(!refused.isEmpty, "no reset landed on a reused connection: the test proves nothing")
+        #expect(refused.allSatisfy { $0.reply.code == "connection_error" && $0.httpStatus == nil })
+        #expect(results.values.filter { $0.reply.code == "connection_error" }.count == stats.faultsInjected["reset"])
+    }
+
     @Test func shutdownCancelsRequestsInFlight() async throws {
         let simulator = try startSimulator { $0.latencyMilliseconds = 20_000 }
         defer { simulator.stop() }

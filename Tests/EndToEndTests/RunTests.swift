@@ -68,6 +68,33 @@ struct RunTests {
         #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
     }
 
+    /// libcurl resends a request by itself when a reused connection closes without a reply; the run
+    /// must not: with --max-attempts 1 every request Botsi received is one journaled attempt.
+    @Test func withOneAttemptEveryRequestBotsiReceivedIsAJournaledAttempt() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { options in
+            options.faultRate = 0.2
+            options.faults = [.reset]
+            options.seed = 11
+        }
+        defer { simulator.stop() }
+        let rows = Pair.generate(300, prefix: "once")
+        let finished = try botsi(
+            runArguments(
+                [workspace.csv(rows)], workspace, simulator,
+                ["--max-attempts", "1", "--concurrency", "2", "--max-failure-rate", "100"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect([0, 75].contains(finished.status) && !finished.killedBySignal, "stderr: \(finished.stderr)")
+        let journal = try #require(try JournalTables.read(workspace.journal))
+        let received = simulator.requestsByPair()
+        #expect(received.values.reduce(0, +) == simulator.stats().requests)
+        #expect(simulator.stats().faultsInjected["reset", default: 0] > 0)
+        let mismatched = rows.filter { journal.items[$0]?.attempts != 1 || received[$0] != 1 }.map {
+            "\($0): \(received[$0] ?? 0) requests, \(journal.items[$0]?.attempts ?? 0) attempts"
+        }
+        #expect(mismatched.isEmpty, "\(mismatched.count) rows: \(mismatched.prefix(5))")
+    }
+
     @Test func theDemoRetriesFaultedRowsUntilTheyAreRestored() throws {
         let workspace = Workspace()
         try #require(FileManager.default.fileExists(atPath: Locations.packageRoot + "/samples/demo.csv"))

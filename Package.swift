@@ -35,14 +35,15 @@ let package = Package(
         // Prints the generated documents (scripts/docs.sh); not shipped.
         .executableTarget(name: "botsi-docs", dependencies: ["BotsiCLI", "BotsiRestore"]),
 
-        .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),
+        .testTarget(name: "BotsiBasicsTests", dependencies: ["BotsiBasics"]),
+        .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput", "BotsiBasics"]),
         .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator"]),
         .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles"]),
         .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal"]),
-        .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
+        .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator", "BotsiBasics"]),
         .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),
         .testTarget(name: "BotsiCLITests", dependencies: ["BotsiCLI", "BotsiBasics"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal", "CSQLite"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal", "BotsiBasics", "CSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )

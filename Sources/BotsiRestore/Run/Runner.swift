@@ -590,11 +590,13 @@ public final class Runner: @unchecked Sendable {
     static func accessLevelsJSON(_ levels: [String: AccessLevelSnapshot]) -> String {
         let entries = levels.sorted { $0.key < $1.key }.map { name, level in
             var fields: [String] = []
-            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONText.quote(expiresAt))") }
+            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONString.quoted(expiresAt))") }
             if let isActive = level.isActive { fields.append("\"isActive\":\(isActive)") }
-            if let product = level.sourceProductId { fields.append("\"sourceProductId\":\(JSONText.quote(product))") }
+            if let product = level.sourceProductId {
+                fields.append("\"sourceProductId\":\(JSONString.quoted(product))")
+            }
             if let willRenew = level.willRenew { fields.append("\"willRenew\":\(willRenew)") }
-            return "\(JSONText.quote(name)):{\(fields.joined(separator: ","))}"
+            return "\(JSONString.quoted(name)):{\(fields.joined(separator: ","))}"
         }
         return "{\(entries.joined(separator: ","))}"
     }
@@ -795,7 +797,7 @@ public final class Runner: @unchecked Sendable {
         var fields = [
             "\"rowsRead\":\(current.rowsRead)", "\"bytesRead\":\(current.bytesRead)",
             "\"requests\":\(current.requests)",
-            "\"updatedAt\":\(JSONText.quote(Timestamp.string(Date())))",
+            "\"updatedAt\":\(JSONString.quoted(Timestamp.string(Date())))",
         ]
         if let total = current.totalBytes { fields.append("\"totalBytes\":\(total)") }
         do {

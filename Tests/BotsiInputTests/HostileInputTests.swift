@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -7,15 +8,15 @@ import Testing
 /// Random and adversarial inputs: the readers must not crash, must give the same records
 /// whatever the read boundaries, and must report lines in increasing order.
 @Suite struct HostileInputTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     /// Reads with several read sizes and checks that all agree; returns the records.
     func readEveryWay(_ bytes: [UInt8], name: String, maxRecordBytes: Int) throws -> [InputRecord]? {
-        let path = try directory.write(name, bytes)
+        let path = directory.write(name, bytes)
         var results: [Result<[InputRecord], InputError>] = []
         for readLimit in [1, 2, 3, 7, 64, Int.max] {
             do throws(InputError) {

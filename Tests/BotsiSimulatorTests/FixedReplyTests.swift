@@ -16,7 +16,7 @@ struct FixedReplyTests {
     private func start(
         _ replies: [Reply], forbiddenKeys: [String] = [], _ configure: (inout SimulatorOptions) -> Void = { _ in }
     ) throws -> (Simulator, Int) {
-        try startSimulator { options in
+        try startSimulatorOnPort { options in
             options.scenario = SimulatorScenario(
                 createUnknownProfiles: true, unlistedTransactions: .rule, replies: replies,
                 forbiddenKeys: forbiddenKeys)
@@ -238,7 +238,7 @@ struct FixedReplyTests {
         let scenario = try SimulatorScenario.load(path: Self.hostileSamplePath)
         #expect(Set(scenario.replies.map(\.kind)) == Set(Reply.Kind.allCases))
         #expect(!scenario.forbiddenKeys.isEmpty)
-        let (simulator, port) = try startSimulator { $0.scenario = scenario }
+        let (simulator, port) = try startSimulatorOnPort { $0.scenario = scenario }
         defer { simulator.stop() }
         let conflict = try #require(scenario.replies.first { $0.status == 409 })
         let reply = try TestClient(port: port).restoreResponse("p-1", conflict.originalTransactionId)

@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Glibc
 
@@ -168,13 +169,10 @@ final class TestClient {
     }
 }
 
-/// Starts a simulator for one test; the caller stops it with `defer`.
-func startSimulator(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> (Simulator, Int) {
-    var options = SimulatorOptions()
-    configure(&options)
-    let simulator = Simulator(options: options)
-    let port = try simulator.start()
-    return (simulator, port)
+/// The shared launcher, with the port the raw-socket client connects to.
+func startSimulatorOnPort(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> (Simulator, Int) {
+    let simulator = try startSimulator(configure)
+    return (simulator, simulator.port)
 }
 
 /// Polls until `condition` holds or a generous deadline passes (the machine is shared and noisy).
@@ -185,12 +183,4 @@ func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
         usleep(10_000)
     }
     return condition()
-}
-
-/// A per-test temporary directory that the test removes.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("botsi-sim-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
 }

@@ -1,5 +1,6 @@
 import BotsiBasics
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import BotsiBasics
 import BotsiJournal
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import BotsiBasics
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 
 /// `run` against a simulator, with short backoff so that injected faults do not slow a test down.

@@ -174,13 +174,3 @@ func startSimulatorOnPort(_ configure: (inout SimulatorOptions) -> Void = { _ in
     let simulator = try startSimulator(configure)
     return (simulator, simulator.port)
 }
-
-/// Polls until `condition` holds or a generous deadline passes (the machine is shared and noisy).
-func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}

@@ -35,14 +35,19 @@ let package = Package(
         // Prints the generated documents (scripts/docs.sh); not shipped.
         .executableTarget(name: "botsi-docs", dependencies: ["BotsiCLI", "BotsiRestore"]),
 
-        .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput"]),
-        .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator"]),
-        .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles"]),
-        .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal"]),
-        .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator"]),
-        .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator"]),
+        // The one temp-directory helper, runner harness and simulator launcher of every test target.
+        .target(
+            name: "BotsiTestSupport", dependencies: ["BotsiRestore", "BotsiJournal", "BotsiSimulator"],
+            path: "Tests/BotsiTestSupport"),
+        .testTarget(name: "BotsiBasicsTests", dependencies: ["BotsiBasics"]),
+        .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput", "BotsiBasics", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator", "BotsiBasics", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator", "BotsiTestSupport"]),
         .testTarget(name: "BotsiCLITests", dependencies: ["BotsiCLI", "BotsiBasics"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal", "CSQLite"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BotsiSimulator", "BotsiJournal", "BotsiBasics", "CSQLite", "BotsiTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 import Foundation
 import Synchronization
@@ -117,7 +118,7 @@ final class ProgressPrinter: Sendable {
             parts.append(String(format: "%.0f%% read", min(fraction, 1) * 100))
             if fraction > 0.01 && fraction < 1 {
                 let remaining = progress.elapsed / fraction - progress.elapsed
-                parts.append("ETA \(formatDuration(remaining))")
+                parts.append("ETA \(Basics.duration(remaining, wholeSeconds: true))")
             }
         } else {
             parts.append("\(progress.bytesRead / 1024) KiB read")
@@ -137,13 +138,5 @@ final class ProgressPrinter: Sendable {
         }
         if progress.stopping != nil { parts.append("stopping") }
         return parts.joined(separator: " | ")
-    }
-
-    static func formatDuration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "?" }
-        let whole = Int(seconds)
-        if whole < 60 { return "\(whole)s" }
-        if whole < 3600 { return "\(whole / 60)m\(String(format: "%02d", whole % 60))s" }
-        return "\(whole / 3600)h\(String(format: "%02d", (whole % 3600) / 60))m"
     }
 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 /// Byte-level JSON output for the hot path: replies are assembled from pre-encoded pieces instead of
 /// going through `JSONEncoder`, which costs far more than the rest of a request.
 struct JSONBytes {
@@ -15,24 +16,9 @@ struct JSONBytes {
         bytes.append(contentsOf: other)
     }
 
-    /// A JSON string literal, escaped; non-ASCII UTF-8 passes through unchanged.
+    /// A JSON string literal, escaped as `JSONString` escapes for every writer.
     mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0..<0x20:
-                raw("\\u00")
-                bytes.append(Self.hexDigit(byte >> 4))
-                bytes.append(Self.hexDigit(byte & 0x0F))
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONString.append(value, to: &bytes)
     }
 
     mutating func optionalString(_ value: String?) {
@@ -57,10 +43,6 @@ struct JSONBytes {
 
     mutating func optionalDate(_ epochSeconds: Int64?) {
         if let epochSeconds { string(ISODate.format(epochSeconds)) } else { raw("null") }
-    }
-
-    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
-        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }
 

@@ -1,3 +1,4 @@
+import BotsiBasics
 import Dispatch
 import Foundation
 import Synchronization

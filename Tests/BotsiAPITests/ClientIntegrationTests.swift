@@ -1,5 +1,6 @@
 import BotsiAPI
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -26,14 +27,6 @@ private final class ResultCollector: Sendable {
 
 private func configuration(for simulator: Simulator, key: String = Simulator.defaultKey) -> ClientConfiguration {
     ClientConfiguration(baseURL: simulator.baseURL, apiKey: key, userAgent: "botsi-restore/test")
-}
-
-private func startSimulator(_ adjust: (inout SimulatorOptions) -> Void = { _ in }) throws -> Simulator {
-    var options = SimulatorOptions()
-    adjust(&options)
-    let simulator = Simulator(options: options)
-    _ = try simulator.start()
-    return simulator
 }
 
 /// Sends `requests` through a fresh client and returns their results keyed by tag.

@@ -93,23 +93,3 @@ import Testing
         #expect(throws: UsageError.self) { try RunCommand.runOptions(twice, now: .now) }
     }
 }
-
-@Suite struct EditDistanceTests {
-    @Test func swapsAndCaseCostWhatTheyShould() {
-        #expect(Basics.editDistance("kitten", "sitting") == 3)
-        #expect(Basics.editDistance("jbo", "job") == 1)
-        #expect(Basics.editDistance("maxattempts", "maxAttempts") == 0)
-        #expect(Basics.editDistance("", "abc") == 3)
-        #expect(Basics.editDistance("abc", "") == 3)
-        #expect(Basics.editDistance("ca", "abc") == 3)
-    }
-
-    @Test func onlyCloseNamesAreSuggested() {
-        #expect(Basics.nearest(to: "rn", among: ["run", "runs"]) == "run")
-        #expect(Basics.nearest(to: "stauts", among: ["runs", "status"]) == "status")
-        #expect(Basics.nearest(to: "max_attempts", among: ["maxAttempts"]) == "maxAttempts")
-        #expect(Basics.nearest(to: "xyz", among: ["run", "report"]) == nil)
-        #expect(Basics.nearest(to: "timeot", among: ["timeout", "time"]) == "timeout")
-        #expect(Basics.nearest(to: "zzzzzzzzzz", among: ["concurrency", "inputs"]) == nil)
-    }
-}

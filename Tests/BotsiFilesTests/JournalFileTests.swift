@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 @Suite struct JournalFileTests {
     @Test func everySpellingOfThePathLeadsToOneResolvedNameAndOneFile() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let journal = try JournalFile(path: scratch.file("j.sqlite"), access: .create)
         defer { journal.close() }
         #expect(journal.wasCreated && permissions(journal.path) == 0o600)
@@ -21,7 +22,7 @@ import Testing
     }
 
     @Test func aNewJournalIsOnlyEverANewFile() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         scratch.write("taken.sqlite", "")
         expectRefusal("already exists") { _ = try JournalFile(path: scratch.file("taken.sqlite"), access: .createNew) }
         expectRefusal("does not exist", kind: .missing) {
@@ -35,7 +36,7 @@ import Testing
     }
 
     @Test func whatIsNotARegularFileIsRefusedWithoutBeingOpened() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         mkfifo(scratch.file("fifo"), 0o600)  // opening it for reading would block
         mkdir(scratch.file("folder"), 0o700)
         symlink(scratch.file("nowhere/j.sqlite"), scratch.file("dangling"))
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func aDirectoryOthersCanWriteIsRefused() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         for mode: mode_t in [0o777, 0o1777, 0o757] {
             let directory = scratch.file("shared-\(String(mode, radix: 8))")
             mkdir(directory, 0o700)
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test(.needsRoot) func aGroupMayWriteTheDirectoryOnlyWhenTheUserIsInIt() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let directory = scratch.file("group")
         mkdir(directory, 0o775)
         chmod(directory, 0o2775)
@@ -81,7 +82,7 @@ import Testing
     }
 
     @Test(.needsRoot) func anotherUsersJournalOrDirectoryIsRefusedAndNeverChmodded() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let theirs = scratch.write("theirs.sqlite", "", mode: 0o666)
         chown(theirs, Root.otherUser, Root.otherUser)
         for access in [JournalFile.Access.read, .write, .create] {
@@ -97,7 +98,7 @@ import Testing
 
     @Test func aJournalAndItsSideFilesAreNarrowedToTheOwnersBitsAndSaySoOnce() throws {
         collectNotices()
-        let scratch = Scratch()
+        let scratch = Workspace()
         let wide = scratch.write("wide.sqlite", "", mode: 0o664)
         scratch.write("wide.sqlite-wal", "", mode: 0o644)
         let readOnly = scratch.write("read-only.sqlite", "", mode: 0o444)
@@ -112,7 +113,7 @@ import Testing
 
     @Test func onlyAJournalIsEverNarrowedNotAnotherFileALinkLeadsTo() throws {
         collectNotices()
-        let scratch = Scratch()
+        let scratch = Workspace()
         let passwd = scratch.write("passwd", "root:x:0:0::/root:/bin/sh\n", mode: 0o644)
         var header = [UInt8]("SQLite format 3\0".utf8) + [UInt8](repeating: 0, count: 84)
         header[68..<72] = [0x12, 0x34, 0x56, 0x78]  // another application's id
@@ -128,7 +129,7 @@ import Testing
     }
 
     @Test func aLinkInADirectoryOthersCanWriteIsNotFollowed() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let journal = try JournalFile(path: scratch.file("j.sqlite"), access: .create)
         journal.close()
         let shared = scratch.file("shared")
@@ -141,7 +142,7 @@ import Testing
     }
 
     @Test func sideFilesSQLiteWouldUseAsTheJournalsMustBeItsOwnPlainFiles() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let journal = scratch.write("j.sqlite", "")
         let victim = scratch.write("victim", "precious")
         let cases: [(String, () -> Void, String)] = [
@@ -164,7 +165,7 @@ import Testing
     }
 
     @Test(.needsRoot) func anotherUsersSideFileIsRefused() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let journal = scratch.write("j.sqlite", "")
         let wal = scratch.write("j.sqlite-wal", "", mode: 0o666)
         chown(wal, Root.otherUser, Root.otherUser)
@@ -173,7 +174,7 @@ import Testing
     }
 
     @Test func theRunLockIsTheFilesOwnAndProbingItTakesNothing() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let first = try JournalFile(path: scratch.file("j.sqlite"), access: .create)
         symlink("j.sqlite", scratch.file("link.sqlite"))
         let second = try JournalFile(path: scratch.file("link.sqlite"), access: .read)
@@ -196,7 +197,7 @@ import Testing
     /// holds on it (SQLite's included). A closed `JournalFile` parks its descriptor while another
     /// of the same file is open.
     @Test func closingOneJournalFileKeepsThisProcesssPOSIXLocksWhileAnotherIsOpen() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let path = scratch.file("j.sqlite")
         let keeper = try JournalFile(path: path, access: .create)
         // Stands in for SQLite's descriptor and the lock it holds.

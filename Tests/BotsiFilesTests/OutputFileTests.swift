@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -13,7 +14,7 @@ import Testing
     }
 
     @Test func aNewFileGetsExactlyItsModeAndNoTemporaryStays() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         try write(scratch.file("report.csv"), "a,b\n")
         try write(scratch.file("metrics.prom"), "up 1\n", mode: 0o644)
         // 0666 survives the umask: the mode is set on the descriptor, not asked of open(2).
@@ -25,7 +26,7 @@ import Testing
     }
 
     @Test func anExistingFileIsReplacedByRenameAndStaysWholeUntilCommit() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let path = scratch.write("report.csv", "old\n", mode: 0o644)
         var before = stat()
         lstat(path, &before)
@@ -45,7 +46,7 @@ import Testing
     }
 
     @Test func aLinkAtTheTargetIsReplacedAndWhatItLeadsToIsUntouched() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let victim = scratch.write("victim.txt", "precious", mode: 0o644)
         symlink(victim, scratch.file("out.csv"))
         symlink(scratch.file("nowhere"), scratch.file("dangling.csv"))
@@ -57,7 +58,7 @@ import Testing
     }
 
     @Test func whatIsNotARegularFileIsRefusedAndKeepsItsMode() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         mkfifo(scratch.file("fifo"), 0o644)  // opening it for writing would block
         mkdir(scratch.file("folder"), 0o755)
         symlink("fifo", scratch.file("fifo-link"))
@@ -71,7 +72,7 @@ import Testing
     }
 
     @Test(.needsRoot) func aDeviceIsRefusedAndNotChmodded() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let device = scratch.file("null")
         try #require(mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0)
         chmod(device, 0o666)
@@ -80,7 +81,7 @@ import Testing
     }
 
     @Test func theJournalUnderAnyNameAndTheFilesBesideItAreRefused() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let journal = try JournalFile(path: scratch.file("j.sqlite"), access: .create)
         defer { journal.close() }
         scratch.write("j.sqlite-shm", "")
@@ -104,14 +105,14 @@ import Testing
     }
 
     @Test func anySQLiteDatabaseIsRefused() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let database = scratch.write("other.db", "SQLite format 3\0" + String(repeating: "\0", count: 84), mode: 0o644)
         expectRefusal("an SQLite database") { try write(database, "x") }
         #expect(scratch.text("other.db")?.hasPrefix("SQLite format 3") == true)
     }
 
     @Test func aNewOnlyTargetIsNeverReplaced() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         scratch.write("taken", "keep")
         expectRefusal("already exists") {
             _ = try OutputFile.checkTarget(
@@ -130,7 +131,7 @@ import Testing
     }
 
     @Test func temporarySiblingsAreHiddenUnpredictableAndBesideTheTarget() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let target = try ResolvedPath.resolveParent(scratch.file("report.csv"), role: "report")
         let names = Set((0..<100).map { _ in OutputFile.temporarySibling(of: target) })
         #expect(names.count == 100)

@@ -4,35 +4,6 @@ import Testing
 
 @testable import BotsiFiles
 
-/// A directory of the test's own, removed at the end. (Test targets cannot share their helpers;
-/// this is the small one BotsiFilesTests needs.)
-final class Scratch {
-    let path: String
-
-    init() {
-        path = NSTemporaryDirectory() + "botsi-files-tests-\(UUID().uuidString)"
-        mkdir(path, 0o755)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    @discardableResult
-    func write(_ name: String, _ text: String, mode: mode_t = 0o600) -> String {
-        let path = file(name)
-        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
-        chmod(path, mode)
-        return path
-    }
-
-    func text(_ name: String) -> String? {
-        FileManager.default.contents(atPath: file(name)).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    var names: Set<String> { Set((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []) }
-}
-
 /// The permission bits of what `path` names, links not followed.
 func permissions(_ path: String) -> mode_t? {
     var status = stat()

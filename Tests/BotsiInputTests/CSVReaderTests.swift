@@ -1,13 +1,14 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
 @testable import BotsiInput
 
 @Suite struct CSVReaderTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     func read(_ text: String, columns: ColumnNames = .init(), maxRecordBytes: Int = 1 << 20) throws -> [InputRecord] {
@@ -142,7 +143,7 @@ import Testing
 
     @Test func aLongLineIsRejectedWithoutBufferingIt() throws {
         let long = String(repeating: "x", count: 5 << 20)
-        let path = try directory.write("long.csv", "profileId,originalTransactionId\np1,1\n\(long),2\np3,3\n")
+        let path = directory.write("long.csv", "profileId,originalTransactionId\np1,1\n\(long),2\np3,3\n")
         let reader = try InputReader(path: path, format: nil, maxRecordBytes: 4096)
         var records: [InputRecord] = []
         while let record = try reader.next() { records.append(record) }
@@ -211,7 +212,7 @@ import Testing
         #expect(message.contains("--profile-column"))
         #expect(message.contains("--transaction-column"))
         #expect(message.contains("input.csv"))
-        #expect(error?.path == directory.path("input.csv"))
+        #expect(error?.path == directory.file("input.csv"))
     }
 
     @Test func aHeaderMissingOneColumnNamesIt() throws {

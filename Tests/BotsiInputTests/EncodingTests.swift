@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -138,7 +139,7 @@ import Testing
     }
 
     @Test func aGzippedWorkbookIsRecognisedInside() throws {
-        let directory = try TemporaryDirectory()
+        let directory = Workspace()
         let path = try directory.writeGzip("export.csv.gz", [0x50, 0x4B, 0x03, 0x04] + Array(repeating: 7, count: 100))
         let error = expectInputError(.notTabular) { _ = try readAll(path) }
         #expect(error?.message.contains("ZIP archive") == true)
@@ -172,7 +173,7 @@ import Testing
     }
 
     @Test func aGzippedEmptyFileIsZeroBytes() throws {
-        let directory = try TemporaryDirectory()
+        let directory = Workspace()
         let path = try directory.writeGzip("night.csv.gz", [])
         let reader = try InputReader(path: path, format: nil)
         #expect(try reader.next() == nil)

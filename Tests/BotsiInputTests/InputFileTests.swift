@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -5,10 +6,10 @@ import Testing
 
 /// Opening files: names, formats, gzip, sizes and digests.
 @Suite struct InputFileTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     static let csv = "profileId,originalTransactionId\np1,1\np2,2\n"
@@ -34,19 +35,19 @@ import Testing
     }
 
     @Test func anUnknownExtensionNeedsTheFormatFlag() throws {
-        let path = try directory.write("rows.dat", Self.csv)
+        let path = directory.write("rows.dat", Self.csv)
         let error = expectInputError(.unknownFormat) { _ = try readAll(path) }
         #expect(error?.message.contains("--format") == true)
         #expect(try readAll(path, format: .csv) == Self.csvRows)
     }
 
     @Test func theFormatFlagOverridesTheName() throws {
-        let path = try directory.write("rows.csv", "{\"profileId\":\"p\",\"originalTransactionId\":\"5\"}\n")
+        let path = directory.write("rows.csv", "{\"profileId\":\"p\",\"originalTransactionId\":\"5\"}\n")
         #expect(try readAll(path, format: .jsonl) == [row("p", "5", line: 1)])
     }
 
     @Test func aMissingFileSaysSo() throws {
-        let path = directory.path("nope.csv")
+        let path = directory.file("nope.csv")
         let error = expectInputError(.fileMissing) { _ = try readAll(path) }
         #expect(error?.path == path)
         #expect(error?.message.contains(path) == true)
@@ -54,20 +55,20 @@ import Testing
     }
 
     @Test func aDirectoryIsUnreadable() throws {
-        let path = directory.path("folder.csv")
+        let path = directory.file("folder.csv")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         expectInputError(.unreadable) { _ = try readAll(path) }
     }
 
     @Test func anUnreadableFileSaysSo() throws {
         guard getuid() != 0 else { return }  // root reads anything
-        let path = try directory.write("secret.csv", Self.csv)
+        let path = directory.write("secret.csv", Self.csv)
         chmod(path, 0)
         expectInputError(.unreadable) { _ = try readAll(path) }
     }
 
     @Test func sizeBytesReadAndDigestOfAPlainFile() throws {
-        let path = try directory.write("rows.csv", Self.csv)
+        let path = directory.write("rows.csv", Self.csv)
         let reader = try InputReader(path: path, format: nil)
         #expect(reader.displayName == path)
         #expect(reader.totalBytes == Int64(Self.csv.utf8.count))
@@ -86,7 +87,7 @@ import Testing
     @Test func bytesReadGrowsWhileReadingALargeFile() throws {
         var text = "profileId,originalTransactionId\n"
         for index in 0..<50_000 { text += "profile-\(index),\(1_000_000 + index)\n" }
-        let path = try directory.write("big.csv", text)
+        let path = directory.write("big.csv", text)
         let reader = try InputReader(path: path, format: nil)
         let total = try #require(reader.totalBytes)
         #expect(total == Int64(text.utf8.count))
@@ -129,7 +130,7 @@ import Testing
         let joined =
             Array(try Data(contentsOf: URL(fileURLWithPath: first)))
             + Array(try Data(contentsOf: URL(fileURLWithPath: second)))
-        let path = try directory.write("joined.csv.gz", joined)
+        let path = directory.write("joined.csv.gz", joined)
         #expect(try readAll(path) == Self.csvRows)
     }
 
@@ -147,7 +148,7 @@ import Testing
         for index in 0..<20_000 { text += "p\(index),\(index + 1)\n" }
         let path = try directory.writeGzip("whole.csv.gz", Array(text.utf8))
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let truncated = try directory.write("cut.csv.gz", Array(bytes.prefix(bytes.count / 2)))
+        let truncated = directory.write("cut.csv.gz", Array(bytes.prefix(bytes.count / 2)))
         let error = expectInputError(.unreadable) { _ = try readAll(truncated) }
         #expect(error?.message.contains("gzip -t") == true)
     }
@@ -156,12 +157,12 @@ import Testing
         var bytes = Array(
             try Data(contentsOf: URL(fileURLWithPath: directory.writeGzip("ok.gz", Array(Self.csv.utf8)))))
         for index in 12..<bytes.count - 8 { bytes[index] ^= 0x5A }
-        let path = try directory.write("bad.csv.gz", bytes)
+        let path = directory.write("bad.csv.gz", bytes)
         expectInputError(.unreadable) { _ = try readAll(path) }
     }
 
     @Test func aGzipNameWithPlainContentIsReadAsIs() throws {
-        let path = try directory.write("plain.csv.gz", Self.csv)
+        let path = directory.write("plain.csv.gz", Self.csv)
         #expect(try readAll(path) == Self.csvRows)
     }
 
@@ -188,14 +189,14 @@ import Testing
     }
 
     @Test func extremeRecordLimitsDoNotTrap() throws {
-        let path = try directory.write("rows.csv", Self.csv)
+        let path = directory.write("rows.csv", Self.csv)
         #expect(try readAll(path, maxRecordBytes: Int.max) == Self.csvRows)
         // A limit of 0 is taken as 1: the header itself is then too long.
         expectInputError(.notTabular) { _ = try readAll(path, maxRecordBytes: 0) }
     }
 
     @Test func aFIFOHasNoKnownSize() throws {
-        let path = directory.path("pipe.csv")
+        let path = directory.file("pipe.csv")
         try #require(mkfifo(path, 0o600) == 0)
         let writer = Thread {
             if let handle = FileHandle(forWritingAtPath: path) {

@@ -1,13 +1,14 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
 @testable import BotsiInput
 
 @Suite struct JSONLinesReaderTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     func read(
@@ -205,7 +206,7 @@ import Testing
 
     @Test func aLongLineIsRejectedWithoutBufferingIt() throws {
         let long = "{\"profileId\":\"" + String(repeating: "x", count: 5 << 20) + "\",\"originalTransactionId\":\"2\"}"
-        let path = try directory.write(
+        let path = directory.write(
             "long.jsonl",
             "{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"}\n\(long)\n{\"profileId\":\"p3\",\"originalTransactionId\":\"3\"}"
         )

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -6,10 +7,10 @@ import Testing
 /// Input built to break the readers: lines far over the limit, and every seed of the fuzz corpus
 /// (Tests/FuzzCorpus), replayed here so that plain `swift test` keeps them passing.
 @Suite struct OversizedInputTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     /// Resident set size of this process, from /proc/self/statm (second field, in pages).
@@ -23,7 +24,7 @@ import Testing
     /// Writes `prefix`, then `count` bytes of `filler` in 1 MiB pieces, then `suffix`, without
     /// ever holding the whole line in memory.
     func writeLongLine(_ name: String, prefix: String, filler: UInt8, count: Int, suffix: String) throws -> String {
-        let path = directory.path(name)
+        let path = directory.file(name)
         #expect(FileManager.default.createFile(atPath: path, contents: Data(prefix.utf8)))
         let handle = try #require(FileHandle(forWritingAtPath: path))
         defer { try? handle.close() }
@@ -80,11 +81,11 @@ import Testing
 
     @Test func sqlTextInIdsIsReadAsPlainText() throws {
         let hostile = "x'); DROP TABLE items;--"
-        let path = try directory.write(
+        let path = directory.write(
             "sql.csv", "profileId,originalTransactionId\n\(hostile),123\n\"'; DELETE FROM items; --\",456\n")
         let records = try readAll(path)
         #expect(records == [row(hostile, "123", line: 2), row("'; DELETE FROM items; --", "456", line: 3)])
-        let jsonPath = try directory.write(
+        let jsonPath = directory.write(
             "sql.jsonl", "{\"profileId\": \"\(hostile)\", \"originalTransactionId\": \"123\"}\n")
         #expect(try readAll(jsonPath) == [row(hostile, "123", line: 1)])
     }

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -31,16 +32,16 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
 }
 
 @Suite struct RowValidationTests {
-    let directory: TemporaryDirectory
+    let directory: Workspace
 
     init() throws {
-        directory = try TemporaryDirectory()
+        directory = Workspace()
     }
 
     /// Reads one row through the CSV reader, the field quoted so that it arrives as written.
     func readOne(profile: String, transaction: String) throws -> InputRecord {
         func quoted(_ text: String) -> String { "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
-        let path = try directory.write(
+        let path = directory.write(
             "rows.csv", "profileId,originalTransactionId\n\(quoted(profile)),\(quoted(transaction))\n")
         let records = try readAll(path)
         try #require(records.count == 1)

@@ -1,43 +1,17 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
 @testable import BotsiInput
 
-/// A per-test temporary directory, removed when the test ends.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        let template = FileManager.default.temporaryDirectory.appendingPathComponent("botsi-input-XXXXXX").path
-        var bytes = Array(template.utf8CString)
-        guard mkdtemp(&bytes) != nil else { throw CocoaError(.fileWriteUnknown) }
-        url = URL(
-            fileURLWithPath: String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) throws -> String {
-        try write(name, Array(text.utf8))
-    }
-
-    @discardableResult
-    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let path = path(name)
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
+extension Workspace {
     /// Compresses `bytes` with the system's gzip into `name`.
     @discardableResult
     func writeGzip(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let plain = try write(name + ".plain", bytes)
+        let plain = write(name + ".plain", bytes)
         let output = try runTool("/usr/bin/env", ["gzip", "-c", "-n", plain])
         try FileManager.default.removeItem(atPath: plain)
-        return try write(name, output)
+        return write(name, output)
     }
 }
 

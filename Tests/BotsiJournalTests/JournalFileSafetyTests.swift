@@ -1,4 +1,5 @@
 import BotsiFiles
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
     /// in the journal's own path. SQLite opens `-wal` and `-shm` with `O_NOFOLLOW` whatever the flag,
     /// so a symbolic link there fails too; a hard link, a FIFO or another user's file there it uses.
     @Test func noFollowCoversTheJournalsPathAndSQLiteRefusesLinkedSideFilesButNotHardLinks() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         try Journal(path: path).close()
         symlink(path, directory.file("link.sqlite"))
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func aFIFOBesideTheJournalIsRefusedBeforeSQLiteWouldFailOnIt() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         try Journal(path: path).close()
         mkfifo(path + "-shm", 0o600)
@@ -68,7 +69,7 @@ import Testing
     /// The POSIX-lock pitfall with real connections: another journal object on the same file,
     /// opened and closed in this process, must not drop the locks the first connection holds.
     @Test func closingASecondJournalInThisProcessKeepsTheFirstConnectionsLocks() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let first = try Journal.openForRun(path: path)
         defer { first.close() }

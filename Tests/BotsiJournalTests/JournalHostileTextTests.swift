@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -16,7 +17,7 @@ import Testing
     ]
 
     @Test func sqlTextInIdsIsStoredLiterallyAndTheTablesSurvive() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let journal = try Journal(path: path)
         let run = try StressFixture.startRun(journal)

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,7 +20,7 @@ import Testing
     }
 
     @Test func readerSeesOnlyWholeBatchesAndNeitherSideWaitsForTheOther() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let batches = 200
         let batchSize = 100

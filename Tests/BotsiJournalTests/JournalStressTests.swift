@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// journal, a truncated copy, a journal from a newer version.
 @Suite struct JournalStressTests {
     @Test func diskFullFailsTheBatchWithOneSentenceAndKeepsEveryCommittedRow() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let journal = try Journal(path: path)
         let run = try StressFixture.startRun(journal)
@@ -40,7 +41,7 @@ import Testing
         // Root ignores permission bits, so a read-only open stands in for a read-only file
         // here; the read-only directory itself is tested in the runner's tests on a read-only
         // mount (Tests/BotsiRestoreTests/JournalFailureExitTests.swift).
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let writer = try Journal(path: path)
         let run = try StressFixture.startRun(writer)
@@ -65,7 +66,7 @@ import Testing
     }
 
     @Test func fileThatIsNotSQLiteGivesOneSentenceAndIsNotTouched() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let text = Data("profileId,originalTransactionId\np1,123\n".utf8) + Data(repeating: 0x41, count: 8192)
         try text.write(to: URL(fileURLWithPath: path))
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func truncatedJournalIsRefusedOrReportedWithOneSentenceNeverSilentlyUsed() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let original = directory.file("original.sqlite")
         let journal = try Journal(path: original)
         let run = try StressFixture.startRun(journal)
@@ -123,7 +124,7 @@ import Testing
     }
 
     @Test func journalFromANewerVersionIsRefusedUnchangedAndKeepsItsRows() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let journal = try Journal(path: path)
         let run = try StressFixture.startRun(journal)

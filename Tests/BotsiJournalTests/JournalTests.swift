@@ -1,17 +1,7 @@
 import BotsiJournal
+import BotsiTestSupport
 import Foundation
 import Testing
-
-/// A temporary directory per test, removed when the test ends.
-final class TemporaryDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "botsi-journal-tests-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { path + "/" + name }
-}
 
 private func startRun(_ journal: Journal) throws -> Int64 {
     try journal.transaction { () throws(JournalError) in
@@ -52,7 +42,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
 
 @Suite struct JournalTests {
     @Test func createsJournalWithPrivateModeWALAndSchemaVersion() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let journal = try Journal(path: path)
         _ = try startRun(journal)
@@ -65,7 +55,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func newPairIsSentOnceAndDuplicateInSameRunIsCounted() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let item, 0, true) = try admit(journal, "p1", "100", run: run) else {
@@ -79,7 +69,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func pendingRowsAreOwedOldestFirstAndInFlightOnesAreRecovered() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         var items: [Int64] = []
@@ -109,7 +99,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
 
     @Test(arguments: [ItemStatus.failed, .profileNotFound, .rejected])
     func failuresAreOwedOnlyWhenTheSelectionAsksForThem(status: ItemStatus) throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
@@ -121,7 +111,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
 
     @Test(arguments: [ItemStatus.restored, .nothingToRestore])
     func refreshableRowsAreOwedOnlyWhenAnsweredBeforeTheCutoff(status: ItemStatus) throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
@@ -135,7 +125,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func aRunsCountsAreTheRowsItWorkedOnAsTheyStandNow() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let first = try startRun(journal)
         for index in 0..<3 { _ = try admit(journal, "p\(index)", "\(index)", run: first) }
@@ -157,7 +147,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func theRunLockBelongsToTheFileUnderEveryNameAndNamesTheHolder() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let first = try Journal.openForRun(path: path)
         let started = "2026-01-01T00:00:00.000Z"
@@ -199,7 +189,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func fileThatIsNotSQLiteIsRefusedAndLeftAlone() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("notes.sqlite")
         let text = Data(String(repeating: "not a database\n", count: 100).utf8)
         try text.write(to: URL(fileURLWithPath: path))
@@ -213,7 +203,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func journalFromANewerVersionIsRefusedNotDamaged() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("j.sqlite")
         let journal = try Journal(path: path)
         _ = try startRun(journal)
@@ -233,7 +223,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
     }
 
     @Test func reportListsItemsAndInputRejectionsWithFilters() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
         guard case .send(let first, _, _) = try admit(journal, "p1", "1", run: run),

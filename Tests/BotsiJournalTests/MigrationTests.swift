@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
     }
 
     @Test func aVersionOneJournalMigratesForwardKeepingItsRows() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v1.sqlite")
         try writeVersionOneJournal(at: path)
 
@@ -50,7 +51,7 @@ import Testing
     }
 
     @Test func aVersionTwoJournalMigratesToThreeWithTheTimeOfEachRowsLastDefinitiveAnswer() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v2.sqlite")
         let connection = try SQLiteConnection(path: path)
         try connection.execute(Schema.migrations[0])
@@ -84,7 +85,7 @@ import Testing
     }
 
     @Test func aReaderRefusesAJournalThatStillNeedsMigratingWithoutChangingIt() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v1.sqlite")
         try writeVersionOneJournal(at: path)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))

@@ -1,4 +1,5 @@
 import BotsiRestore
+import BotsiTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -34,14 +35,14 @@ import Testing
 
     @Test(arguments: [0o600, 0o400] as [mode_t])
     func aPrivateKeyFileOwnedByTheUserIsReadOnce(mode: mode_t) throws {
-        let directory = OpsDirectory()
-        let path = directory.write("key", Self.key + "\n", mode: Int16(mode))
+        let directory = Workspace()
+        let path = directory.write("key", Self.key + "\n", mode: mode)
         #expect(try load(.file(path: path)).get() == Self.key)
     }
 
     @Test(arguments: [0o644, 0o640, 0o604, 0o660, 0o700, 0o4600] as [mode_t])
     func aKeyFileOthersCouldReadOrChangeIsRefused(mode: mode_t) {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let path = directory.write("key", Self.key, mode: 0o600)
         chmod(path, mode)
         let message = refusal(.file(path: path))
@@ -50,7 +51,7 @@ import Testing
     }
 
     @Test func aSymbolicLinkADirectoryAndAFIFOAreRefusedWithoutHanging() throws {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let target = directory.write("real-key", Self.key, mode: 0o600)
         symlink(target, directory.file("link"))
         #expect(refusal(.file(path: directory.file("link"))).contains("is a symbolic link"))
@@ -62,7 +63,7 @@ import Testing
 
     @Test(.enabled(if: geteuid() == 0, "needs root to give the file to another user"))
     func aKeyFileOwnedByAnotherUserIsRefused() {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let path = directory.write("key", Self.key, mode: 0o600)
         chown(path, 65534, 65534)
         let message = refusal(.file(path: path))
@@ -71,7 +72,7 @@ import Testing
     }
 
     @Test func aKeyFileHoldsOneLineOfKeyAndNothingElse() {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let cases: [(String, String)] = [
             ("", "is empty"), ("\n\n", "is empty"), ("\(Self.key)\nsecond line\n", "more than one line"),
             ("/root/.botsi-key\n", "holds a path"), (String(repeating: "k", count: 5000), "larger than 4096 bytes"),

@@ -1,5 +1,6 @@
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -199,7 +200,7 @@ import Testing
     // MARK: A dry run writes nothing (problem 6)
 
     @Test func aDryRunListsOwedRowsOfAnOlderJournalWithoutMigratingIt() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         let path = scratch.file("v2.sqlite")
         let connection = try SQLiteConnection(path: path)
         try connection.execute(Schema.migrations[0])

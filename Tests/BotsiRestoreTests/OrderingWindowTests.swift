@@ -1,3 +1,4 @@
+import BotsiBasics
 import Testing
 
 @testable import BotsiRestore
@@ -60,7 +61,7 @@ import Testing
 
     @Test func manyRowsDrainCompletelyWithoutDeadlock() {
         var window = OrderingWindow<Int>()
-        var rng = SeededRandom(seed: 3)
+        var rng = SplitMix64(seed: 3)
         for sequence in 0..<2000 {
             window.add(
                 sequence: Int64(sequence), profileId: "p\(rng.next() % 50)", transactionId: "t\(rng.next() % 70)",
@@ -83,7 +84,7 @@ import Testing
 @Suite struct RetryPolicyTests {
     @Test func backoffStaysWithinTheExponentialCeilingAndTheCap() {
         let policy = BackoffPolicy(base: 0.5, cap: 4, retryAfterCap: 60)
-        var rng = SeededRandom(seed: 1)
+        var rng = SplitMix64(seed: 1)
         for attempt in 1...10 {
             let ceiling = min(4, 0.5 * Double(1 << (attempt - 1)))
             for _ in 0..<100 {
@@ -95,7 +96,7 @@ import Testing
 
     @Test func retryAfterIsAFloorButCapped() {
         let policy = BackoffPolicy(base: 0.01, cap: 0.02, retryAfterCap: 10)
-        var rng = SeededRandom(seed: 1)
+        var rng = SplitMix64(seed: 1)
         #expect(policy.delay(failedAttempts: 1, retryAfter: 3, random: &rng) == 3)
         #expect(policy.delay(failedAttempts: 1, retryAfter: 3600, random: &rng) == 10)
     }

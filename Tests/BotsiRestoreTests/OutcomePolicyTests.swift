@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiJournal
 import Foundation
 import Testing
@@ -188,7 +189,7 @@ import Testing
     }
 
     @Test func aThrottling429CostsNoBudgetWhenTheRunSlowsDownInstead() {
-        var random = SeededRandom(seed: 1)
+        var random = SplitMix64(seed: 1)
         let adaptive = Self.policy.decide(
             Self.retryable429, row: .pending, facts: facts(budget: false), random: &random)
         #expect(adaptive.reply == .retryable)
@@ -201,11 +202,11 @@ import Testing
     }
 
     @Test func aRetryWaitsTheBackoffAndHonoursRetryAfterAsAFloor() {
-        var random = SeededRandom(seed: 7)
+        var random = SplitMix64(seed: 7)
         let decision = Self.policy.decide(Self.retryable429, row: .pending, facts: facts(), random: &random)
         #expect(decision.action.next == .retry)
         #expect(decision.retryDelay.map { $0 >= 2 && $0 <= 120 } == true)
-        var same = SeededRandom(seed: 7)
+        var same = SplitMix64(seed: 7)
         let expected = Self.policy.backoff.delay(failedAttempts: 1, retryAfter: 2, random: &same)
         #expect(decision.retryDelay == expected)
         let settled = Self.policy.decide(.restored(ProfileSnapshot()), row: .pending, facts: facts(), random: &random)

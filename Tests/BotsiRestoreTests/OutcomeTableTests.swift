@@ -1,6 +1,7 @@
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -114,7 +115,7 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
 
 @Suite struct ReportChangesTests {
     @Test func aRowsStateAsOfARunIsItsLastAttemptUpToThatRun() throws {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let path = directory.file("journal.sqlite")
         var builder = try JournalBuilder(path: path)
         let first = try builder.startRun()
@@ -157,12 +158,12 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
     }
 
     @Test func realRunsThatFailThenRecoverShowAsNewlyFailingThenNewlyRestored() throws {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let journal = directory.file("nightly.sqlite")
         let input = directory.csv(
-            "in.csv", [("p-restored", "2000000000000002"), ("p-nothing", "2000000000000010")])
-        let healthy = try RunningSimulator()
-        let failing = try RunningSimulator { options in
+            "in.csv", rows: [("p-restored", "2000000000000002"), ("p-nothing", "2000000000000010")])
+        let healthy = try startSimulator()
+        let failing = try startSimulator { options in
             options.faultRate = 1
             options.faults = [.unavailable]
             options.retryAfterSeconds = 0

@@ -1,5 +1,6 @@
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// Reads CSV text with Python's `csv` module, the reader data teams script with: what it sees is
 /// what a spreadsheet import sees.
 func pythonCSVRecords(_ text: String) throws -> [[String]] {
-    let directory = OpsDirectory()
+    let directory = Workspace()
     let file = directory.write("report.csv", text)
     let script = """
         import csv, json, sys
@@ -136,8 +137,8 @@ enum Hostile {
     /// The issue's reproduction: rejected input values keep their raw bytes in the journal, and the
     /// CSV report of them must still parse to one record per row.
     @Test func rejectedInputValuesWithLineBreaksStayOneRecordEach() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator()
+        let directory = Workspace()
+        let simulator = try startSimulator()
         let input = directory.write(
             "in.csv",
             "profileId,originalTransactionId\r\n\"victim\r\n=cmd|' /C calc'!A0\",2000000000000002\r\n"

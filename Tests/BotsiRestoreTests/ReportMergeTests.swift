@@ -1,6 +1,7 @@
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -27,8 +28,8 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
     }
 
     @Test func mergedShardJournalsReportTheSameCountsAsOneUnshardedRun() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator()
+        let directory = Workspace()
+        let simulator = try startSimulator()
         let bad = ",2000000000000001\nprofile-x,2.0E+15\n"
         let union = directory.write("union.csv", Self.rows(0..<30) + bad)
         let shardA = directory.write("a.csv", Self.rows(0..<15) + bad)
@@ -71,16 +72,16 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
     }
 
     @Test func aPairInTwoShardsKeepsTheRecordUpdatedLastAndAllAttempts() throws {
-        let directory = OpsDirectory()
-        let input = directory.csv("in.csv", [("shared", "2000000000000002")])
-        let failing = try RunningSimulator { options in
+        let directory = Workspace()
+        let input = directory.csv("in.csv", rows: [("shared", "2000000000000002")])
+        let failing = try startSimulator { options in
             options.faultRate = 1
             options.faults = [.unavailable]
             options.retryAfterSeconds = 0
         }
         let early = directory.file("early.sqlite")
         _ = try runJob([input], journal: early, baseURL: failing.baseURL) { $0.maxAttempts = 2 }
-        let healthy = try RunningSimulator()
+        let healthy = try startSimulator()
         let late = directory.file("late.sqlite")
         #expect(try runJob([input], journal: late, baseURL: healthy.baseURL).exitCode == 0)
 
@@ -101,11 +102,11 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
     }
 
     @Test func mergeRefusesAnExistingOutputAndLeavesNothingWhenAShardIsNotAJournal() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator()
+        let directory = Workspace()
+        let simulator = try startSimulator()
         let shard = directory.file("shard.sqlite")
         _ = try runJob(
-            [directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
+            [directory.csv("in.csv", rows: [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
 
         let existing = directory.write("exists.sqlite", "")
         #expect(throws: JournalError.self) { _ = try Journal.merge(shards: [shard], into: existing) }
@@ -118,11 +119,11 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
     }
 
     @Test func mergeRefusesAShardThatALiveRunHolds() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator()
+        let directory = Workspace()
+        let simulator = try startSimulator()
         let shard = directory.file("shard.sqlite")
         _ = try runJob(
-            [directory.csv("in.csv", [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
+            [directory.csv("in.csv", rows: [("p", "2000000000000002")])], journal: shard, baseURL: simulator.baseURL)
         let live = try Journal.openForRun(path: shard)
         defer { live.close() }
         let output = directory.file("out.sqlite")

@@ -1,6 +1,7 @@
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,10 +20,10 @@ func currentStatus(_ path: String) -> StatusReport? {
 
 @Suite struct ReportStatusTests {
     @Test func statusReadsAJournalWhileARunWritesIt() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator { $0.latencyMilliseconds = 100 }
+        let directory = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 100 }
         let rows = (0..<60).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10 + 1)) }
-        let input = directory.csv("in.csv", rows)
+        let input = directory.csv("in.csv", rows: rows)
         let journal = directory.file("journal.sqlite")
         let finished = DispatchSemaphore(value: 0)
         let exitCode = Mutex<Int32?>(nil)
@@ -70,7 +71,7 @@ func currentStatus(_ path: String) -> StatusReport? {
     }
 
     @Test func aRunWithNoEndAndNoLockHolderIsReportedAsKilled() throws {
-        let directory = OpsDirectory()
+        let directory = Workspace()
         let path = directory.file("journal.sqlite")
         var builder = try JournalBuilder(path: path)
         let run = try builder.startRun()
@@ -94,12 +95,12 @@ func currentStatus(_ path: String) -> StatusReport? {
     }
 
     @Test func runsListsEachRunWithItsCountsAndExitCode() throws {
-        let directory = OpsDirectory()
-        let simulator = try RunningSimulator()
+        let directory = Workspace()
+        let simulator = try startSimulator()
         let journal = directory.file("journal.sqlite")
-        let input = directory.csv("in.csv", [("p1", "2000000000000002"), ("p2", "2000000000000010")])
+        let input = directory.csv("in.csv", rows: [("p1", "2000000000000002"), ("p2", "2000000000000010")])
         _ = try runJob([input], journal: journal, baseURL: simulator.baseURL)
-        let more = directory.csv("more.csv", [("p3", "2000000000000004"), ("unknown-4", "2000000000000006")])
+        let more = directory.csv("more.csv", rows: [("p3", "2000000000000004"), ("unknown-4", "2000000000000006")])
         _ = try runJob([more], journal: journal, baseURL: simulator.baseURL)
 
         let opened = try Journal(path: journal, create: false, readOnly: true)

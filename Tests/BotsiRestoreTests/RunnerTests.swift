@@ -1,76 +1,9 @@
 import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
-
-/// A temporary directory per test, removed when the test ends.
-final class Scratch {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "botsi-runner-tests-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func csv(_ name: String = "in.csv", rows: [(String, String)]) -> String {
-        let text = "profileId,originalTransactionId\n" + rows.map { "\($0.0),\($0.1)\n" }.joined()
-        try! text.write(toFile: file(name), atomically: true, encoding: .utf8)
-        return file(name)
-    }
-}
-
-/// Starts a simulator, runs a job against it, and hands back what the tests look at.
-struct Harness {
-    let scratch = Scratch()
-    let simulator: Simulator
-
-    init(configure: (inout SimulatorOptions) -> Void = { _ in }) throws {
-        var options = SimulatorOptions()
-        configure(&options)
-        simulator = Simulator(options: options)
-        _ = try simulator.start()
-    }
-
-    var journalPath: String { scratch.file("journal.sqlite") }
-
-    func run(
-        _ inputs: [String], key: String = Simulator.defaultKey, configure: (inout RunOptions) -> Void = { _ in }
-    ) throws -> RunSummary {
-        var options = RunOptions()
-        options.inputs = inputs
-        options.journalPath = journalPath
-        options.baseURL = simulator.baseURL
-        options.concurrency = 8
-        options.backoffBase = 0.01
-        options.backoffCap = 0.05
-        options.retryAfterCap = 0.05
-        // Generous: sanitizer builds run many times slower; tests that need a timeout set their own.
-        options.timeout = 30
-        options.seed = 11
-        configure(&options)
-        return try Runner(options: options, apiKey: key, toolVersion: "test").run()
-    }
-
-    func records(_ filter: ReportFilter = ReportFilter()) throws -> [ReportRecord] {
-        let journal = try Journal(path: journalPath, create: false, readOnly: true)
-        defer { journal.close() }
-        var records: [ReportRecord] = []
-        try journal.forEachReportRecord(filter) { records.append($0) }
-        return records
-    }
-
-    func record(_ profile: String, _ transaction: String) throws -> ReportRecord? {
-        try records().first { $0.profileId == profile && $0.originalTransactionId == transaction }
-    }
-
-    func requests(_ profile: String, _ transaction: String) -> Int {
-        simulator.stats().pairs.first { $0.profileId == profile && $0.originalTransactionId == transaction }?
-            .requests ?? 0
-    }
-}
 
 @Suite struct RunnerOutcomeTests {
     @Test func eachDocumentedReplyEndsInItsStatusAndCode() throws {
@@ -274,7 +207,7 @@ struct Harness {
     }
 
     @Test func plainHTTPToARemoteHostIsRefusedBeforeAnythingHappens() throws {
-        let scratch = Scratch()
+        let scratch = Workspace()
         var options = RunOptions()
         options.inputs = [scratch.csv(rows: [("p1", "2000000000000002")])]
         options.journalPath = scratch.file("j.sqlite")

@@ -1,4 +1,5 @@
 import BotsiRestore
+import BotsiTestSupport
 import Foundation
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ struct FaultTests {
     private func startFaulting(_ fault: SimulatorFault, _ extra: (inout SimulatorOptions) -> Void = { _ in })
         throws -> (Simulator, Int)
     {
-        try startSimulator { options in
+        try startSimulatorOnPort { options in
             options.faultRate = 1
             options.faults = [fault]
             options.retryAfterSeconds = 7
@@ -114,7 +115,7 @@ struct FaultTests {
 
     @Test("a stall does not hold up other connections, and stop() releases it")
     func stopReleasesStall() throws {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.faultRate = 1
             options.faults = [.stall]
         }
@@ -161,7 +162,7 @@ struct FaultTests {
     }
 
     private func statusSequence(seed: UInt64) throws -> [Int] {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.seed = seed
             options.faultRate = 0.5
             options.faults = [.tooManyRequests, .internalError, .badGateway, .unavailable]

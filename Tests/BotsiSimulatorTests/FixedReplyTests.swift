@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Glibc
 import Testing
@@ -16,7 +17,7 @@ struct FixedReplyTests {
     private func start(
         _ replies: [Reply], forbiddenKeys: [String] = [], _ configure: (inout SimulatorOptions) -> Void = { _ in }
     ) throws -> (Simulator, Int) {
-        try startSimulator { options in
+        try startSimulatorOnPort { options in
             options.scenario = SimulatorScenario(
                 createUnknownProfiles: true, unlistedTransactions: .rule, replies: replies,
                 forbiddenKeys: forbiddenKeys)
@@ -238,7 +239,7 @@ struct FixedReplyTests {
         let scenario = try SimulatorScenario.load(path: Self.hostileSamplePath)
         #expect(Set(scenario.replies.map(\.kind)) == Set(Reply.Kind.allCases))
         #expect(!scenario.forbiddenKeys.isEmpty)
-        let (simulator, port) = try startSimulator { $0.scenario = scenario }
+        let (simulator, port) = try startSimulatorOnPort { $0.scenario = scenario }
         defer { simulator.stop() }
         let conflict = try #require(scenario.replies.first { $0.status == 409 })
         let reply = try TestClient(port: port).restoreResponse("p-1", conflict.originalTransactionId)

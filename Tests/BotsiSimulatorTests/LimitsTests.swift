@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -17,7 +18,7 @@ struct LimitsTests {
 
     @Test("a head of 16 KiB is served; one byte more is 431 and the connection closes")
     func headLimit() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let atLimit = try TestClient(port: port)
         try atLimit.send(Self.restore(headBytes: 16 * 1024))
@@ -38,7 +39,7 @@ struct LimitsTests {
 
     @Test("a 20 KB head is refused whether it arrives whole or in pieces")
     func twentyKilobyteHead() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let request = Array(Self.restore(headBytes: 20_000).utf8)
         let whole = try TestClient(port: port)
@@ -55,7 +56,7 @@ struct LimitsTests {
 
     @Test("a head trickled in a few bytes at a time is found, its end split across reads")
     func trickledHead() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         for _ in 0..<2 {
@@ -81,7 +82,7 @@ struct LimitsTests {
 
     @Test("a connection that sends nothing is closed after the idle timeout")
     func silentConnection() throws {
-        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        let (simulator, port) = try startSimulatorOnPort { $0.idleTimeoutSeconds = 0.5 }
         defer { simulator.stop() }
         let started = Date()
         let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
@@ -92,7 +93,7 @@ struct LimitsTests {
 
     @Test("a head sent a byte at a time is cut off at the idle timeout, however steady the trickle")
     func slowHead() throws {
-        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        let (simulator, port) = try startSimulatorOnPort { $0.idleTimeoutSeconds = 0.5 }
         defer { simulator.stop() }
         let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
         let request = Array(TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000002")).utf8)
@@ -115,7 +116,7 @@ struct LimitsTests {
 
     @Test("a kept-alive connection closes when idle after its reply, and stays while requests keep coming")
     func keptAliveConnection() throws {
-        let (simulator, port) = try startSimulator { $0.idleTimeoutSeconds = 0.5 }
+        let (simulator, port) = try startSimulatorOnPort { $0.idleTimeoutSeconds = 0.5 }
         defer { simulator.stop() }
         let busy = try TestClient(port: port, receiveTimeoutSeconds: 5)
         // Six requests 200 ms apart: 1.2 s on one connection, more than twice the timeout.
@@ -129,7 +130,7 @@ struct LimitsTests {
 
     @Test("a client that stops taking a large reply is closed after the idle timeout")
     func clientStopsReading() throws {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.idleTimeoutSeconds = 0.5
             options.scenario = SimulatorScenario(
                 createUnknownProfiles: true, unlistedTransactions: .rule,
@@ -145,7 +146,7 @@ struct LimitsTests {
 
     @Test("a reply held back by latency longer than the idle timeout is still sent")
     func latencyIsNotIdleness() throws {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.idleTimeoutSeconds = 0.3
             options.latencyMilliseconds = 800
         }
@@ -159,7 +160,7 @@ struct LimitsTests {
 
     @Test("at the connection cap a new connection waits in the backlog and is served once another closes")
     func connectionCap() throws {
-        let (simulator, port) = try startSimulator { $0.maxConnections = 3 }
+        let (simulator, port) = try startSimulatorOnPort { $0.maxConnections = 3 }
         defer { simulator.stop() }
         var held: [TestClient] = try (0..<3).map { index in
             let client = try TestClient(port: port)
@@ -202,7 +203,7 @@ struct LimitsTests {
 
     @Test("the stats route gives counts, never ids, unless asked for pairs with an accepted key")
     func statsWithoutIds() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         _ = try client.restoreResponse("profile-secret-1", "2000000000007772")

@@ -86,7 +86,7 @@ struct RateLimitTests {
             if: ProcessInfo.processInfo.environment["BOTSI_UNDER_SANITIZER"] == nil,
             "request timing under a sanitizer's slowdown does not test the limiter"))
     func limiterOnTheWire() throws {
-        let (simulator, port) = try startSimulator { $0.limitRate = 20 }
+        let (simulator, port) = try startSimulatorOnPort { $0.limitRate = 20 }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let started = Date()
@@ -108,7 +108,7 @@ struct RateLimitTests {
     private func replies(
         _ count: Int, _ configure: @escaping (inout SimulatorOptions) -> Void
     ) throws -> [TestClient.Response] {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.limitRate = 5
             options.retryAfterSeconds = 2
             configure(&options)
@@ -158,7 +158,7 @@ struct RateLimitTests {
     func fieldsOnlyWhereTheLimiterDecided() throws {
         let plain = try replies(1) { _ in }
         #expect(plain[0].headers.keys.allSatisfy { !$0.contains("ratelimit") })
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.limitRate = 5
             options.rateLimitHeaders = .ietf
         }
@@ -210,7 +210,7 @@ struct RateLimitTests {
 
     @Test("the format applies to injected 503s and to a fixed reply's own Retry-After too")
     func formatEverywhere() throws {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.retryAfterFormat = .unixMilliseconds
             options.faultRate = 1
             options.faults = [.unavailable]

@@ -19,7 +19,7 @@ struct RestoreRepliesTests {
             AuthorizationCase(name: "empty key", authorization: ""),
         ])
     func unauthorized(_ testCase: AuthorizationCase) throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.require(client.restore("p-1", "2000000000000002", authorization: testCase.authorization))
@@ -31,7 +31,7 @@ struct RestoreRepliesTests {
 
     @Test("any of several configured keys is accepted")
     func severalKeys() throws {
-        let (simulator, port) = try startSimulator { $0.keys = ["sk_one", "pk_two"] }
+        let (simulator, port) = try startSimulatorOnPort { $0.keys = ["sk_one", "pk_two"] }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         #expect(try client.require(client.restore("p-1", "2000000000000002", authorization: "pk_two")).status == 200)
@@ -76,7 +76,7 @@ struct RestoreRepliesTests {
                 message: "profileId must be a string"),
         ])
     func badRequest(_ testCase: BodyCase) throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send(TestClient.request(body: testCase.body))
@@ -89,7 +89,7 @@ struct RestoreRepliesTests {
 
     @Test("extra fields, escapes and whitespace are accepted")
     func lenientBody() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let body =
@@ -104,7 +104,7 @@ struct RestoreRepliesTests {
 
     @Test("400 No ios settings found for every authorized request in no-ios-settings mode")
     func noIOSSettings() throws {
-        let (simulator, port) = try startSimulator { $0.mode = .noIOSSettings }
+        let (simulator, port) = try startSimulatorOnPort { $0.mode = .noIOSSettings }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("p-1", "2000000000000002")
@@ -118,7 +118,7 @@ struct RestoreRepliesTests {
 
     @Test("404 not_found for a profile the app does not have")
     func unknownProfile() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("unknown-42", "2000000000000002")
@@ -128,7 +128,7 @@ struct RestoreRepliesTests {
 
     @Test("404 nothing_to_restore when Apple has no subscription")
     func nothingToRestore() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("p-1", "2000000261699240")
@@ -141,7 +141,7 @@ struct RestoreRepliesTests {
 
     @Test("never seen: rebuilt from Apple, with every Profile and entitlement field")
     func rebuiltHasEveryField() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("fff3c120-0ca8-480f-9b19-3955a5428e39", "2000000261699248")
@@ -178,7 +178,7 @@ struct RestoreRepliesTests {
 
     @Test("record without a profile: attached to the restoring profile")
     func attached() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("p-1", "2000000000000001")
@@ -190,7 +190,7 @@ struct RestoreRepliesTests {
 
     @Test("the owner restoring again gets its profile as it is")
     func alreadyOwned() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let first = try client.restoreResponse("p-1", "2000000000000004")
@@ -202,7 +202,7 @@ struct RestoreRepliesTests {
 
     @Test("a second profile restoring an owned purchase gets its access, and the owner keeps it")
     func linking() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         #expect(try client.restoreResponse("owner", "2000000000000006").status == 200)
@@ -246,7 +246,7 @@ struct RestoreRepliesTests {
                 transactionId: "1000000000000009", state: "subscribed", productId: "premium_lifetime", isActive: true),
         ])
     func productRule(_ testCase: ProductCase) throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let reply = try client.restoreResponse("p-1", testCase.transactionId)

@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -16,7 +17,7 @@ struct ScenarioTests {
         let scenario = try SimulatorScenario.load(path: Self.samplePath)
         #expect(scenario.profiles.count == 3)
         #expect(scenario.transactions.count == 6)
-        let (simulator, port) = try startSimulator { $0.scenario = scenario }
+        let (simulator, port) = try startSimulatorOnPort { $0.scenario = scenario }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
 
@@ -52,7 +53,7 @@ struct ScenarioTests {
             {"createUnknownProfiles": true, "unlistedTransactions": "rule", "profiles": [], "transactions": []}
             """
         let scenario = try SimulatorScenario.parse(Data(json.utf8))
-        let (simulator, port) = try startSimulator { $0.scenario = scenario }
+        let (simulator, port) = try startSimulatorOnPort { $0.scenario = scenario }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         #expect(try client.restoreResponse("anyone", "2000000000000002").status == 200)
@@ -88,25 +89,23 @@ struct ScenarioTests {
                 name: "duplicate profile", json: #"{"profiles": ["a", "a"]}"#, mentions: ["'a' is listed twice"]),
         ])
     func badScenario(_ testCase: BadScenario) throws {
-        try withTemporaryDirectory { directory in
-            let path = directory.appendingPathComponent("scenario.json").path
-            try Data(testCase.json.utf8).write(to: URL(fileURLWithPath: path))
-            let error = try #require(throws: SimulatorScenarioError.self) { try SimulatorScenario.load(path: path) }
-            #expect(error.message.contains(path))
-            for mention in testCase.mentions {
-                #expect(error.message.contains(mention), "\(error.message)")
-            }
+        let directory = Workspace()
+        let path = directory.file("scenario.json")
+        try Data(testCase.json.utf8).write(to: URL(fileURLWithPath: path))
+        let error = try #require(throws: SimulatorScenarioError.self) { try SimulatorScenario.load(path: path) }
+        #expect(error.message.contains(path))
+        for mention in testCase.mentions {
+            #expect(error.message.contains(mention), "\(error.message)")
         }
     }
 
     @Test("a missing scenario file is a clear error")
     func missingFile() throws {
-        try withTemporaryDirectory { directory in
-            let path = directory.appendingPathComponent("absent.json").path
-            let error = try #require(throws: SimulatorScenarioError.self) { try SimulatorScenario.load(path: path) }
-            #expect(error.message.contains("cannot be read"))
-            #expect(error.message.contains(path))
-        }
+        let directory = Workspace()
+        let path = directory.file("absent.json")
+        let error = try #require(throws: SimulatorScenarioError.self) { try SimulatorScenario.load(path: path) }
+        #expect(error.message.contains("cannot be read"))
+        #expect(error.message.contains(path))
     }
 
     @Test("an invalid scenario passed in code is refused at start")

@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -31,7 +32,7 @@ struct ServerTests {
 
     @Test("keep-alive: several requests on one connection")
     func keepAlive() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         for index in 0..<5 {
@@ -44,7 +45,7 @@ struct ServerTests {
 
     @Test("pipelined requests are answered in order")
     func pipelined() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send(
@@ -56,7 +57,7 @@ struct ServerTests {
 
     @Test("Connection: close is honoured")
     func connectionClose() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send(
@@ -73,7 +74,7 @@ struct ServerTests {
 
     @Test("unknown path: 404 JSON; wrong method: 405")
     func routing() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send(TestClient.request(path: "/v2/nowhere", body: "{}"))
@@ -89,7 +90,7 @@ struct ServerTests {
 
     @Test("a malformed request gets 400 and the connection closes")
     func malformed() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send("THIS IS NOT HTTP\r\n\r\n")
@@ -104,7 +105,7 @@ struct ServerTests {
 
     @Test("a chunked request body is refused with 411")
     func chunked() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         try client.send(
@@ -115,7 +116,7 @@ struct ServerTests {
 
     @Test("Expect: 100-continue gets an interim reply before the body")
     func expectContinue() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let body = TestClient.restoreBody("p-1", "2000000000000002")
@@ -129,7 +130,7 @@ struct ServerTests {
 
     @Test("HTTP/1.0 closes after the reply unless it asks for keep-alive")
     func http10() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let body = TestClient.restoreBody("p-1", "2000000000000002")
         let head =
@@ -147,7 +148,7 @@ struct ServerTests {
 
     @Test("a body split across several writes is read whole")
     func splitBody() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let request = TestClient.request(body: TestClient.restoreBody("p-1", "2000000000000002"))
@@ -162,7 +163,7 @@ struct ServerTests {
 
     @Test("latency delays each reply")
     func latency() throws {
-        let (simulator, port) = try startSimulator { $0.latencyMilliseconds = 300 }
+        let (simulator, port) = try startSimulatorOnPort { $0.latencyMilliseconds = 300 }
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         let started = Date()
@@ -172,7 +173,7 @@ struct ServerTests {
 
     @Test("the stats endpoint reports requests, pairs and successes as JSON")
     func statsEndpoint() throws {
-        let (simulator, port) = try startSimulator()
+        let (simulator, port) = try startSimulatorOnPort()
         defer { simulator.stop() }
         let client = try TestClient(port: port)
         _ = try client.restoreResponse("p-1", "2000000000000002")
@@ -193,7 +194,7 @@ struct ServerTests {
     @Test("in-flight maxima per profile and per transaction")
     func inFlightMaxima() throws {
         // Stalled requests stay in flight until stop(), so the overlap is certain, not a matter of timing.
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.faultRate = 1
             options.faults = [.stall]
         }
@@ -215,7 +216,7 @@ struct ServerTests {
 
     @Test("concurrent requests with latency overlap and are all answered")
     func concurrentWithLatency() throws {
-        let (simulator, port) = try startSimulator { $0.latencyMilliseconds = 400 }
+        let (simulator, port) = try startSimulatorOnPort { $0.latencyMilliseconds = 400 }
         defer { simulator.stop() }
         // Blocking sockets on threads of their own: on the cooperative pool (two threads on this
         // machine, shared with other tests) the requests would not really overlap.
@@ -239,7 +240,7 @@ struct ServerTests {
 
     @Test("limitRate answers 429 with Retry-After above the rate")
     func limitRate() throws {
-        let (simulator, port) = try startSimulator { options in
+        let (simulator, port) = try startSimulatorOnPort { options in
             options.limitRate = 3
             options.retryAfterSeconds = 2
         }

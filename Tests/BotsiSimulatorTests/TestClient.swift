@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Glibc
 
@@ -168,29 +169,8 @@ final class TestClient {
     }
 }
 
-/// Starts a simulator for one test; the caller stops it with `defer`.
-func startSimulator(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> (Simulator, Int) {
-    var options = SimulatorOptions()
-    configure(&options)
-    let simulator = Simulator(options: options)
-    let port = try simulator.start()
-    return (simulator, port)
-}
-
-/// Polls until `condition` holds or a generous deadline passes (the machine is shared and noisy).
-func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
-
-/// A per-test temporary directory that the test removes.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("botsi-sim-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
+/// The shared launcher, with the port the raw-socket client connects to.
+func startSimulatorOnPort(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> (Simulator, Int) {
+    let simulator = try startSimulator(configure)
+    return (simulator, simulator.port)
 }

@@ -1,4 +1,6 @@
+import BotsiBasics
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -35,7 +37,7 @@ struct CommandLineTests {
         defer { simulator.stop() }
         let path = workspace.file("input.csv")
         if kind == "binary" {
-            var generator = SeededGenerator(seed: 3)
+            var generator = SplitMix64(seed: 3)
             let bytes = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
             _ = FileManager.default.createFile(atPath: path, contents: Data([0, 0x89, 0x50, 0x4E, 0x47, 0] + bytes))
         } else {

@@ -1,5 +1,7 @@
+import BotsiBasics
 import BotsiJournal
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -65,7 +67,7 @@ struct CrashTests {
         defer { simulator.stop() }
         let rows = Pair.generate(5000, prefix: "loop")
         let arguments = runArguments([workspace.csv(rows)], workspace, simulator, ["--concurrency", "16"])
-        var random = SeededGenerator(seed: 20_250_101)
+        var random = SplitMix64(seed: 20_250_101)
         // What each row's request count was when the journal first showed it final.
         var frozen: [Pair: Int] = [:]
         var kills = 0

@@ -1,5 +1,6 @@
 import BotsiJournal
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 

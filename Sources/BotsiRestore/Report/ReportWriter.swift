@@ -62,7 +62,7 @@ public struct ReportWriter {
 
         var json: String {
             switch self {
-            case .text(let text): return JSONText.quote(text)
+            case .text(let text): return JSONString.quoted(text)
             case .number(let number): return number
             case .bool(let bool): return bool ? "true" : "false"
             case .rawJSON(let json): return json
@@ -108,7 +108,7 @@ struct FieldRowWriter {
     func emit(_ fields: [(String, ReportWriter.Field)]) {
         switch format {
         case .jsonl:
-            write("{" + fields.map { "\(JSONText.quote($0.0)):\($0.1.json)" }.joined(separator: ",") + "}\n")
+            write("{" + fields.map { "\(JSONString.quoted($0.0)):\($0.1.json)" }.joined(separator: ",") + "}\n")
         case .csv:
             write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
         case .table:
@@ -133,34 +133,6 @@ struct AccessLevelSummary {
             if let expiry = level["expiresAt"] as? String, expiry > (latestExpiry ?? "") { latestExpiry = expiry }
             if let renew = level["willRenew"] as? Bool { willRenew = (willRenew ?? false) || renew }
         }
-    }
-}
-
-public enum JSONText {
-    /// A JSON string literal, escaping what RFC 8259 requires, and DEL, C1 controls and bidi
-    /// overrides too, so that a report on a terminal carries none of them raw.
-    public static func quote(_ text: String) -> String {
-        // Most ids and dates need no escaping at all: check the bytes once and copy.
-        if !VisibleText.mayContainActive(text)
-            && !text.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
-        {
-            return "\"" + text + "\""
-        }
-        var result = "\""
-        result.reserveCapacity(text.utf8.count + 2)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case _ where VisibleText.isActive(scalar):
-                result += String(format: "\\u%04x", scalar.value)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
     }
 }
 

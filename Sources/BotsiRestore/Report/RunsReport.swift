@@ -76,7 +76,7 @@ public enum RunsWriter {
             for line in lines {
                 let count = { (status: String) in String(line.statuses[status] ?? 0) }
                 table.add([
-                    String(line.id), line.startedAt, line.durationSeconds.map { RunSummary.duration($0) } ?? "?",
+                    String(line.id), line.startedAt, line.durationSeconds.map { Basics.duration($0) } ?? "?",
                     line.state, line.exitCode.map(String.init) ?? "-", count("restored"), count("nothing_to_restore"),
                     count("profile_not_found"),
                     String((line.statuses["failed"] ?? 0) + (line.statuses["rejected"] ?? 0)),

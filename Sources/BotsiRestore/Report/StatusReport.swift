@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -93,7 +94,7 @@ public struct StatusReport: Sendable {
             if let holder { lines.append("lock      held by pid \(holder.pid) on \(holder.host) (a run is starting)") }
             return lines.joined(separator: "\n")
         }
-        let elapsed = elapsedSeconds.map { RunSummary.duration($0) } ?? "?"
+        let elapsed = elapsedSeconds.map { Basics.duration($0) } ?? "?"
         switch liveness {
         case .running:
             let who = holder.map { "pid \($0.pid) on \($0.host)" } ?? "pid \(run.pid) on \(run.host)"
@@ -136,10 +137,10 @@ public struct StatusReport: Sendable {
         }
         if let eta = etaSeconds, let fraction = inputFractionRead, fraction < 1 {
             lines.append(
-                "ETA       ~\(RunSummary.duration(eta)) (\(Int(fraction * 100))% of the input read, at the pace so far)"
+                "ETA       ~\(Basics.duration(eta)) (\(Int(fraction * 100))% of the input read, at the pace so far)"
             )
         } else if let eta = etaSeconds {
-            lines.append("ETA       ~\(RunSummary.duration(eta)) for the \(pendingRows) pending rows read so far")
+            lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
         } else if pendingRows > 0 && !isAlive {
             lines.append("next      send the \(pendingRows) pending rows with: \(nextCommand(run))")
         }

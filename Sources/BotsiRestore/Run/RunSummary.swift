@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -85,7 +86,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         var lines: [String] = []
         let head = dryRun ? "dry run (nothing sent)" : "run finished"
         lines.append(
-            "\(head) in \(Self.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
+            "\(head) in \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
         lines += inputNotes
@@ -172,13 +173,6 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         return lines
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        if seconds < 60 { return String(format: "%.1fs", seconds) }
-        let whole = Int(seconds)
-        if whole < 3600 { return "\(whole / 60)m\(String(format: "%02d", whole % 60))s" }
-        return "\(whole / 3600)h\(String(format: "%02d", (whole % 3600) / 60))m"
     }
 }
 

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiFiles
 import BotsiInput
 import BotsiJournal
@@ -94,7 +95,7 @@ public final class Runner: @unchecked Sendable {
     /// apart) or return to pending (mark it `in_flight`).
     private let finalRowsKeepStatusThroughAKill =
         OutcomePolicy.action(for: .killed, row: .final).write == .clearMark
-    private var random: SeededRandom
+    private var random: SplitMix64
     private var summary = RunSummary()
     private let startedAt = Date()
     private var rateSamples: [(time: Double, requests: Int)] = []
@@ -135,7 +136,7 @@ public final class Runner: @unchecked Sendable {
             backoff: BackoffPolicy(
                 base: options.backoffBase, cap: options.backoffCap, retryAfterCap: options.retryAfterCap))
         runMode = OutcomePolicy.RunMode(options)
-        random = SeededRandom(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
+        random = SplitMix64(seed: options.seed ?? UInt64.random(in: 1...UInt64.max))
         summary.dryRun = options.dryRun
         throttle = AdaptiveThrottle(
             enabled: options.adaptive, rateCap: options.rate, concurrencyCap: options.concurrency)
@@ -589,11 +590,13 @@ public final class Runner: @unchecked Sendable {
     static func accessLevelsJSON(_ levels: [String: AccessLevelSnapshot]) -> String {
         let entries = levels.sorted { $0.key < $1.key }.map { name, level in
             var fields: [String] = []
-            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONText.quote(expiresAt))") }
+            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONString.quoted(expiresAt))") }
             if let isActive = level.isActive { fields.append("\"isActive\":\(isActive)") }
-            if let product = level.sourceProductId { fields.append("\"sourceProductId\":\(JSONText.quote(product))") }
+            if let product = level.sourceProductId {
+                fields.append("\"sourceProductId\":\(JSONString.quoted(product))")
+            }
             if let willRenew = level.willRenew { fields.append("\"willRenew\":\(willRenew)") }
-            return "\(JSONText.quote(name)):{\(fields.joined(separator: ","))}"
+            return "\(JSONString.quoted(name)):{\(fields.joined(separator: ","))}"
         }
         return "{\(entries.joined(separator: ","))}"
     }
@@ -794,7 +797,7 @@ public final class Runner: @unchecked Sendable {
         var fields = [
             "\"rowsRead\":\(current.rowsRead)", "\"bytesRead\":\(current.bytesRead)",
             "\"requests\":\(current.requests)",
-            "\"updatedAt\":\(JSONText.quote(Timestamp.string(Date())))",
+            "\"updatedAt\":\(JSONString.quoted(Timestamp.string(Date())))",
         ]
         if let total = current.totalBytes { fields.append("\"totalBytes\":\(total)") }
         do {
@@ -841,18 +844,5 @@ extension RestoreReply {
     var isThrottling: Bool {
         if case .retryable(_, let status, _, _) = self { return status == 429 || status == 503 }
         return false
-    }
-}
-
-/// SplitMix64: small, fast and seedable, so a test can replay a run's jitter.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

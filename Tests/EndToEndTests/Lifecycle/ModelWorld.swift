@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 
 /// A definitive reply as the journal records it: the row's final status and code.

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -178,12 +179,7 @@ func botsi(
     return finished
 }
 
-/// Polls `condition` every 20 ms for at most `timeout` seconds.
+/// Polls `condition` for at most `timeout` seconds (`waitUntil` under the name these tests use).
 func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
+    waitUntil(seconds: timeout, condition)
 }

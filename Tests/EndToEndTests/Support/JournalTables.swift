@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import CSQLite
 import Foundation
 
@@ -58,12 +59,10 @@ struct JournalTables: Equatable {
         } catch {
             // After a kill -9 the -shm must be rebuilt, which a read-only connection cannot do;
             // read a copy (journal and -wal) rather than let the test touch the journal's files.
-            let copy = NSTemporaryDirectory() + "botsi-journal-copy-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: copy) }
-            try FileManager.default.copyItem(atPath: path, toPath: copy + "/journal.sqlite")
-            try? FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "/journal.sqlite-wal")
-            return try read(Database(path: copy + "/journal.sqlite", readOnly: false), checkIntegrity: checkIntegrity)
+            let copy = Workspace()
+            try FileManager.default.copyItem(atPath: path, toPath: copy.journal)
+            try? FileManager.default.copyItem(atPath: path + "-wal", toPath: copy.journal + "-wal")
+            return try read(Database(path: copy.journal, readOnly: false), checkIntegrity: checkIntegrity)
         }
     }
 

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Dispatch
 import Foundation
 import Glibc

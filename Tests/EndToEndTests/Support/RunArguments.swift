@@ -1,4 +1,6 @@
+import BotsiBasics
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 
 /// `run` against a simulator, with short backoff so that injected faults do not slow a test down.
@@ -11,17 +13,5 @@ func runArguments(
     ] + extra
 }
 
-/// SplitMix64, so that a test's random moments repeat from run to run.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
+/// The Lifecycle model files name the seeded generator so; it is the one `SplitMix64`.
+typealias SeededGenerator = SplitMix64

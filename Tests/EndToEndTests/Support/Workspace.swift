@@ -1,35 +1,17 @@
 import BotsiJournal
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 
-/// A temporary directory for one test, removed when the test lets go of it.
-final class Workspace {
-    let path: String
-
-    init() {
-        path = NSTemporaryDirectory() + "botsi-e2e-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    var journal: String { file("journal.sqlite") }
-
-    @discardableResult
-    func write(_ name: String, _ text: String) -> String {
-        try! text.write(toFile: file(name), atomically: true, encoding: .utf8)
-        return file(name)
-    }
-
+extension Workspace {
+    /// Readable by all: some tests run the binary as another user on the same input.
     @discardableResult
     func csv(_ rows: [Pair], name: String = "in.csv") -> String {
-        write(name, "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+        let path = csv(name, rows: rows.map { ($0.profileId, $0.transactionId) })
+        chmod(path, 0o644)
+        return path
     }
-
-    func bytes(_ name: String) -> Data? { FileManager.default.contents(atPath: file(name)) }
 }
 
 struct Pair: Hashable, Sendable, CustomStringConvertible {
@@ -48,15 +30,6 @@ struct Pair: Hashable, Sendable, CustomStringConvertible {
     static func generate(_ count: Int, prefix: String = "p") -> [Pair] {
         (0..<count).map { Pair("\(prefix)-\($0)", String(2_000_000_000_000_000 + $0)) }
     }
-}
-
-/// Starts a simulator for one test.
-func startSimulator(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> Simulator {
-    var options = SimulatorOptions()
-    configure(&options)
-    let simulator = Simulator(options: options)
-    _ = try simulator.start()
-    return simulator
 }
 
 extension Simulator {
@@ -154,4 +127,10 @@ func parseCSV(_ text: String) -> [[String]] {
         rows.append(row)
     }
     return rows
+}
+
+/// The Lifecycle model calls the launcher by this module's name (`EndToEndTests.startSimulator`);
+/// this forwards to the one in BotsiTestSupport.
+func startSimulator(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> Simulator {
+    try BotsiTestSupport.startSimulator(configure)
 }

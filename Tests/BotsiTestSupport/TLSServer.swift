@@ -2,18 +2,18 @@ import Foundation
 import Glibc
 import Synchronization
 
-// A throw-away CA and `openssl s_server`, for tests that need real TLS. This file is compiled into
-// BotsiRestoreTests and, through a symbolic link, into EndToEndTests (which spawn the binary).
+// A throw-away CA and `openssl s_server`, for tests that need real TLS (BotsiRestoreTests in process,
+// EndToEndTests through the binary).
 
 /// Finds `openssl` on PATH once.
-enum OpenSSLTool {
-    static let path: String? = {
+public enum OpenSSLTool {
+    public static let path: String? = {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
         return directories.map { "\($0)/openssl" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
     /// Runs openssl to completion; a failure carries its stderr.
-    static func run(_ arguments: [String], in directory: String) throws {
+    public static func run(_ arguments: [String], in directory: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path!)
         process.arguments = arguments
@@ -31,18 +31,18 @@ enum OpenSSLTool {
     }
 }
 
-struct TLSTestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TLSTestError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, valid for a day, in `directory`.
-struct TestAuthority {
-    let certificatePath: String
-    let serverCertificatePath: String
-    let serverKeyPath: String
+public struct TestAuthority {
+    public let certificatePath: String
+    public let serverCertificatePath: String
+    public let serverKeyPath: String
 
-    init(directory: String) throws {
+    public init(directory: String) throws {
         certificatePath = directory + "/ca.pem"
         serverCertificatePath = directory + "/server.pem"
         serverKeyPath = directory + "/server.key"
@@ -73,19 +73,19 @@ struct TestAuthority {
 /// `openssl s_server` on a free loopback port. In its plain mode it writes what a client sends to stdout
 /// (so a test can see the request arrived decrypted) and sends what arrives on stdin: `reply`, queued
 /// once the server listens, goes to the first client that completes a handshake.
-final class TLSServer {
-    let port: Int
+public final class TLSServer {
+    public let port: Int
     private let process: Process
     private let input: Pipe
     private let output: ReceivedBytes
 
-    var baseURL: String { "https://127.0.0.1:\(port)" }
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
 
     /// Everything clients sent so far, as text.
-    var received: String { output.text }
+    public var received: String { output.text }
 
     /// `extraArguments` go to s_server as they are (e.g. `-tls1_1` to offer only TLS 1.1).
-    init(authority: TestAuthority, reply: String? = nil, extraArguments: [String] = []) throws {
+    public init(authority: TestAuthority, reply: String? = nil, extraArguments: [String] = []) throws {
         var lastError: any Error = TLSTestError("openssl s_server did not start")
         // A port picked free may be taken before s_server binds it; a few tries make that moot.
         for _ in 0..<3 {
@@ -120,7 +120,7 @@ final class TLSServer {
         throw lastError
     }
 
-    func stop() {
+    public func stop() {
         Self.kill(process)
         try? input.fileHandleForWriting.close()
     }
@@ -162,16 +162,18 @@ final class TLSServer {
     }
 }
 
-final class ReceivedBytes: Sendable {
+public final class ReceivedBytes: Sendable {
     private let data = Mutex(Data())
 
-    func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
+    public init() {}
 
-    var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
+    public func append(_ chunk: Data) { data.withLock { $0.append(chunk) } }
+
+    public var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
 }
 
-/// Polls until `condition` holds or a generous deadline passes.
-func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+/// Polls until `condition` holds or a generous deadline passes (the machine is shared and noisy).
+public func waitUntil(seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }

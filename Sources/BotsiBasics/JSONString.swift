@@ -1,0 +1,56 @@
+/// JSON string literals, written one way by everything that writes JSON by hand: request bodies,
+/// the simulator's replies, reports and the journal's progress records.
+///
+/// Escaped: the quote and the backslash; C0 controls (as `\n`, `\r`, `\t`, `\b`, `\f` where JSON has a
+/// short form, else `\u001b`); and, beyond what RFC 8259 requires, every scalar `VisibleText` calls
+/// active (DEL, C1 controls, bidirectional overrides and isolates) so that a report or log shown on a
+/// terminal carries none of them raw, and U+2028 and U+2029 so the text is also safe inside
+/// JavaScript. Everything else stays as it is, in UTF-8.
+public enum JSONString {
+    /// `text` as a JSON string literal, quotes included.
+    public static func quoted(_ text: String) -> String {
+        // Most ids and dates need no escaping at all: check the bytes once and copy.
+        guard mayNeedEscaping(text) else { return "\"" + text + "\"" }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 16)
+        append(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `text` as a JSON string literal, quotes included, for writers that build bytes.
+    public static func append(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        if mayNeedEscaping(text) {
+            for scalar in text.unicodeScalars { appendEscaped(scalar, to: &out) }
+        } else {
+            out.append(contentsOf: text.utf8)
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// True when some UTF-8 byte could start a scalar that is escaped (C2 starts the C1 controls,
+    /// E2 the bidi controls and U+2028/U+2029); may say true for harmless text such as `€`.
+    private static func mayNeedEscaping(_ text: String) -> Bool {
+        text.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
+    }
+
+    private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+        switch scalar {
+        case "\"": out.append(contentsOf: #"\""#.utf8)
+        case "\\": out.append(contentsOf: #"\\"#.utf8)
+        case "\n": out.append(contentsOf: #"\n"#.utf8)
+        case "\r": out.append(contentsOf: #"\r"#.utf8)
+        case "\t": out.append(contentsOf: #"\t"#.utf8)
+        case "\u{8}": out.append(contentsOf: #"\b"#.utf8)
+        case "\u{C}": out.append(contentsOf: #"\f"#.utf8)
+        case _ where VisibleText.isActive(scalar) || scalar == "\u{2028}" || scalar == "\u{2029}":
+            out.append(contentsOf: #"\u"#.utf8)
+            let value = Int(scalar.value)
+            for shift in [12, 8, 4, 0] { out.append(hexDigits[(value >> shift) & 0xF]) }
+        default:
+            UTF8.encode(scalar) { out.append($0) }
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+}

@@ -1,0 +1,27 @@
+import BotsiBasics
+import Testing
+
+@Suite struct DurationTests {
+    @Test func showsTenthsBelowAMinuteAndWholeUnitsAbove() {
+        #expect(Basics.duration(0) == "0.0s")
+        #expect(Basics.duration(4.24) == "4.2s")
+        #expect(Basics.duration(59.94) == "59.9s")
+        #expect(Basics.duration(60) == "1m00s")
+        #expect(Basics.duration(187.9) == "3m07s")
+        #expect(Basics.duration(3599) == "59m59s")
+        #expect(Basics.duration(3600) == "1h00m")
+        #expect(Basics.duration(7500) == "2h05m")
+    }
+
+    @Test func anEstimateShowsWholeSeconds() {
+        #expect(Basics.duration(4.9, wholeSeconds: true) == "4s")
+        #expect(Basics.duration(187.9, wholeSeconds: true) == "3m07s")
+    }
+
+    @Test func whatIsNotADurationIsAQuestionMarkNotATrap() {
+        #expect(Basics.duration(-1) == "?")
+        #expect(Basics.duration(.nan) == "?")
+        #expect(Basics.duration(.infinity, wholeSeconds: true) == "?")
+        #expect(Basics.duration(1e300).hasSuffix("m"))
+    }
+}

@@ -1,0 +1,39 @@
+import BotsiBasics
+import Foundation
+import Testing
+
+@Suite struct JSONStringTests {
+    @Test func plainTextIsOnlyQuoted() {
+        #expect(JSONString.quoted("fff3c120") == #""fff3c120""#)
+        #expect(JSONString.quoted("") == #""""#)
+        #expect(JSONString.quoted("café €5 😀") == "\"café €5 😀\"")
+    }
+
+    @Test func quotesBackslashesAndControlsUseJSONsEscapes() {
+        #expect(JSONString.quoted(#"a"b\c"#) == #""a\"b\\c""#)
+        #expect(
+            JSONString.quoted("line\nbreak\ttab\r\u{0}\u{1F}\u{7F}\u{8}\u{C}")
+                == #""line\nbreak\ttab\r\u0000\u001f\u007f\b\f""#)
+    }
+
+    /// What a terminal would act on (C1 controls, bidi overrides and isolates) and what breaks
+    /// JavaScript (U+2028, U+2029) never appears raw, in a report or anywhere else.
+    @Test func terminalAndJavaScriptHazardsAreEscaped() {
+        #expect(JSONString.quoted("x\u{1B}]0;owned\u{7}") == #""x\u001b]0;owned\u0007""#)
+        #expect(JSONString.quoted("\u{9B}1m\u{202E}txt\u{2066}") == #""\u009b1m\u202etxt\u2066""#)
+        #expect(JSONString.quoted("a\u{2028}b\u{2029}") == #""a\u2028b\u2029""#)
+    }
+
+    @Test func bytesAndTextAgreeAndRoundTrip() throws {
+        let samples = ["plain", "q\"b\\", "ctl\u{1}\u{7F}\u{85}", "bidi\u{202A}\u{2069}", "ls\u{2028}", "€\u{E000}😀"]
+        for sample in samples {
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            JSONString.append(sample, to: &bytes)
+            #expect(String(decoding: bytes.dropFirst(), as: UTF8.self) == JSONString.quoted(sample))
+            bytes.append(UInt8(ascii: "]"))
+            let decoded = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String]
+            #expect(decoded == [sample])
+            #expect(!JSONString.quoted(sample).unicodeScalars.contains { VisibleText.isActive($0) })
+        }
+    }
+}

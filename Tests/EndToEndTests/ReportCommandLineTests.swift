@@ -1,0 +1,105 @@
+import BotsiSimulator
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// `run --job`, `runs`, `status`, `report --output`, `merge` and `report --changes` through the
+/// built executable: what an operator types.
+@Suite struct ReportCommandLineTests {
+    private func run(_ input: String, journal: String, _ simulator: Simulator, in workspace: Workspace) throws {
+        let finished = try botsi(
+            ["run", input, "--journal", journal, "--base-url", simulator.baseURL, "--quiet"],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "\(finished.stderr)")
+    }
+
+    @Test func aJobFileRunsAndCommandLineFlagsOverrideIt() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        workspace.csv("in.csv", rows: [("p1", "2000000000000002"), ("p2", "2000000000000010")])
+        let job = workspace.write(
+            "job.json",
+            """
+            {"description": "test job", "inputs": ["in.csv"], "journal": "from-job.sqlite",
+             "baseURL": "\(simulator.baseURL)", "keyEnv": "TEST_BOTSI_KEY", "concurrency": 2, "maxAttempts": 3,
+             "timeout": "5s", "logInterval": "1s"}
+            """)
+        let result = try botsi(
+            ["run", "--job", job, "--journal", "from-command-line.sqlite", "--quiet"], key: nil, in: workspace,
+            environment: Child.environment(key: Simulator.defaultKey, variable: "TEST_BOTSI_KEY"))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.fileExists(atPath: workspace.file("from-command-line.sqlite")))
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("from-job.sqlite")))
+
+        let runs = try botsi(
+            ["runs", "--journal", "from-command-line.sqlite", "--format", "jsonl"], key: nil, in: workspace)
+        #expect(runs.status == 0)
+        let run = try #require(
+            try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [String: Any])
+        #expect(run["inputs"] as? [String] == ["in.csv"])
+        #expect((run["statuses"] as? [String: Int]) == ["restored": 1, "nothing_to_restore": 1])
+
+        let status = try botsi(["status", "--journal", "from-command-line.sqlite"], key: nil, in: workspace)
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("finished, exit 0"))
+        #expect(status.stdout.contains("concurrency=2"))
+        #expect(status.stdout.contains("maxAttempts=3"))
+    }
+
+    @Test func aJobFileWithAnUnknownKeyIsAUsageError() throws {
+        let workspace = Workspace()
+        let job = workspace.write("job.json", #"{"inputs": ["in.csv"], "concurency": 4}"#)
+        let result = try botsi(["run", "--job", job], key: nil, in: workspace)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("did you mean 'concurrency'?"))
+    }
+
+    @Test func reportOutputIsPrivateEvenWhenTheFileExisted() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        let journal = workspace.file("j.sqlite")
+        try run(workspace.csv("in.csv", rows: [("p1", "2000000000000002")]), journal: journal, simulator, in: workspace)
+        let output = workspace.write("report.csv", "old contents\n", mode: 0o644)
+        let result = try botsi(
+            ["report", "--journal", journal, "--format", "csv", "--output", output, "--status", "restored"],
+            key: nil, in: workspace)
+        #expect(result.status == 0, "\(result.stderr)")
+        var info = stat()
+        #expect(stat(output, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text.hasPrefix("profileId,originalTransactionId,status"))
+        #expect(text.contains("p1,2000000000000002,restored"))
+        #expect(!text.contains("old contents"))
+    }
+
+    @Test func mergeAndChangesFromTheCommandLine() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        let shardA = workspace.file("a.sqlite")
+        let shardB = workspace.file("b.sqlite")
+        try run(workspace.csv("a.csv", rows: [("p1", "2000000000000002")]), journal: shardA, simulator, in: workspace)
+        try run(workspace.csv("b.csv", rows: [("p2", "2000000000000004")]), journal: shardB, simulator, in: workspace)
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged, shardA, shardB], key: nil, in: workspace)
+        #expect(merge.status == 0, "\(merge.stderr)")
+        #expect(merge.stderr.contains("2 runs, 2 rows"))
+        let again = try botsi(["merge", merged, shardA, shardB], key: nil, in: workspace)
+        #expect(again.status == 73)
+        #expect(again.stderr.contains("already exists"))
+
+        let changes = try botsi(
+            ["report", "--journal", merged, "--changes", "--run", "2", "--since-run", "1", "--format", "jsonl"],
+            key: nil, in: workspace)
+        #expect(changes.status == 0, "\(changes.stderr)")
+        let lines = changes.stdout.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains(#""change":"newly_restored""#) == true)
+        #expect(lines.first?.contains(#""profileId":"p2""#) == true)
+
+        let backwards = try botsi(["report", "--journal", merged, "--changes", "--run", "1"], key: nil, in: workspace)
+        #expect(backwards.status == 64)
+        let table = try botsi(["report", "--journal", merged, "--format", "table"], key: nil, in: workspace)
+        #expect(table.stdout.split(separator: "\n").count == 4)
+    }
+}

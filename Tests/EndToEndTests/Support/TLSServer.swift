@@ -1,1 +1,0 @@
-../../BotsiRestoreTests/TLSServer.swift

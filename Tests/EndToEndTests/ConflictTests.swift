@@ -84,6 +84,14 @@ struct ConflictTests {
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let input = workspace.write("in.csv", Self.input)
+        let rehearsal = try botsi(
+            runArguments([input], workspace, simulator, ["--on-conflict", "hold", "--dry-run"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(rehearsal.status == 0, "stderr: \(rehearsal.stderr)")
+        #expect(rehearsal.stderr.contains("would send: 3 (3 new, 0 from the journal)"), "\(rehearsal.stderr)")
+        #expect(rehearsal.stderr.contains("would hold (transaction claimed by another profile): 3"))
+        #expect(rehearsal.stderr.contains("transactions claimed by several profiles: 2 (5 rows in the journal)"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal), "a dry run writes nothing")
         let held = try botsi(
             runArguments([input], workspace, simulator, ["--on-conflict", "hold", "--log-format", "json"]),
             key: Simulator.defaultKey, in: workspace)

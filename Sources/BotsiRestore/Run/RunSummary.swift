@@ -19,8 +19,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var rowsRead = 0
     public var duplicates = 0
     public var newRows = 0
-    /// Dry run only: rows a real run would send.
+    /// Dry run only: rows a real run would send, and new pairs it would hold (`--on-conflict hold`).
     public var wouldSend = 0
+    public var wouldHold = 0
     /// Of the pending rows, those this run did not send because it stopped first.
     public var notSent = 0
     /// Rows a killed run had left in flight, returned to pending at start.
@@ -95,7 +96,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 + ", \(retries) retries")
         lines += inputNotes
         if dryRun {
-            lines.append("  would send: \(wouldSend) (\(newRows) new, \(owedRows) from the journal)")
+            lines.append("  would send: \(wouldSend) (\(newRows - wouldHold) new, \(owedRows) from the journal)")
+            if wouldHold > 0 {
+                lines.append("  would hold (transaction claimed by another profile): \(wouldHold)")
+            }
         } else if owedRows > 0 {
             lines.append(
                 "  from the journal (left pending, or chosen by --retry-failed / --refresh-older-than), sent first: \(owedRows)"

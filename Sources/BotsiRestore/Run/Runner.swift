@@ -332,6 +332,7 @@ public final class Runner: @unchecked Sendable {
                 case .held:
                     // Recorded `held`, never sent; the journal's counts show it at the end.
                     summary.newRows += 1
+                    if options.dryRun { summary.wouldHold += 1 }
                 case .duplicate:
                     summary.duplicates += 1
                 case .finished(let status):

@@ -101,6 +101,15 @@ extension RunCommand {
                     "also resend restored and nothing_to_restore rows whose last definitive answer is older than DUR "
                     + "(e.g. 7d); a resend without one changes nothing"
             ) { $0.options.refreshOlderThan = $1 },
+            .value(
+                "--on-conflict", .choice(ConflictHandling.allCases), job: "onConflict", default: "send",
+                help: "a new pair whose transaction another profile already claims: send it (restores link the "
+                    + "profiles) or hold it as `held`, not sent (see report --conflicts)"
+            ) { $0.options.onConflict = $1 },
+            .flag(
+                "--release-held", job: "releaseHeld",
+                help: "also send the journal's held rows (after reviewing report --conflicts)"
+            ) { $0.options.releaseHeld = true },
             .flag(
                 "--dry-run", short: "n",
                 job: .notInJobFiles(
@@ -295,6 +304,15 @@ extension ReportCommand {
                 .value("--since-run", .text("ID"), help: "the earlier run (default the run before --run)") {
                     $0.sinceRun = $1
                 },
+            ])
+        + section(
+            "Transactions claimed by several profiles",
+            [
+                .flag(
+                    "--conflicts",
+                    help: "every original transaction that two or more profiles claim, a row per claim in journal "
+                        + "order: claim 1 is the one --on-conflict hold sends; with profiles, sources and outcomes"
+                ) { $0.conflicts = true }
             ])
 
     /// An ISO-8601 time, or a duration back from now.

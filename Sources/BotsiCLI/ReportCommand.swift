@@ -14,6 +14,7 @@ struct ReportSettings: JournalReading {
     var output: String?
     var changes = false
     var sinceRun: String?
+    var conflicts = false
 }
 
 enum ReportCommand: Command {
@@ -30,6 +31,7 @@ enum ReportCommand: Command {
     static func initialSettings() -> ReportSettings { ReportSettings() }
 
     static func run(_ settings: ReportSettings) throws -> Int32 {
+        if settings.conflicts { return try conflicts(settings) }
         if settings.changes { return try changes(settings) }
         if settings.sinceRun != nil {
             throw UsageError(message: "option '--since-run' goes with --changes")
@@ -87,6 +89,36 @@ enum ReportCommand: Command {
             let writer = ChangeWriter(format: settings.format) { sink.write($0) }
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
+            writer.finish()
+            try sink.commit()
+            return ExitCode.success
+        } catch let error as JournalError {
+            Output.error("botsi-restore report: \(error.description)")
+            return ExitCode.cannotCreate
+        } catch let error as FileError {
+            Output.error("botsi-restore report: \(error.description)")
+            return ExitCode.cannotCreate
+        }
+    }
+
+    /// `--conflicts`: every transaction two or more profiles claim, with each claim's outcome.
+    static func conflicts(_ settings: ReportSettings) throws -> Int32 {
+        let filters = [
+            ("--changes", settings.changes), ("--since-run", settings.sinceRun != nil), ("--run", settings.run != nil),
+            ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
+            ("--since", settings.since != nil),
+        ]
+        for (option, given) in filters where given {
+            throw UsageError(message: "option '\(option)' does not apply to --conflicts; filter the output instead")
+        }
+        let path = settings.journal
+        do {
+            let sink = try ReportSink(path: settings.output, journal: path)
+            let journal = try Journal(path: path, create: false, readOnly: true)
+            defer { journal.close() }
+            let writer = ConflictWriter(format: settings.format) { sink.write($0) }
+            writer.header()
+            try journal.forEachConflict { writer.write($0) }
             writer.finish()
             try sink.commit()
             return ExitCode.success

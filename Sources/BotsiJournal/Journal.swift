@@ -4,7 +4,9 @@ import Foundation
 
 /// The status a journal row is in. Every row ends in one of the final ones; `pending` and
 /// `inFlight` mean the journal owes it: the next run sends it again. A final row keeps its
-/// status until a definitive answer replaces it (docs/lifecycle.md).
+/// status until a definitive answer replaces it (docs/lifecycle.md). `held` is neither: a pair
+/// whose transaction another profile claimed first (`--on-conflict hold`), never sent until
+/// `--release-held` makes it owed.
 public enum ItemStatus: String, Sendable, CaseIterable, Codable {
     case pending
     case inFlight = "in_flight"
@@ -13,8 +15,12 @@ public enum ItemStatus: String, Sendable, CaseIterable, Codable {
     case profileNotFound = "profile_not_found"
     case rejected
     case failed
+    case held
 
-    public var isFinal: Bool { self != .pending && self != .inFlight }
+    public var isFinal: Bool { self != .pending && self != .inFlight && self != .held }
+
+    /// The code of a held row: the pair's transaction is claimed by another profile.
+    public static let heldCode = "transaction_claimed_by_other_profile"
 }
 
 /// What a run should do with a row it read from its input.
@@ -24,8 +30,11 @@ public enum Admission: Equatable, Sendable {
     /// The same pair already appeared earlier in this run, from its input or as an owed row.
     case duplicate
     /// The journal holds the pair and this run did not select it as owed: nothing to do. A run
-    /// selects every row it owes before it reads its input, so the status is a final one.
+    /// selects every row it owes before it reads its input, so the status is a final one (or `held`).
     case finished(ItemStatus)
+    /// A new pair whose transaction another profile claimed first, recorded `held` (asked for with
+    /// `holdConflicts`): not sent.
+    case held(itemID: Int64)
 }
 
 /// The profile as the last successful restore returned it, kept for audits.
@@ -299,9 +308,11 @@ public final class Journal {
 
     /// Records that this run read the pair at `source` and says whether to send it. Call it after
     /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
-    /// this run's already or not to be sent.
+    /// this run's already or not to be sent. With `holdConflicts`, a new pair whose transaction
+    /// the journal already pairs with another profile is recorded `held` instead of `pending`.
     public func admit(
-        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String
+        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
+        holdConflicts: Bool = false
     ) throws(JournalError) -> Admission {
         try wrap { () throws(SQLiteError) in
             let lookup = try statement(
@@ -309,17 +320,22 @@ public final class Journal {
             )
             try lookup.reset(.text(profileId), .text(originalTransactionId))
             guard try lookup.step() else {
+                var held = false
+                if holdConflicts { held = try isClaimedByAnotherProfile(originalTransactionId, profileId: profileId) }
                 try statement(
                     """
-                    INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source,
+                    INSERT INTO items (profile_id, original_transaction_id, status, code, first_source, last_source,
                         first_run, last_run, created_at, updated_at)
-                    VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
                 ).reset(
-                    .text(profileId), .text(originalTransactionId), .text(source), .text(source), .int(runID),
+                    .text(profileId), .text(originalTransactionId),
+                    .text(held ? ItemStatus.held.rawValue : ItemStatus.pending.rawValue),
+                    .optionalText(held ? ItemStatus.heldCode : nil), .text(source), .text(source), .int(runID),
                     .int(runID), .text(now), .text(now)
                 ).run()
-                return .send(itemID: connection.lastInsertRowID, attempts: 0, isNew: true)
+                let itemID = connection.lastInsertRowID
+                return held ? .held(itemID: itemID) : .send(itemID: itemID, attempts: 0, isNew: true)
             }
             let status = ItemStatus(rawValue: lookup.text(1) ?? "") ?? .pending
             // A known row costs no write: a rerun over a journal of finished rows only reads,

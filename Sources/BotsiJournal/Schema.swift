@@ -97,6 +97,13 @@ enum Schema {
         CREATE INDEX items_last_run ON items(last_run);
         CREATE INDEX items_in_flight_run ON items(in_flight_run) WHERE in_flight_run IS NOT NULL;
         """,
+        // Version 4 (issue 10, transactions claimed by several profiles): the rows of one original
+        // transaction, in journal order (SQLite keeps equal keys in rowid order), so that a run finds
+        // the other claims of a pair as it admits it, and `report --conflicts` walks the groups,
+        // without holding a set of every transaction in memory. The `held` status needs no column.
+        """
+        CREATE INDEX items_transaction ON items(original_transaction_id);
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

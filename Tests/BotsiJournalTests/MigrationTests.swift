@@ -73,7 +73,7 @@ import Testing
 
         let journal = try Journal(path: path)
         defer { journal.close() }
-        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 3)
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == Schema.currentVersion)
         let answered = try journal.connection.prepare("SELECT profile_id, answered_at FROM items ORDER BY id")
         var times: [String: String?] = [:]
         while try answered.step() { times[answered.text(0) ?? ""] = answered.text(1) }
@@ -82,6 +82,78 @@ import Testing
         #expect(times["p3"] == .some(nil), "a pending row has no answer yet")
         #expect(times["p4"] == .some(nil))
         #expect(try journal.integrityCheck() == "ok")
+    }
+
+    /// A journal as the tool at schema version 3 wrote it: two profiles already claim transaction 7.
+    private func writeVersionThreeJournal(at path: String) throws {
+        let connection = try SQLiteConnection(path: path)
+        for migration in Schema.migrations[0..<3] { try connection.execute(migration) }
+        try connection.execute(
+            """
+            INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.2', 'h', 1, '{}');
+            INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source, first_run,
+                last_run, created_at, updated_at)
+            VALUES ('p1', '7', 'restored', 'a.csv:2', 'a.csv:2', 1, 1, 'c', 'u'),
+                ('p2', '7', 'pending', 'a.csv:3', 'a.csv:3', 1, 1, 'c', 'u'),
+                ('p3', '8', 'restored', 'a.csv:4', 'a.csv:4', 1, 1, 'c', 'u');
+            PRAGMA application_id = \(Schema.applicationID);
+            PRAGMA user_version = 3;
+            """)
+        connection.close()
+    }
+
+    @Test func aVersionThreeJournalMigratesToFourWithTheTransactionIndex() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v3.sqlite")
+        try writeVersionThreeJournal(at: path)
+
+        let journal = try Journal(path: path)
+        defer { journal.close() }
+        #expect(Schema.currentVersion == 4)
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 4)
+        #expect(
+            try journal.connection.scalarInt(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'items_transaction'") == 1)
+        var records: [ConflictRecord] = []
+        try journal.forEachConflict { records.append($0) }
+        #expect(records.map(\.profileId) == ["p1", "p2"], "the old rows' group is found through the new index")
+        #expect(try journal.integrityCheck() == "ok")
+    }
+
+    @Test func aDryRunsMigrationLeavesTheFileAtItsVersion() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v3.sqlite")
+        try writeVersionThreeJournal(at: path)
+
+        let journal = try Journal(path: path, migrationUncommitted: true)
+        // Inside the open transaction the journal is at version 4 and usable ...
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 4)
+        #expect(journal.isInTransaction)
+        journal.rollback()
+        journal.close()
+        // ... and the file is still at 3, without the index.
+        let reopened = try SQLiteConnection(path: path, readOnly: true)
+        defer { reopened.close() }
+        #expect(try reopened.scalarInt("PRAGMA user_version") == 3)
+        #expect(
+            try reopened.scalarInt(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'items_transaction'") == 0)
+    }
+
+    @Test func aMigrationThatFailsHalfwayLeavesTheJournalAsItWas() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("v3.sqlite")
+        try writeVersionThreeJournal(at: path)
+        // Something already has the new index's name: the migration fails inside its transaction.
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("CREATE TABLE items_transaction (x)")
+        connection.close()
+
+        #expect(throws: JournalError.self) { try Journal(path: path) }
+        let reopened = try SQLiteConnection(path: path, readOnly: true)
+        defer { reopened.close() }
+        #expect(try reopened.scalarInt("PRAGMA user_version") == 3)
+        #expect(try reopened.scalarInt("SELECT count(*) FROM items") == 3)
     }
 
     @Test func aReaderRefusesAJournalThatStillNeedsMigratingWithoutChangingIt() throws {

@@ -19,7 +19,8 @@ import Testing
     /// reply settles any row; anything else leaves a pending row pending with the last error and
     /// a final row exactly as it was (an attempt only).
     private static func expected(_ event: Policy.Event, _ status: ItemStatus) -> Policy.Action {
-        let isFinal = status != .pending && status != .inFlight
+        // A held row is sent only once `--release-held` makes it owed: it is treated as pending.
+        let isFinal = status != .pending && status != .inFlight && status != .held
         let unanswered: Policy.Write = isFinal ? .attemptOnly : .lastError
         switch event {
         case .reply(.restored): return Policy.Action(.settle(.restored))
@@ -46,12 +47,15 @@ import Testing
             for refresh in [nil, 0, 86_400] as [Double?] {
                 for dryRun in [false, true] {
                     for shardCount in [1, 2] {
-                        var mode = Policy.RunMode()
-                        mode.retryFailed = retryFailed
-                        mode.refreshOlderThan = refresh
-                        mode.dryRun = dryRun
-                        mode.shardCount = shardCount
-                        modes.append(mode)
+                        for releaseHeld in [false, true] {
+                            var mode = Policy.RunMode()
+                            mode.retryFailed = retryFailed
+                            mode.refreshOlderThan = refresh
+                            mode.dryRun = dryRun
+                            mode.shardCount = shardCount
+                            mode.releaseHeld = releaseHeld
+                            modes.append(mode)
+                        }
                     }
                 }
             }
@@ -65,6 +69,7 @@ import Testing
         case .pending, .inFlight: return .owed
         case .failed, .profileNotFound, .rejected: return mode.retryFailed ? .owed : .notSent
         case .restored, .nothingToRestore: return mode.refreshOlderThan != nil ? .ifAnsweredBefore : .notSent
+        case .held: return mode.releaseHeld ? .owed : .notSent
         }
     }
 

@@ -187,6 +187,7 @@ public struct StatusReport: Sendable {
     private func statusLine() -> String {
         let order = [
             "restored", "nothing_to_restore", "profile_not_found", "rejected", "failed", "pending", "in_flight",
+            "held",
         ]
         var parts: [String] = []
         for status in order {

@@ -83,7 +83,9 @@ public enum LifecycleDocument {
             "`--dry-run` makes every check the real run makes before its first request (key, base URL,",
             "CA file, journal, lock, inputs), exits with the code the real run would, and lists the rows",
             "it would send, owed ones included; it sends nothing and writes nothing. `--shard I/N` selects",
-            "only rows whose profileId hashes to shard I, owed rows included.",
+            "only rows whose profileId hashes to shard I, owed rows included. A `held` row that",
+            "`--release-held` sends is a pending row from then on: without a definitive answer it stays",
+            "`pending` (owed to every later run), never `held` again.",
             "",
         ]
         return lines
@@ -144,6 +146,10 @@ public enum LifecycleDocument {
         case .profileNotFound: "404 `not_found`: no such profile in the app"
         case .rejected: "400 `bad_request` about this row (other than \"No ios settings found\")"
         case .failed: "another 4xx (except 401, 403, 408, 429): its code, or `http_<status>`"
+        case .held:
+            "not sent, not owed: with `--on-conflict hold`, a new pair whose original transaction another profile "
+                + "claimed first (code `transaction_claimed_by_other_profile`); `report --conflicts` lists them, "
+                + "`--release-held` sends them as pending rows"
         }
     }
 

@@ -9,6 +9,7 @@ extension OutcomePolicy {
         case plain = "every run"
         case retryFailed = "--retry-failed"
         case refresh = "--refresh-older-than D"
+        case releaseHeld = "--release-held"
     }
 
     /// Whether a run sends a row of some status that its input does not bring as a new pair.
@@ -31,6 +32,8 @@ extension OutcomePolicy {
                 case (.failed, .retryFailed), (.profileNotFound, .retryFailed), (.rejected, .retryFailed):
                     selection = .owed
                 case (.restored, .refresh), (.nothingToRestore, .refresh): selection = .ifAnsweredBefore
+                // Held rows wait for a person's review: only `--release-held` sends them.
+                case (.held, .releaseHeld): selection = .owed
                 default: selection = .notSent
                 }
                 table.append((status, selector, selection))
@@ -44,6 +47,7 @@ extension OutcomePolicy {
         public var retryFailed = false
         /// Seconds: `--refresh-older-than`.
         public var refreshOlderThan: Double?
+        public var releaseHeld = false
         public var dryRun = false
         public var shardIndex = 0
         public var shardCount = 1
@@ -53,6 +57,7 @@ extension OutcomePolicy {
         public init(_ options: RunOptions) {
             retryFailed = options.retryFailed
             refreshOlderThan = options.refreshOlderThan
+            releaseHeld = options.releaseHeld
             dryRun = options.dryRun
             shardIndex = options.shardIndex
             shardCount = options.shardCount
@@ -60,6 +65,7 @@ extension OutcomePolicy {
 
         public var selectors: [Selector] {
             [.plain] + (retryFailed ? [.retryFailed] : []) + (refreshOlderThan != nil ? [.refresh] : [])
+                + (releaseHeld ? [.releaseHeld] : [])
         }
 
         /// Whether the row belongs to this run's shard.

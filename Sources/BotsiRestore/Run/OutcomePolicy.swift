@@ -8,7 +8,8 @@ import Foundation
 /// `rules` are the table `docs/lifecycle.md` is generated from (`LifecycleDocument`).
 public struct OutcomePolicy: Sendable, Equatable {
     /// A row as the table tells rows apart: not finished yet (`pending`, or `in_flight` on disk
-    /// while it is sent), or holding a final status.
+    /// while it is sent, or `held` and released by `--release-held`: releasing makes it owed), or
+    /// holding a final status.
     public enum RowClass: String, Sendable, CaseIterable {
         case pending
         case final

@@ -38,6 +38,10 @@ public struct RunOptions: Sendable, Codable, Equatable {
     /// Seconds: also resend restored rows whose last success is older than this.
     public var refreshOlderThan: Double?
     public var dryRun = false
+    /// What to do with a new pair whose transaction another profile already claims.
+    public var onConflict = ConflictHandling.send
+    /// Also send the journal's `held` rows (after review of `report --conflicts`).
+    public var releaseHeld = false
     public var caCertificatePath: String?
     public var insecureSkipTLSVerify = false
     /// Random seed for backoff jitter; nil draws one from the system.
@@ -62,6 +66,16 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var keySource: APIKeySource {
         keyFile.map { .file(path: $0) } ?? .environment(variable: keyEnvironmentVariable)
     }
+}
+
+/// `--on-conflict`: an original transaction belongs to one Apple account, so a pair whose
+/// transaction the journal or the input already pairs with another profile is usually a data
+/// error; restoring it links the two profiles.
+public enum ConflictHandling: String, Sendable, Codable, CaseIterable {
+    /// Restore every pair in input order (each restore links the profiles).
+    case send
+    /// Record every pair after a transaction's first claim as `held`, not sent.
+    case hold
 }
 
 /// Why a run stopped dispatching before its input was done.

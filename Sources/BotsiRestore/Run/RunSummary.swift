@@ -20,8 +20,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var rowsRead = 0
     public var duplicates = 0
     public var newRows = 0
-    /// Dry run only: rows a real run would send.
+    /// Dry run only: rows a real run would send, and new pairs it would hold (`--on-conflict hold`).
     public var wouldSend = 0
+    public var wouldHold = 0
     /// Of the pending rows, those this run did not send because it stopped first.
     public var notSent = 0
     /// Rows a killed run had left in flight, returned to pending at start.
@@ -47,6 +48,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
     /// starts with "warning: ", since a failed export looks the same.
     public var inputNotes: [String] = []
+    /// Transactions among this run's rows that several profiles claim, and their rows in the journal.
+    public var conflicts = ConflictCounts(groups: 0, rows: 0)
     /// Adaptive throttling: how many times the run slowed down, how low it went, where it ended.
     public var throttleEvents = 0
     public var lowestThrottledRate: Double?
@@ -57,6 +60,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Rows worked on that hold a final status.
     public var finished: Int { statuses.filter { ItemStatus(rawValue: $0.key)?.isFinal ?? false }.values.reduce(0, +) }
     public var pending: Int { (statuses["pending"] ?? 0) + (statuses["in_flight"] ?? 0) }
+    /// Rows held for review (`--on-conflict hold`): not owed, so they leave the exit status 0.
+    public var held: Int { statuses[ItemStatus.held.rawValue] ?? 0 }
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
@@ -71,7 +76,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         for count in try journal.rowCounts(runID: runID) {
             statuses[count.status, default: 0] += count.count
             codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
-            if !(ItemStatus(rawValue: count.status)?.isFinal ?? true) { notSent += count.notSent }
+            let status = ItemStatus(rawValue: count.status)
+            if status == .pending || status == .inFlight { notSent += count.notSent }
         }
         kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
     }
@@ -91,7 +97,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 + ", \(retries) retries")
         lines += inputNotes
         if dryRun {
-            lines.append("  would send: \(wouldSend) (\(newRows) new, \(owedRows) from the journal)")
+            lines.append("  would send: \(wouldSend) (\(newRows - wouldHold) new, \(owedRows) from the journal)")
+            if wouldHold > 0 {
+                lines.append("  would hold (transaction claimed by another profile): \(wouldHold)")
+            }
         } else if owedRows > 0 {
             lines.append(
                 "  from the journal (left pending, or chosen by --retry-failed / --refresh-older-than), sent first: \(owedRows)"
@@ -125,6 +134,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         if otherShards > 0 { lines.append("  rows of other shards, skipped: \(otherShards)") }
+        lines += conflictLines(journalPath: journalPath)
         if throttleEvents > 0 {
             let lowest = String(format: "%.1f", lowestThrottledRate ?? 0)
             let final = finalThrottledRate.map { String(format: "%.1f/s", $0) } ?? "unthrottled"
@@ -143,6 +153,27 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Transactions claimed by several profiles, and the held rows' way out (issue 10).
+    private func conflictLines(journalPath: String) -> [String] {
+        guard conflicts.groups > 0 || held > 0 else { return [] }
+        var lines: [String] = []
+        if conflicts.groups > 0 {
+            lines.append(
+                "  transactions claimed by several profiles: \(conflicts.groups) (\(conflicts.rows) rows in the journal); "
+                    + "each restore links the profiles of its transaction")
+        }
+        if held > 0 && !dryRun {
+            lines.append(
+                "held \(held) rows whose transaction another profile claimed first (not sent, not owed); "
+                    + "review them, then send them with: "
+                    + ["botsi-restore", "run", "--journal", journalPath, "--release-held"].map(RunAdvice.shellQuoted)
+                    .joined(separator: " "))
+        }
+        let report = RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"])
+        lines.append("see the groups with: \(report)")
+        return lines
     }
 
     /// What to do next, with a command that does it: first what must be fixed, when something

@@ -328,8 +328,12 @@ public final class Runner: @unchecked Sendable {
                 let source = "\(reader.displayName):\(row.line)"
                 let admission = try journal.admit(
                     profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
-                    runID: runID, now: now)
+                    runID: runID, now: now, holdConflicts: options.onConflict == .hold)
                 switch admission {
+                case .held:
+                    // Recorded `held`, never sent; the journal's counts show it at the end.
+                    summary.newRows += 1
+                    if options.dryRun { summary.wouldHold += 1 }
                 case .duplicate:
                     summary.duplicates += 1
                 case .finished(let status):
@@ -675,7 +679,10 @@ public final class Runner: @unchecked Sendable {
     /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
     private func countFromJournal() throws(JournalError) {
         summary.nextCommand = RunAdvice.runCommand(options, inputs: inputDone ? [] : options.inputs)
-        guard let journal, !options.dryRun else { return }
+        guard let journal else { return }
+        // A dry run's admissions are in its open transaction: it counts the groups it would meet.
+        summary.conflicts = try journal.conflictCounts(runID: runID)
+        guard !options.dryRun else { return }
         try summary.countRows(of: runID, in: journal, keptPossible: tookUpFinalRows)
     }
 

@@ -1,0 +1,104 @@
+import Foundation
+
+/// How many transactions a run's rows share with another profile (issue 10).
+public struct ConflictCounts: Sendable, Equatable, Codable {
+    /// Original transactions, among the rows the run worked on, that two or more profiles claim.
+    public var groups: Int
+    /// The journal's rows in those groups (the run's and earlier runs').
+    public var rows: Int
+
+    public init(groups: Int, rows: Int) {
+        self.groups = groups
+        self.rows = rows
+    }
+}
+
+/// One row of a group of pairs sharing an original transaction: what `report --conflicts` lists.
+public struct ConflictRecord: Sendable, Equatable {
+    public var originalTransactionId: String
+    /// How many profiles claim the transaction.
+    public var profiles: Int
+    /// 1 for the transaction's first claim in journal order (the one `--on-conflict hold` sends),
+    /// 2 for the next, and so on.
+    public var claim: Int
+    public var profileId: String
+    public var status: String
+    public var code: String?
+    /// `file:line` where the pair was first and last read.
+    public var firstSource: String
+    public var lastSource: String
+    public var attempts: Int
+    public var updatedAt: String
+}
+
+extension Journal {
+    /// The probe the index `items_transaction` answers: one lookup per new pair, whatever the
+    /// journal's size (named, so a journal without the index fails loudly instead of scanning).
+    static let otherClaimSQL: StaticString = """
+        SELECT 1 FROM items INDEXED BY items_transaction
+        WHERE original_transaction_id = ? AND profile_id != ? LIMIT 1
+        """
+
+    /// Whether the journal pairs the transaction with a profile other than `profileId`.
+    func isClaimedByAnotherProfile(_ originalTransactionId: String, profileId: String) throws(SQLiteError) -> Bool {
+        let probe = try statement(Self.otherClaimSQL)
+        try probe.reset(.text(originalTransactionId), .text(profileId))
+        let found = try probe.step()
+        try probe.reset()
+        return found
+    }
+
+    /// The groups among the rows run `runID` worked on, from the journal (as its other counts).
+    public func conflictCounts(runID: Int64) throws(JournalError) -> ConflictCounts {
+        try wrap { () throws(SQLiteError) in
+            let statement = try statement(
+                """
+                WITH claimed AS (
+                    SELECT DISTINCT a.original_transaction_id AS id FROM items AS a WHERE a.last_run = ?1
+                    AND EXISTS (SELECT 1 FROM items AS b INDEXED BY items_transaction
+                        WHERE b.original_transaction_id = a.original_transaction_id AND b.profile_id != a.profile_id))
+                SELECT (SELECT count(*) FROM claimed),
+                    (SELECT count(*) FROM claimed JOIN items INDEXED BY items_transaction
+                        ON items.original_transaction_id = claimed.id)
+                """)
+            try statement.reset(.int(runID))
+            guard try statement.step() else { return ConflictCounts(groups: 0, rows: 0) }
+            let counts = ConflictCounts(groups: Int(statement.int(0)), rows: Int(statement.int(1)))
+            try statement.reset()
+            return counts
+        }
+    }
+
+    /// Every row of every transaction two or more profiles claim, a group at a time, in
+    /// transaction order and journal order within a group. Streams: nothing is held but a group.
+    public func forEachConflict(_ body: (ConflictRecord) -> Void) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            let statement = try statement(
+                """
+                SELECT a.original_transaction_id, a.profile_id, a.status, a.code, a.first_source, a.last_source,
+                    a.attempts, a.updated_at,
+                    (SELECT count(*) FROM items AS c INDEXED BY items_transaction
+                        WHERE c.original_transaction_id = a.original_transaction_id)
+                FROM items AS a INDEXED BY items_transaction
+                WHERE EXISTS (SELECT 1 FROM items AS b INDEXED BY items_transaction
+                    WHERE b.original_transaction_id = a.original_transaction_id AND b.profile_id != a.profile_id)
+                ORDER BY a.original_transaction_id, a.id
+                """)
+            try statement.reset()
+            var current: String?
+            var claim = 0
+            while try statement.step() {
+                let transaction = statement.text(0) ?? ""
+                claim = transaction == current ? claim + 1 : 1
+                current = transaction
+                body(
+                    ConflictRecord(
+                        originalTransactionId: transaction, profiles: Int(statement.int(8)), claim: claim,
+                        profileId: statement.text(1) ?? "", status: statement.text(2) ?? "", code: statement.text(3),
+                        firstSource: statement.text(4) ?? "", lastSource: statement.text(5) ?? "",
+                        attempts: Int(statement.int(6)), updatedAt: statement.text(7) ?? ""))
+            }
+            try statement.reset()
+        }
+    }
+}

@@ -110,12 +110,12 @@ public struct RateLimitHeaderParser: Sendable {
         }
     }
 
-    /// A non-negative whole count, capped.
+    /// A non-negative whole count, capped (digits beyond UInt64 too).
     static func count(_ text: String) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 20, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+        guard !text.isEmpty, text.utf8.count <= 64, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             return nil
         }
-        return UInt64(text).map { Int(min($0, UInt64(RateLimitInfo.largestQuota))) }
+        return Int(min(UInt64(text) ?? UInt64.max, UInt64(RateLimitInfo.largestQuota)))
     }
 
     /// Non-negative seconds, whole or decimal, uncapped: the caller caps a delay or turns a UNIX time

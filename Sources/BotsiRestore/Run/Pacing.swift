@@ -198,7 +198,8 @@ struct AdaptiveThrottle {
             estimate = max(estimate, (lastThrottledRate ?? 0) * Self.limitDecay)
             lastThrottledRate = estimate
         }
-        let current = effectiveRate ?? estimate
+        // The cap is no evidence of where the limit lies; the rate in force is.
+        let current = rate ?? advertisedRate ?? estimate
         // A limiter that refused everything for a while leaves the accepted rate near zero: never
         // cut below half the current rate at once.
         cut(now: now, to: min(current, max(estimate * Self.limitShare, current * 0.5)), latency: latency)

@@ -5,6 +5,7 @@
 #
 #   bash bench/pacing.sh [LIMIT] [ROWS] [HEADERS] [RUNS]   (defaults 100 6000 none 1)
 #   HEADERS: none | ietf | ratelimit-limit | x-ratelimit.   LATENCY_MS (env, default 50).
+#   BOTSI_BIN (env): a binary to measure instead of building the release one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit=${1:-100}
@@ -15,8 +16,11 @@ latency=${LATENCY_MS:-50}
 work=$(mktemp -d /tmp/botsi-pacing.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-swift build -c release --product botsi-restore >/dev/null
-bin=.build/release/botsi-restore
+bin=${BOTSI_BIN:-}
+if [ -z "$bin" ]; then
+    swift build -c release --product botsi-restore >/dev/null
+    bin=.build/release/botsi-restore
+fi
 export BENCH_KEY=bench-key
 python3 bench/make_input.py "$rows" >"$work/in.csv"
 header_flags=()

@@ -71,6 +71,8 @@ final class Transfer {
     let maxBodyBytes: Int
     var body: [UInt8] = []
     var retryAfter: String?
+    /// Rate-limit fields (name, value), at most a few: pacing reads them, nothing stores them.
+    var rateLimitFields: [(String, String)] = []
     var bodyTooLarge = false
     var headerBytes = 0
     var headersTooLarge = false
@@ -178,6 +180,7 @@ final class Transfer {
         self.request = request
         body.removeAll(keepingCapacity: true)
         retryAfter = nil
+        rateLimitFields.removeAll(keepingCapacity: true)
         bodyTooLarge = false
         headerBytes = 0
         headersTooLarge = false
@@ -219,7 +222,7 @@ final class Transfer {
         return byteCount
     }
 
-    /// Keeps only `Retry-After`; other headers (and anything they might echo) are never stored.
+    /// Keeps only `Retry-After` and the rate-limit fields; other headers (and anything they might echo) are never stored.
     /// Returns `byteCount` to go on; anything else aborts the transfer.
     fileprivate func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, byteCount: Int) -> Int {
         guard let data, byteCount > 0 else { return byteCount }
@@ -233,7 +236,19 @@ final class Transfer {
         let line = UnsafeRawBufferPointer(start: data, count: byteCount)
         if line.starts(with: "HTTP/".utf8) {
             retryAfter = nil  // a new response (after a 1xx) starts over
+            rateLimitFields.removeAll(keepingCapacity: true)
             return byteCount
+        }
+        if byteCount < 512, rateLimitFields.count < 16, line.count > 10,
+            lowercasedASCII(line[0]) == UInt8(ascii: "r") || lowercasedASCII(line[0]) == UInt8(ascii: "x"),
+            let colon = line.firstIndex(of: UInt8(ascii: ":"))
+        {
+            let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+            if RateLimitHeaderParser.fieldNames.contains(name) {
+                let value = String(decoding: line[(colon + 1)...], as: UTF8.self)
+                rateLimitFields.append((name, value.trimmingCharacters(in: .whitespacesAndNewlines)))
+                return byteCount
+            }
         }
         let name = "retry-after:".utf8
         guard byteCount > name.count, byteCount < 512,
@@ -281,7 +296,11 @@ final class Transfer {
         let tag = request?.tag ?? -1
         request = nil
         body.removeAll(keepingCapacity: body.capacity <= 64 << 10)
-        return RestoreResult(tag: tag, reply: reply, httpStatus: httpStatus, startedAt: startedAt, duration: elapsed)
+        var rateLimit = RateLimitHeaderParser()
+        for (name, value) in rateLimitFields { rateLimit.add(name: name, value: value, now: now) }
+        return RestoreResult(
+            tag: tag, reply: reply, httpStatus: httpStatus, startedAt: startedAt, duration: elapsed,
+            rateLimit: rateLimit.result)
     }
 }
 

@@ -232,7 +232,7 @@ final class MultiDriver {
         noticeLongRetryAfter(result.reply)
         return RestoreResult(
             tag: result.tag, reply: redactor.scrub(result.reply), httpStatus: result.httpStatus,
-            startedAt: result.startedAt, duration: result.duration)
+            startedAt: result.startedAt, duration: result.duration, rateLimit: result.rateLimit)
     }
 
     /// A `Retry-After` beyond `--retry-after-cap` is capped by the retry policy; say so once, so a

@@ -24,9 +24,15 @@ public struct RestoreResult: Sendable {
     public let startedAt: Date
     /// Seconds from hand-over to completion (monotonic clock).
     public let duration: Double
+    /// The reply's rate-limit header fields, parsed, when it had any.
+    public let rateLimit: RateLimitInfo?
 
-    public init(tag: Int64, reply: RestoreReply, httpStatus: Int?, startedAt: Date, duration: Double) {
+    public init(
+        tag: Int64, reply: RestoreReply, httpStatus: Int?, startedAt: Date, duration: Double,
+        rateLimit: RateLimitInfo? = nil
+    ) {
         self.tag = tag
+        self.rateLimit = rateLimit
         self.reply = reply
         self.httpStatus = httpStatus
         self.startedAt = startedAt

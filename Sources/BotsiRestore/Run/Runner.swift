@@ -476,11 +476,17 @@ public final class Runner: @unchecked Sendable {
             acceptedMeter.record(now: monotonicSeconds())
             latencyAverage = latencyAverage * 0.9 + result.duration * 0.1
         }
-        if case .retryable(_, let httpStatus, _, _) = result.reply {
+        if let rateLimit = result.rateLimit, throttle.advertised(rateLimit), let rate = throttle.effectiveRate {
+            pacer.chargeUnpacedBurst(rate: rate)
+        }
+        if case .retryable(_, let httpStatus, let retryAfter, _) = result.reply {
             let clock = monotonicSeconds()
             let acceptedRate = acceptedMeter.ratePerSecond(now: clock)
             if httpStatus == 429 {
-                throttle.tooManyRequests(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
+                throttle.tooManyRequests(
+                    now: clock, acceptedRate: acceptedRate, latency: latencyAverage,
+                    acceptedSpan: acceptedMeter.span(now: clock), retryAfter: retryAfter)
+                pacer.hold(until: throttle.holdUntil)
             } else if httpStatus == 503 {
                 throttle.unavailable(now: clock, acceptedRate: acceptedRate, latency: latencyAverage)
             }
@@ -773,7 +779,9 @@ public final class Runner: @unchecked Sendable {
             guard !isFinished else { return }
             let rateBefore = throttle.effectiveRate
             let clock = monotonicSeconds()
-            throttle.tick(now: clock, acceptedRate: acceptedMeter.ratePerSecond(now: clock))
+            throttle.tick(
+                now: clock, acceptedRate: acceptedMeter.ratePerSecond(now: clock),
+                acceptedSpan: acceptedMeter.span(now: clock))
             if throttle.effectiveRate != rateBefore { schedulePump() }
             if let deadline = options.deadline, Date() >= deadline, stopReason == nil {
                 stop(

@@ -91,7 +91,8 @@ enum RunCommand: Command {
         }
         if let push = settings.metricsPush, !(push.hasPrefix("http://") || push.hasPrefix("https://")) {
             throw UsageError(
-                message: "--metrics-push takes the Pushgateway's http:// or https:// URL (e.g. http://pushgateway:9091), "
+                message:
+                    "--metrics-push takes the Pushgateway's http:// or https:// URL (e.g. http://pushgateway:9091), "
                     + "not '\(push)'")
         }
     }

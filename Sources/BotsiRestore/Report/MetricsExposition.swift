@@ -85,31 +85,43 @@ public struct RunMetrics: Sendable, Equatable {
             "botsi_restore_rows", "gauge", "Rows the latest run worked on, by their status now.",
             statuses.map { ("status=\"\(Self.escape($0))\"", String(rowsByStatus[$0] ?? 0)) })
         one(
-            "botsi_restore_rows_owed", "gauge", "Rows the journal owes (pending or left in flight): the next run sends them.",
+            "botsi_restore_rows_owed", "gauge",
+            "Rows the journal owes (pending or left in flight): the next run sends them.",
             String(rowsOwed))
         family(
             "botsi_restore_requests_total", "counter",
             "Requests the latest run sent, by outcome and HTTP status (none: no HTTP reply).",
             requests.map {
-                ("outcome=\"\(Self.escape($0.outcome))\",code=\"\($0.httpStatus.map(String.init) ?? "none")\"", String($0.count))
+                (
+                    "outcome=\"\(Self.escape($0.outcome))\",code=\"\($0.httpStatus.map(String.init) ?? "none")\"",
+                    String($0.count)
+                )
             })
-        one("botsi_restore_retries_total", "counter", "Requests the latest run sent again after a transient failure.", String(retries))
+        one(
+            "botsi_restore_retries_total", "counter", "Requests the latest run sent again after a transient failure.",
+            String(retries))
         one(
             "botsi_restore_throttle_events_total", "counter",
             "Times the latest run slowed down on 429 or 503 replies.", String(throttleEvents))
         if let sendRateLimit {
             one(
                 "botsi_restore_send_rate_limit_requests_per_second", "gauge",
-                "The send-rate limit in force (throttling or --rate); absent when unlimited.", Self.number(sendRateLimit))
+                "The send-rate limit in force (throttling or --rate); absent when unlimited.",
+                Self.number(sendRateLimit))
         }
         if let concurrencyLimit {
-            one("botsi_restore_concurrency_limit", "gauge", "Requests allowed in flight at once now.", String(concurrencyLimit))
+            one(
+                "botsi_restore_concurrency_limit", "gauge", "Requests allowed in flight at once now.",
+                String(concurrencyLimit))
         }
-        one("botsi_restore_run_duration_seconds", "gauge", "How long the latest run has run.", Self.number(durationSeconds))
+        one(
+            "botsi_restore_run_duration_seconds", "gauge", "How long the latest run has run.",
+            Self.number(durationSeconds))
         one("botsi_restore_running", "gauge", "1 while the run is going, 0 once it ended.", exitCode == nil ? "1" : "0")
         if let exitCode {
             one(
-                "botsi_restore_exit_code", "gauge", "The latest run's exit status (0 done, 75 rows remain; see docs/exit-codes.md).",
+                "botsi_restore_exit_code", "gauge",
+                "The latest run's exit status (0 done, 75 rows remain; see docs/exit-codes.md).",
                 String(exitCode))
         }
         one(

@@ -53,10 +53,17 @@ public struct RunMetrics: Sendable, Equatable {
     /// over nights is healthy). No other stop does.
     public static func isSuccess(exitCode: Int, countsJSON: String) -> Bool {
         if exitCode == Int(ExitCode.success) { return true }
+        // Only the two fields needed, so the `counts` of runs by older versions (fewer fields) decode too.
+        struct Counts: Decodable {
+            var stopCause: String?
+            var statuses: [String: Int]?
+        }
         guard exitCode == Int(ExitCode.temporaryFailure),
-            let summary = try? JSONDecoder().decode(RunSummary.self, from: Data(countsJSON.utf8))
+            let counts = try? JSONDecoder().decode(Counts.self, from: Data(countsJSON.utf8)),
+            counts.stopCause == OutcomePolicy.StopCause.windowEnd.rawValue
         else { return false }
-        return summary.stopCause == OutcomePolicy.StopCause.windowEnd.rawValue && summary.finished > 0
+        let finished = (counts.statuses ?? [:]).filter { ItemStatus(rawValue: $0.key)?.isFinal ?? false }
+        return finished.values.reduce(0, +) > 0
     }
 
     /// Adds what the journal knows; `facts` from `Journal.metricsFacts(isSuccess: RunMetrics.isSuccess)`.

@@ -174,6 +174,29 @@ struct MetricsTests {
         #expect(!finished.stderr.contains(Simulator.defaultKey))
     }
 
+    @Test func aMetricsTargetThatCanNeverBeWrittenIsRefusedBeforeTheRun() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(5))
+        for (extra, said) in [
+            (["--metrics-file", workspace.path], "it is a directory"),
+            (["--metrics-file", workspace.journal], "it is the journal"),
+            (["--metrics-push", "pushgateway:9091"], "http:// or https:// URL"),
+        ] {
+            // The journal exists from a first run, so a metrics file named like it is refused.
+            if extra.last == workspace.journal {
+                _ = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+            }
+            let requests = simulator.stats().requests
+            let refused = try botsi(
+                runArguments([input], workspace, simulator, extra), key: Simulator.defaultKey, in: workspace)
+            #expect(refused.status == 64, "\(extra): \(refused.stderr)")
+            #expect(refused.stderr.contains(said), "\(extra): \(refused.stderr)")
+            #expect(simulator.stats().requests == requests, "\(extra): the run sent requests")
+        }
+    }
+
     // MARK: Helpers
 
     /// A sample's value, for a metric with one sample.

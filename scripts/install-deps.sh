@@ -14,8 +14,12 @@ for argument in "$@"; do
     case $argument in
         # sqlite3, openssl, gzip, bsdutils (script): test fixtures; util-linux: setpriv and flock
         # for the cron wrapper's tests; systemd: systemd-analyze for the units' tests; zsh, fish:
-        # the completion scripts' tests; groff: the man page's test; python3: the proxy tests.
-        --test) packages+=(sqlite3 openssl gzip bsdutils util-linux systemd zsh fish groff python3) ;;
+        # the completion scripts' tests; groff: the man page's test; python3: the proxy tests;
+        # prometheus (promtool), prometheus-pushgateway: the metrics tests.
+        --test)
+            packages+=(sqlite3 openssl gzip bsdutils util-linux systemd zsh fish groff python3)
+            packages+=(prometheus prometheus-pushgateway)
+            ;;
         --package) packages+=(dpkg-dev binutils gzip mmdebstrap podman python3-venv ca-certificates) ;;
         *)
             echo "usage: bash scripts/install-deps.sh [--test] [--package]" >&2

@@ -250,6 +250,16 @@ extension RunCommand {
                 "--log-format", .choice([LogFormat.text, .json]), job: "logFormat", default: "text",
                 help: "json: progress, stop, error and summary as one JSON object a line"
             ) { $0.logFormat = $1 },
+            .value(
+                "--metrics-file", .path(), job: "metricsFile",
+                help: "write Prometheus metrics to PATH (mode 0644, for node_exporter's textfile collector) "
+                    + "every --log-interval and at the end"
+            ) { $0.metricsFile = $1 },
+            .value(
+                "--metrics-push", .text("URL"), job: "metricsPush",
+                help: "push the metrics to this Prometheus Pushgateway at the end (job=\"botsi-restore\", "
+                    + "journal=<file name>); a failed push is only a warning"
+            ) { $0.metricsPush = $1 },
         ])
 }
 

@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiFiles
 import BotsiRestore
 import Dispatch
 import Foundation
@@ -12,6 +13,9 @@ struct RunSettings: Equatable {
     var logFormat = LogFormat.text
     var maxDuration: Double?
     var stopAt: ClockTime?
+    /// `--metrics-file`, `--metrics-push`: Prometheus metrics (see MetricsReporter).
+    var metricsFile: String?
+    var metricsPush: String?
 }
 
 enum RunCommand: Command {
@@ -42,7 +46,7 @@ enum RunCommand: Command {
         let apiKey = try loadKey(options.keySource)
         return execute(
             options: options, apiKey: apiKey, quiet: settings.quiet, logInterval: settings.logInterval,
-            logFormat: settings.logFormat)
+            logFormat: settings.logFormat, metricsFile: settings.metricsFile, metricsPush: settings.metricsPush)
     }
 
     static func loadKey(_ source: APIKeySource) throws(UsageError) -> String {
@@ -69,8 +73,28 @@ enum RunCommand: Command {
             throw UsageError(message: "--proxy and --no-proxy contradict each other; give one")
         }
         try checkColumnPositions(options)
+        try checkMetricsOptions(settings)
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         return options
+    }
+
+    /// A metrics file that could never be written is refused before the run, not warned about after it.
+    static func checkMetricsOptions(_ settings: RunSettings) throws(UsageError) {
+        if let file = settings.metricsFile {
+            var protected = ProtectedFiles()
+            protected.add(journalAt: settings.options.journalPath)
+            do {
+                _ = try OutputFile.checkTarget(file, role: "metrics file", protecting: protected)
+            } catch {
+                throw UsageError(message: error.message)
+            }
+        }
+        if let push = settings.metricsPush, !(push.hasPrefix("http://") || push.hasPrefix("https://")) {
+            throw UsageError(
+                message:
+                    "--metrics-push takes the Pushgateway's http:// or https:// URL (e.g. http://pushgateway:9091), "
+                    + "not '\(push)'")
+        }
     }
 
     /// Without a header the column options are 1-based positions, and two different ones.
@@ -113,13 +137,22 @@ enum RunCommand: Command {
 
     /// Runs with signal handling and progress output; shared by `run` and `demo`.
     static func execute(
-        options: RunOptions, apiKey: String, quiet: Bool, logInterval: Double, logFormat: LogFormat = .text
+        options: RunOptions, apiKey: String, quiet: Bool, logInterval: Double, logFormat: LogFormat = .text,
+        metricsFile: String? = nil, metricsPush: String? = nil
     ) -> Int32 {
         let printer = ProgressPrinter(
             isTerminal: Output.stderrIsTerminal && logFormat == .text, quiet: quiet, logInterval: logInterval,
             format: logFormat)
+        let metrics = MetricsReporter(
+            file: metricsFile, pushURL: metricsPush, options: options, interval: logInterval
+        ) { @Sendable warning in printer.event("warning", message: warning) }
         var onProgress: (@Sendable (RunProgress) -> Void)?
-        if !quiet { onProgress = { @Sendable progress in printer.show(progress) } }
+        if !quiet || metrics != nil {
+            onProgress = { @Sendable progress in
+                if !quiet { printer.show(progress) }
+                metrics?.progress(progress)
+            }
+        }
         // The route to the server, TLS warnings, a capped Retry-After: said by the client as it happens.
         Notices.install { notice in
             guard notice.kind == .warning || !quiet else { return }
@@ -146,9 +179,11 @@ enum RunCommand: Command {
             let summary = try runner.run()
             printer.finish()
             printer.summary(summary, journalPath: options.journalPath)
+            metrics?.finish(summary: summary, exitCode: summary.exitCode)
             return summary.exitCode
         } catch {
             printer.event("error", message: "botsi-restore run: \(error.message)", exitCode: error.exitCode)
+            metrics?.finish(summary: nil, exitCode: error.exitCode)
             return error.exitCode
         }
     }

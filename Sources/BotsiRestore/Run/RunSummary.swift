@@ -228,4 +228,6 @@ public struct RunProgress: Sendable {
     /// The adaptive send-rate limit while throttled.
     public var throttledRate: Double?
     public var concurrencyLimit: Int
+    /// Times the run slowed down on throttling replies so far.
+    public var throttleEvents = 0
 }

@@ -850,7 +850,8 @@ public final class Runner: @unchecked Sendable {
             retries: summary.retries, statuses: summary.statuses, rejected: summary.rejectedRows,
             skipped: summary.alreadyFinished.values.reduce(0, +), duplicates: summary.duplicates,
             recentRate: recentRate, stopping: summary.stopMessage,
-            throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil, concurrencyLimit: throttle.concurrency)
+            throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil, concurrencyLimit: throttle.concurrency,
+            throttleEvents: throttle.events)
     }
 }
 

@@ -1,0 +1,54 @@
+import BotsiJournal
+import BotsiRestore
+import Foundation
+import Testing
+
+/// The exposition text and the rule for the last success, without a run: the end-to-end tests
+/// (MetricsTests) check them with promtool, a Pushgateway and real runs.
+@Suite struct MetricsExpositionTests {
+    private func counts(stopCause: String?, restored: Int) -> String {
+        var summary = RunSummary()
+        summary.stopCause = stopCause
+        if restored > 0 {
+            summary.statuses = ["restored": restored, "pending": 3]
+        } else {
+            summary.statuses = ["pending": 3]
+        }
+        return String(decoding: try! JSONEncoder().encode(summary), as: UTF8.self)
+    }
+
+    @Test func onlyExit0OrAWindowThatEndedAfterProgressIsASuccess() {
+        #expect(RunMetrics.isSuccess(exitCode: 0, countsJSON: "{}"))
+        #expect(RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: "windowEnd", restored: 2)))
+        // The window ended before any row was finished: the backlog is not moving.
+        #expect(!RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: "windowEnd", restored: 0)))
+        // Rows remain pending without a window: transient failures, not a success.
+        #expect(!RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: nil, restored: 2)))
+        for code in [64, 65, 66, 69, 73, 77, 78, 130, 143] {
+            #expect(!RunMetrics.isSuccess(exitCode: code, countsJSON: counts(stopCause: "windowEnd", restored: 2)))
+        }
+    }
+
+    @Test func everyFamilyHasHelpAndTypeAndLabelValuesAreEscaped() {
+        var metrics = RunMetrics(journal: "odd \"name\"\\\n.sqlite")
+        metrics.rowsByStatus = ["restored": 4]
+        metrics.exitCode = 0
+        metrics.lastSuccessAt = Date(timeIntervalSince1970: 1_700_000_000)
+        let text = metrics.exposition()
+        #expect(text.contains(#"botsi_restore_rows{journal="odd \"name\"\\\n.sqlite",status="restored"} 4"#))
+        #expect(
+            text.contains(
+                #"botsi_restore_last_success_timestamp_seconds{journal="odd \"name\"\\\n.sqlite"} 1700000000"#))
+        let lines = text.split(separator: "\n")
+        let families = Set(lines.filter { !$0.hasPrefix("#") }.map { $0.prefix { $0 != "{" } })
+        for family in families {
+            #expect(lines.contains { $0.hasPrefix("# HELP \(family) ") }, "\(family)")
+            #expect(lines.contains { $0.hasPrefix("# TYPE \(family) ") }, "\(family)")
+        }
+        // Every status has a series, at 0 before its first row.
+        #expect(text.contains(#"status="failed"} 0"#))
+        // No exit code while running; a rate limit only when there is one.
+        #expect(!RunMetrics(journal: "j").exposition().contains("botsi_restore_exit_code"))
+        #expect(!text.contains("send_rate_limit"))
+    }
+}

@@ -1,4 +1,5 @@
 import BotsiBasics
+
 /// Byte-level JSON output for the hot path: replies are assembled from pre-encoded pieces instead of
 /// going through `JSONEncoder`, which costs far more than the rest of a request.
 struct JSONBytes {

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// Transactions claimed by several profiles (issue 10), against a real journal file: a new pair is
 /// checked against the journal through the index `items_transaction`, never an in-memory set.
 @Suite struct JournalConflictTests {
-    private let directory = TemporaryDirectory()
+    private let directory = Workspace()
 
     private func open() throws -> Journal { try Journal(path: directory.file("j.sqlite")) }
 

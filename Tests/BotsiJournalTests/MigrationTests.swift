@@ -103,7 +103,7 @@ import Testing
     }
 
     @Test func aVersionThreeJournalMigratesToFourWithTheTransactionIndex() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v3.sqlite")
         try writeVersionThreeJournal(at: path)
 
@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func aDryRunsMigrationLeavesTheFileAtItsVersion() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v3.sqlite")
         try writeVersionThreeJournal(at: path)
 
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func aMigrationThatFailsHalfwayLeavesTheJournalAsItWas() throws {
-        let directory = TemporaryDirectory()
+        let directory = Workspace()
         let path = directory.file("v3.sqlite")
         try writeVersionThreeJournal(at: path)
         // Something already has the new index's name: the migration fails inside its transaction.

@@ -134,10 +134,12 @@ simulator=$!
 for _ in $(seq 1 100); do grep -q 'listening on' "$work/simulate.out" && break; sleep 0.1; done
 port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/simulate.out")
 [ -n "$port" ] || { cat "$work/simulate.out"; fail "botsi-restore simulate did not start"; }
+# The journal in a directory only its user can write, as botsi-restore requires (not /tmp, 1777).
+mkdir -m 700 "$root/root/package-test"
 in_root BOTSI_SECRET_KEY="$key" chroot "$root" botsi-restore run /usr/share/botsi-restore/demo.csv \
-    --base-url "http://127.0.0.1:$port" --journal /tmp/package-test.sqlite --quiet >"$work/run.out" 2>&1 ||
+    --base-url "http://127.0.0.1:$port" --journal /root/package-test/journal.sqlite --quiet >"$work/run.out" 2>&1 ||
     { cat "$work/run.out"; fail "run against the simulator failed"; }
-restored=$(in_root chroot "$root" botsi-restore report --journal /tmp/package-test.sqlite --status restored --format csv | tail -n +2 | wc -l)
+restored=$(in_root chroot "$root" botsi-restore report --journal /root/package-test/journal.sqlite --status restored --format csv | tail -n +2 | wc -l)
 [ "$restored" -gt 0 ] || fail "report lists no restored row"
 kill "$simulator"
 wait "$simulator" || true

@@ -129,7 +129,10 @@ in_root chroot "$root" sh -c 'cd / && botsi-restore demo' >"$work/demo.out" 2>&1
 grep -q "demo: see every row with:  botsi-restore report" "$work/demo.out" || { cat "$work/demo.out"; fail "the demo's hints do not name botsi-restore"; }
 
 key=package-test-key-$tag # a throwaway key both sides share
-in_root chroot "$root" botsi-restore simulate --port 0 --key "$key" >"$work/simulate.out" 2>&1 &
+# Not through the in_root function: a backgrounded function is a subshell, and killing it would
+# leave the simulator running. env and chroot exec, so $! is the simulator itself.
+env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    chroot "$root" botsi-restore simulate --port 0 --key "$key" >"$work/simulate.out" 2>&1 &
 simulator=$!
 for _ in $(seq 1 100); do grep -q 'listening on' "$work/simulate.out" && break; sleep 0.1; done
 port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/simulate.out")

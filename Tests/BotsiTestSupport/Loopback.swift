@@ -18,7 +18,7 @@ public enum Loopback {
         guard bound, backlog.map({ listen(descriptor, $0) == 0 }) ?? true else {
             let reason = String(cString: strerror(errno))
             close(descriptor)
-            throw LoopbackError("cannot bind a loopback port: \(reason)")
+            throw TestSupportError("cannot bind a loopback port: \(reason)")
         }
         return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
@@ -50,14 +50,14 @@ public enum Loopback {
         guard connected else {
             let reason = String(cString: strerror(errno))
             close(descriptor)
-            throw LoopbackError("cannot connect to \(host):\(port): \(reason)")
+            throw TestSupportError("cannot connect to \(host):\(port): \(reason)")
         }
         return descriptor
     }
 
     private static func newSocket() throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw LoopbackError("socket failed: \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw TestSupportError("socket failed: \(String(cString: strerror(errno)))") }
         return descriptor
     }
 
@@ -68,9 +68,4 @@ public enum Loopback {
         address.sin_addr.s_addr = inet_addr(host)
         return address
     }
-}
-
-public struct LoopbackError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

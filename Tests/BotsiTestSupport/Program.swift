@@ -15,12 +15,13 @@ public struct ProgramResult: Sendable {
     /// Itself when the program exited 0; otherwise an error naming it, its status and its stderr.
     @discardableResult
     public func requireSuccess() throws -> ProgramResult {
-        guard status == 0 else { throw ProgramError("\(command) exited with \(status): \(error)") }
+        guard status == 0 else { throw TestSupportError("\(command) exited with \(status): \(error)") }
         return self
     }
 }
 
-public struct ProgramError: Error, CustomStringConvertible {
+/// What went wrong in a test helper (a tool that failed, a socket that would not bind), as a sentence.
+public struct TestSupportError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
@@ -38,7 +39,7 @@ public func runProgram(
     if let environment { process.environment = environment }
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     if let input {
-        guard let handle = FileHandle(forReadingAtPath: input) else { throw ProgramError("cannot read \(input)") }
+        guard let handle = FileHandle(forReadingAtPath: input) else { throw TestSupportError("cannot read \(input)") }
         process.standardInput = handle
     } else {
         process.standardInput = FileHandle.nullDevice

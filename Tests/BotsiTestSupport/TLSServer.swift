@@ -18,11 +18,6 @@ public enum OpenSSLTool {
     }
 }
 
-public struct TLSTestError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
 /// A CA and a server certificate for 127.0.0.1 signed by it, valid for a day, in `directory`.
 public struct TestAuthority {
     public let certificatePath: String
@@ -73,7 +68,7 @@ public final class TLSServer {
 
     /// `extraArguments` go to s_server as they are (e.g. `-tls1_1` to offer only TLS 1.1).
     public init(authority: TestAuthority, reply: String? = nil, extraArguments: [String] = []) throws {
-        var lastError: any Error = TLSTestError("openssl s_server did not start")
+        var lastError: any Error = TestSupportError("openssl s_server did not start")
         // A port picked free may be taken before s_server binds it; a few tries make that moot.
         for _ in 0..<3 {
             let port = try Loopback.freePort()
@@ -102,7 +97,7 @@ public final class TLSServer {
                 return
             }
             Self.kill(process)
-            lastError = TLSTestError("openssl s_server did not listen on port \(port)")
+            lastError = TestSupportError("openssl s_server did not listen on port \(port)")
         }
         throw lastError
     }

@@ -35,19 +35,11 @@ public final class TestClient {
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     private var descriptor: Int32
     private var buffer: [UInt8] = []
 
     public init(port: Int, receiveTimeoutSeconds: Int = 15) throws {
-        do {
-            descriptor = try Loopback.connect(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds)
-        } catch {
-            throw Failure(description: "\(error)")
-        }
+        descriptor = try Loopback.connect(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds)
     }
 
     deinit { close() }
@@ -75,7 +67,7 @@ public final class TestClient {
             let written = bytes.withUnsafeBytes {
                 Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
             }
-            guard written > 0 else { throw Failure(description: "send failed: \(String(cString: strerror(errno)))") }
+            guard written > 0 else { throw TestSupportError("send failed: \(String(cString: strerror(errno)))") }
             offset += written
         }
     }
@@ -113,7 +105,7 @@ public final class TestClient {
 
     public func require(_ outcome: Outcome) throws -> Response {
         guard case .response(let response) = outcome else {
-            throw Failure(description: "expected a complete reply, got \(outcome)")
+            throw TestSupportError("expected a complete reply, got \(outcome)")
         }
         return response
     }

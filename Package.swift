@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "BotsiBasicsTests", dependencies: ["BotsiBasics"]),
         .testTarget(name: "BotsiInputTests", dependencies: ["BotsiInput", "BotsiBasics", "BotsiTestSupport"]),
         .testTarget(name: "BotsiAPITests", dependencies: ["BotsiAPI", "BotsiSimulator", "BotsiTestSupport"]),
-        .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles", "BotsiTestSupport"]),
+        .testTarget(name: "BotsiFilesTests", dependencies: ["BotsiFiles", "BotsiBasics", "BotsiTestSupport"]),
         .testTarget(name: "BotsiJournalTests", dependencies: ["BotsiJournal", "BotsiTestSupport"]),
         .testTarget(name: "BotsiRestoreTests", dependencies: ["BotsiRestore", "BotsiSimulator", "BotsiBasics", "BotsiTestSupport"]),
         .testTarget(name: "BotsiSimulatorTests", dependencies: ["BotsiSimulator", "BotsiTestSupport"]),

@@ -24,9 +24,15 @@ public struct Notice: Sendable, Equatable {
 public enum Notices {
     private static let handler = Mutex<(@Sendable (Notice) -> Void)?>(nil)
 
-    /// Sets (or, with nil, removes) the handler.
-    public static func install(_ newHandler: (@Sendable (Notice) -> Void)?) {
-        handler.withLock { $0 = newHandler }
+    /// Sets (or, with nil, removes) the handler and returns the one it replaced, so a command that
+    /// routes notices its own way for a while can put the outer handler back.
+    @discardableResult
+    public static func install(_ newHandler: (@Sendable (Notice) -> Void)?) -> (@Sendable (Notice) -> Void)? {
+        handler.withLock { current in
+            let replaced = current
+            current = newHandler
+            return replaced
+        }
     }
 
     public static func post(_ notice: Notice) {

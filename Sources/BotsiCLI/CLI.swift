@@ -1,5 +1,4 @@
 import BotsiBasics
-import BotsiFiles
 import BotsiRestore
 import Foundation
 
@@ -19,7 +18,9 @@ public enum CLI {
     }
 
     public static func main(arguments: [String]) -> Int32 {
-        Files.setNoticeHandler { Output.error("botsi-restore: " + $0) }
+        // Notices from the libraries (a journal made private, for one) go to stderr; `run` routes
+        // them through its progress printer while it runs.
+        Notices.install { Output.error($0.message) }
         let arguments = Array(arguments.dropFirst())
         guard let name = arguments.first else {
             Output.error(HelpText.overview)

@@ -153,12 +153,13 @@ enum RunCommand: Command {
                 metrics?.progress(progress)
             }
         }
-        // The route to the server, TLS warnings, a capped Retry-After: said by the client as it happens.
-        Notices.install { notice in
+        // The route to the server, TLS warnings, a capped Retry-After, a journal made private: said as
+        // they happen, through the printer (in the log format) until the run ends.
+        let outer = Notices.install { notice in
             guard notice.kind == .warning || !quiet else { return }
             printer.event(notice.kind == .warning ? "warning" : "notice", message: notice.message)
         }
-        defer { Notices.install(nil) }
+        defer { Notices.install(outer) }
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
             onProgress: onProgress)

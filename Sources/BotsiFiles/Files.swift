@@ -1,5 +1,5 @@
+import BotsiBasics
 import Foundation
-import Synchronization
 
 /// How the tool touches the file system: safe outputs, the journal's resolved path and its lock.
 /// Every target that creates or opens a file by a path a person typed goes through here.
@@ -9,19 +9,10 @@ import Synchronization
 /// regular file of the running user; an output is written to a new temporary sibling and renamed
 /// over its target, never opened over it. docs/journal.md and docs/security.md say why.
 public enum Files {
-    private static let noticeHandler = Mutex<@Sendable (String) -> Void>({ text in
-        FileHandle.standardError.write(Data(("botsi-restore: " + text + "\n").utf8))
-    })
-
-    /// Where notices about files go (a journal made private, for one). The command line points this
-    /// at its stderr writer, which escapes what a terminal must not see raw.
-    public static func setNoticeHandler(_ handler: @escaping @Sendable (String) -> Void) {
-        noticeHandler.withLock { $0 = handler }
-    }
-
+    /// A notice about a file (a journal made private, for one), posted on the process's one notice
+    /// channel; a warning, so `--quiet` keeps it.
     static func notice(_ text: String) {
-        let handler = noticeHandler.withLock { $0 }
-        handler(text)
+        Notices.post(Notice(.warning, "botsi-restore: " + text))
     }
 
     /// A new directory only the running user can enter, made by mkdtemp(3) in TMPDIR: its name is

@@ -1,3 +1,4 @@
+import BotsiBasics
 import Foundation
 import Synchronization
 import Testing
@@ -10,11 +11,11 @@ func permissions(_ path: String) -> mode_t? {
     return lstat(path, &status) == 0 ? status.st_mode & 0o7777 : nil
 }
 
-/// Notices the module printed, collected from the first call of `collectNotices()` on (the handler
+/// Notices the module posted, collected from the first call of `collectNotices()` on (the handler
 /// is process-wide: tests look only for notices that name their own files).
 private let collected = Mutex<[String]>([])
 private let collecting: Bool = {
-    Files.setNoticeHandler { text in collected.withLock { $0.append(text) } }
+    Notices.install { notice in collected.withLock { $0.append(notice.message) } }
     return true
 }()
 

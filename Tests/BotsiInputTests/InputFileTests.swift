@@ -16,8 +16,7 @@ import Testing
     static let csvRows = [row("p1", "1", line: 2), row("p2", "2", line: 3)]
 
     func systemSHA256(_ path: String) throws -> String {
-        let output = try runTool("/usr/bin/env", ["sha256sum", path])
-        return String(decoding: output.prefix(64), as: UTF8.self)
+        try String(runProgram("/usr/bin/env", ["sha256sum", path]).requireSuccess().output.prefix(64))
     }
 
     @Test(arguments: [

@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Testing
 
 @testable import BotsiInput
@@ -47,7 +48,8 @@ import Testing
     @Test(arguments: [55, 56, 57, 63, 64, 119, 120])
     func paddingBoundaries(length: Int) throws {
         let bytes = [UInt8](repeating: 0x61, count: length)
-        let output = try runTool("/bin/sh", ["-c", "head -c \(length) /dev/zero | tr '\\0' a | sha256sum"])
-        #expect(SHA256.hex(of: bytes) == String(decoding: output.prefix(64), as: UTF8.self))
+        let output = try runProgram("/bin/sh", ["-c", "head -c \(length) /dev/zero | tr '\\0' a | sha256sum"])
+            .requireSuccess().output
+        #expect(SHA256.hex(of: bytes) == String(output.prefix(64)))
     }
 }

@@ -9,25 +9,10 @@ extension Workspace {
     @discardableResult
     func writeGzip(_ name: String, _ bytes: [UInt8]) throws -> String {
         let plain = write(name + ".plain", bytes)
-        let output = try runTool("/usr/bin/env", ["gzip", "-c", "-n", plain])
+        let output = try runProgram("/usr/bin/env", ["gzip", "-c", "-n", plain]).requireSuccess().outputBytes
         try FileManager.default.removeItem(atPath: plain)
-        return write(name, output)
+        return write(name, Array(output))
     }
-}
-
-/// Runs a command and returns its standard output; fails the test on a non-zero exit.
-func runTool(_ executable: String, _ arguments: [String]) throws -> [UInt8] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    // Read while it runs so a full pipe cannot stall the tool.
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "\(arguments) exited with \(process.terminationStatus)")
-    return Array(data)
 }
 
 func readAll(

@@ -208,12 +208,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let journal = try Journal(path: path)
         _ = try startRun(journal)
         journal.close()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, "PRAGMA user_version=99"]
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0)
+        try SQLiteTool.execute(path, "PRAGMA user_version=99")
         #expect {
             try Journal(path: path)
         } throws: { error in

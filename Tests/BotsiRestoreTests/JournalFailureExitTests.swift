@@ -159,24 +159,6 @@ import Testing
     }
 }
 
-/// The sqlite3 command-line tool, for edits the journal API rightly does not offer.
-enum SQLiteTool {
-    /// Runs one statement with the sqlite3 shell and returns what it printed.
-    @discardableResult
-    static func execute(_ path: String, _ sql: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [path, sql]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "sqlite3 \(sql) failed")
-        return String(decoding: printed, as: UTF8.self)
-    }
-}
-
 /// A small tmpfs mounted for one test: a disk that fills up, or one that turns read-only.
 final class Tmpfs {
     let path: String
@@ -184,13 +166,11 @@ final class Tmpfs {
 
     /// Whether this process may mount: tried once on a throw-away directory.
     static let canMount: Bool = {
-        let probe = NSTemporaryDirectory() + "botsi-tmpfs-probe-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: probe) }
-        guard (try? command("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe])) == true else {
+        let probe = Workspace()
+        guard (try? command("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe.path])) == true else {
             return false
         }
-        _ = try? command("/bin/umount", [probe])
+        _ = try? command("/bin/umount", [probe.path])
         return true
     }()
 
@@ -217,12 +197,6 @@ final class Tmpfs {
 
     @discardableResult
     private static func command(_ executable: String, _ arguments: [String]) throws -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        try runProgram(executable, arguments).status == 0
     }
 }

@@ -66,6 +66,19 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: harness.journalPath))
     }
 
+    @Test func aRunWithoutInputWhoseJournalDirectoryDoesNotExistExits66Too() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let journal = harness.scratch.file("missing-directory/journal.sqlite")
+        #expect {
+            try harness.run([]) { $0.journalPath = journal }
+        } throws: { error in
+            guard let error = error as? RunSetupError else { return false }
+            return error.exitCode == 66 && error.message.contains("does not exist and no input file was named")
+        }
+        #expect(!FileManager.default.fileExists(atPath: harness.scratch.file("missing-directory")))
+    }
+
     @Test func retryFailedResendsTheJournalsFailuresWithoutTheirInput() throws {
         let harness = try Harness()
         defer { harness.simulator.stop() }

@@ -126,20 +126,12 @@ import Testing
         #expect(summary.exitCode == 0)
         #expect(summary.throttleEvents >= 1)
         // Count 429s among the requests sent after the first 10 seconds.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = [
+        let output = try SQLiteTool.execute(
             harness.journalPath,
             """
             SELECT count(*), sum(http_status = 429) FROM attempts
             WHERE started_at > strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT started_at FROM runs WHERE id = 1), '+10 seconds')
-            """,
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            """)
         let numbers = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").compactMap {
             Int($0)
         }

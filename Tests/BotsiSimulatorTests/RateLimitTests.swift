@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 

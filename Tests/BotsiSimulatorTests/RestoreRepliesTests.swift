@@ -1,4 +1,5 @@
 import BotsiSimulator
+import BotsiTestSupport
 import Foundation
 import Testing
 

@@ -14,26 +14,8 @@ public enum OpenSSLTool {
 
     /// Runs openssl to completion; a failure carries its stderr.
     public static func run(_ arguments: [String], in directory: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path!)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TLSTestError(
-                "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
-        }
+        try runProgram(path!, arguments, directory: directory).requireSuccess()
     }
-}
-
-public struct TLSTestError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, valid for a day, in `directory`.
@@ -86,10 +68,10 @@ public final class TLSServer {
 
     /// `extraArguments` go to s_server as they are (e.g. `-tls1_1` to offer only TLS 1.1).
     public init(authority: TestAuthority, reply: String? = nil, extraArguments: [String] = []) throws {
-        var lastError: any Error = TLSTestError("openssl s_server did not start")
+        var lastError: any Error = TestSupportError("openssl s_server did not start")
         // A port picked free may be taken before s_server binds it; a few tries make that moot.
         for _ in 0..<3 {
-            let port = try Self.freePort()
+            let port = try Loopback.freePort()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: OpenSSLTool.path!)
             // -brief: no interactive commands read from stdin, so the reply is sent as it is.
@@ -115,7 +97,7 @@ public final class TLSServer {
                 return
             }
             Self.kill(process)
-            lastError = TLSTestError("openssl s_server did not listen on port \(port)")
+            lastError = TestSupportError("openssl s_server did not listen on port \(port)")
         }
         throw lastError
     }
@@ -131,23 +113,6 @@ public final class TLSServer {
         guard process.isRunning else { return }
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-    }
-
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TLSTestError("socket failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TLSTestError("could not find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Reads the kernel's table rather than connecting: a probe connection would reach s_server as a

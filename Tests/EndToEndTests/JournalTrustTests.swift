@@ -27,6 +27,18 @@ struct JournalTrustTests {
         #expect(mode(workspace.journal) == 0o600)
         let second = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         #expect(!second.stderr.contains("0600"), "said twice: \(second.stderr)")
+
+        // While `run` routes notices through its progress printer: the same line, a warning that
+        // `--quiet` keeps.
+        chmod(workspace.journal, 0o644)
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let run = try botsi(
+            runArguments([], workspace, simulator, ["--quiet"]), key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let said = "botsi-restore: journal \(workspace.journal) was mode 0644, open to other users; it is now 0600\n"
+        #expect(run.stderr.contains(said), "stderr: \(run.stderr)")
+        #expect(mode(workspace.journal) == 0o600)
     }
 
     @Test(.needsRoot) func aJournalOwnedByAnotherUserIsRefusedAndLeftAsItIs() throws {

@@ -102,15 +102,7 @@ struct KeySourceTests {
 
     /// `cat /proc/<pid>/environ` run as the user `launcher` switches to.
     private func readProc(_ pid: Int32, as launcher: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: launcher[0])
-        process.arguments = Array(launcher.dropFirst()) + ["/bin/cat", "/proc/\(pid)/environ"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try runProgram(launcher[0], Array(launcher.dropFirst()) + ["/bin/cat", "/proc/\(pid)/environ"])
+        return (result.status, result.output)
     }
 }

@@ -50,9 +50,9 @@ struct MetricsTests {
             runArguments([workspace.csv(Pair.generate(60))], workspace, simulator, ["--metrics-file", metricsFile]),
             key: Simulator.defaultKey, in: workspace)
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
-        let check = try Self.runTool(Self.promtool, ["check", "metrics"], stdin: metricsFile)
+        let check = try runProgram(Self.promtool, ["check", "metrics"], input: metricsFile)
         let text = (try? String(contentsOfFile: metricsFile, encoding: .utf8)) ?? ""
-        #expect(check.status == 0, "promtool check metrics refused the file: \(check.output)\n\(text)")
+        #expect(check.status == 0, "promtool check metrics refused the file: \(check.output)\(check.error)\n\(text)")
         #expect(text.contains("outcome=\"retry\""), "faults should have caused retries: \(text)")
     }
 
@@ -115,10 +115,10 @@ struct MetricsTests {
 
     @Test(.enabled(if: hasPromtool, "promtool is not installed (Debian package prometheus)"))
     func promtoolPassesTheAlertRulesTests() throws {
-        let result = try Self.runTool(
+        let result = try runProgram(
             Self.promtool, ["test", "rules", "botsi-restore.rules.test.yml"], directory: Locations.packageRoot + "/cron"
         )
-        #expect(result.status == 0, "\(result.output)")
+        #expect(result.status == 0, "\(result.output)\(result.error)")
     }
 
     @Test(
@@ -127,7 +127,7 @@ struct MetricsTests {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let port = try Self.freePort()
+        let port = try Loopback.freePort()
         let gateway = Process()
         gateway.executableURL = URL(fileURLWithPath: Self.pushgateway)
         gateway.arguments = ["--web.listen-address=127.0.0.1:\(port)"]
@@ -163,7 +163,7 @@ struct MetricsTests {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let port = try Self.freePort()
+        let port = try Loopback.freePort()
         let finished = try botsi(
             runArguments(
                 [workspace.csv(Pair.generate(10))], workspace, simulator,
@@ -206,55 +206,10 @@ struct MetricsTests {
             .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
     }
 
-    static func runTool(_ path: String, _ arguments: [String], stdin: String? = nil, directory: String? = nil) throws
-        -> (status: Int32, output: String)
-    {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        if let stdin { process.standardInput = FileHandle(forReadingAtPath: stdin) }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-    }
-
-    static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        try #require(bound, "no free port")
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// A plain HTTP/1.0 GET over loopback; the whole reply (status line, headers, body), or nil.
     static func get(port: Int, path: String) -> String? {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
+        guard let descriptor = try? Loopback.connect(port: port) else { return nil }
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else { return nil }
         // HTTP/1.0: the reply is never chunked, so a line is never split by a chunk header.
         let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         guard send(descriptor, request, request.count, 0) == request.count else { return nil }

@@ -161,17 +161,15 @@ struct OwedRowsAndPreflightTests {
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let plain = workspace.csv(Pair.generate(6000), name: "rows.csv")
-        let gzip = Process()
-        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
         // Cut the compressed file in half: the reader fails after about half of the rows.
-        gzip.arguments = [
-            "-c",
-            "gzip -c \"$0\" > \"$0.full\" && head -c $(( $(stat -c %s \"$0.full\") / 2 )) \"$0.full\" > \"$0.gz\"",
-            plain,
-        ]
-        try gzip.run()
-        gzip.waitUntilExit()
-        try #require(gzip.terminationStatus == 0, "gzip failed")
+        try runProgram(
+            "/bin/sh",
+            [
+                "-c",
+                "gzip -c \"$0\" > \"$0.full\" && head -c $(( $(stat -c %s \"$0.full\") / 2 )) \"$0.full\" > \"$0.gz\"",
+                plain,
+            ]
+        ).requireSuccess()
 
         let finished = try botsi(
             runArguments([plain + ".gz"], workspace, simulator), key: Simulator.defaultKey, in: workspace)

@@ -39,12 +39,7 @@ struct RunTests {
         defer { simulator.stop() }
         let rows = Pair.generate(50, prefix: "gz")
         let plain = workspace.csv(rows, name: "rows.csv")
-        let gzip = Process()
-        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-        gzip.arguments = ["-c", "gzip -c \"$0\" > \"$0.gz\"", plain]
-        try gzip.run()
-        gzip.waitUntilExit()
-        try #require(gzip.terminationStatus == 0, "gzip failed")
+        try runProgram("/bin/sh", ["-c", "gzip -c \"$0\" > \"$0.gz\"", plain]).requireSuccess()
         try FileManager.default.removeItem(atPath: plain)
 
         let finished = try botsi(

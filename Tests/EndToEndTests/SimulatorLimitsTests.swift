@@ -21,8 +21,8 @@ struct SimulatorLimitsTests {
         // then its descriptors are counted once the round trip's connection is closed again.
         let sockets = { descriptors(pid).values.filter { $0.hasPrefix("socket:") }.count }
         let socketsBefore = sockets()
-        let warmUp = try RawConnection(port: port)
-        #expect(warmUp.statsReply()?.hasPrefix("HTTP/1.1 200") == true)
+        let warmUp = try TestClient(port: port)
+        #expect(try warmUp.stats().reply?.status == 200)
         warmUp.close()
         #expect(eventually(timeout: 10) { sockets() == socketsBefore }, "\(descriptors(pid))")
 
@@ -37,15 +37,14 @@ struct SimulatorLimitsTests {
         }
         let limit = free[2] + 1
         let limitReached = { Set(descriptors(pid).keys).isSuperset(of: 0..<limit) }
-        let prlimit = try Process.run(
-            URL(fileURLWithPath: "/usr/bin/prlimit"), arguments: ["--pid", "\(pid)", "--nofile=\(limit):"])
-        prlimit.waitUntilExit()
-        try #require(prlimit.terminationStatus == 0, "prlimit could not lower the child's RLIMIT_NOFILE")
+        let prlimit = try runProgram("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(limit):"])
+        try #require(prlimit.status == 0, "prlimit could not lower the child's RLIMIT_NOFILE: \(prlimit.error)")
 
-        let accepted = try (0..<3).map { _ in try RawConnection(port: port) }
-        let queued = try (0..<3).map { _ in try RawConnection(port: port) }
-        for connection in accepted + queued { connection.sendStatsRequest() }
-        for connection in accepted { #expect(connection.readReply()?.hasPrefix("HTTP/1.1 200") == true) }
+        let accepted = try (0..<3).map { _ in try TestClient(port: port) }
+        let queued = try (0..<3).map { _ in try TestClient(port: port) }
+        let statsRequest = TestClient.request(method: "GET", path: "/__simulator/stats", authorization: nil)
+        for connection in accepted + queued { try connection.send(statsRequest) }
+        for connection in accepted { #expect(connection.readResponse().reply?.status == 200) }
         #expect(eventually(timeout: 10) { limitReached() }, "the limit was never reached")
 
         // The three queued connections are ready to accept, and accept fails with EMFILE: the loop must
@@ -59,13 +58,14 @@ struct SimulatorLimitsTests {
 
         // Free the descriptors: the queued requests are served, and so is a new one.
         for connection in accepted { connection.close() }
-        for connection in queued { #expect(connection.readReply()?.hasPrefix("HTTP/1.1 200") == true) }
+        for connection in queued { #expect(connection.readResponse().reply?.status == 200) }
         for connection in queued { connection.close() }
-        let fresh = try RawConnection(port: port)
-        let reply = try #require(fresh.statsReply())
-        #expect(reply.hasPrefix("HTTP/1.1 200"))
-        #expect(reply.contains("\"acceptBackoffs\":"), "\(reply)")
-        #expect(!reply.contains("\"acceptBackoffs\":0"), "accept never failed, so the test proved nothing: \(reply)")
+        let fresh = try TestClient(port: port)
+        let reply = try #require(try fresh.stats().reply)
+        #expect(reply.status == 200)
+        let stats = reply.text
+        #expect(stats.contains("\"acceptBackoffs\":"), "\(stats)")
+        #expect(!stats.contains("\"acceptBackoffs\":0"), "accept never failed, so the test proved nothing: \(stats)")
     }
 
     @Test func simulateHelpNamesEveryOptionItAccepts() throws {
@@ -116,12 +116,8 @@ struct SimulatorLimitsTests {
             _ = child.wait(timeout: 10)
         }
         let port = try #require(listeningPort(child))
-        let connection = try RawConnection(port: port)
-        let body = #"{"profileId":"p-1","originalTransactionId":"2000000000000002"}"#
-        let request =
-            "POST /v2/purchases/apple-store/restore HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: sim_secret_key\r\n"
-            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        let replies = (0..<6).map { _ in connection.exchange(request) ?? "" }
+        let connection = try TestClient(port: port)
+        let replies = try (0..<6).map { _ in try connection.restore("p-1", "2000000000000002").reply?.head ?? "" }
         #expect(replies.prefix(5).allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(replies)")
         #expect(replies.allSatisfy { $0.contains("RateLimit-Policy: \"default\";q=5;w=2\r\n") })
         #expect(replies[4].contains("RateLimit: \"default\";r=0;t="))
@@ -165,84 +161,5 @@ struct SimulatorLimitsTests {
         let fields = stat[stat.index(after: end)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-}
-
-/// A plain loopback TCP connection; just enough HTTP to send a request and read one reply whole.
-private final class RawConnection {
-    private var descriptor: Int32
-
-    init(port: Int) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port)).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            Glibc.close(descriptor)
-            throw POSIXError(.ECONNREFUSED)
-        }
-    }
-
-    deinit { close() }
-
-    func close() {
-        if descriptor >= 0 { Glibc.close(descriptor) }
-        descriptor = -1
-    }
-
-    func sendStatsRequest() {
-        send("GET /__simulator/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    }
-
-    func send(_ request: String) {
-        let bytes = Array(request.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    func exchange(_ request: String) -> String? {
-        send(request)
-        return readReply()
-    }
-
-    func statsReply() -> String? {
-        sendStatsRequest()
-        return readReply()
-    }
-
-    /// Whatever arrives until the head and `Content-Length` bytes of body are in, or nil on close/timeout.
-    func readReply() -> String? {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let text = String(decoding: received, as: UTF8.self)
-            if let headEnd = text.range(of: "\r\n\r\n") {
-                let lengthLine = text[..<headEnd.lowerBound].split(separator: "\r\n")
-                    .first { $0.lowercased().hasPrefix("content-length:") }
-                let length = lengthLine.flatMap {
-                    Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces))
-                }
-                if text.utf8.count - text.utf8.distance(from: text.startIndex, to: headEnd.upperBound) >= length ?? 0 {
-                    return text
-                }
-            }
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return nil }
-            received += buffer[0..<count]
-        }
-    }
-
-    /// True when nothing has arrived (and the connection is still open).
-    var replyPending: Bool {
-        var byte: UInt8 = 0
-        let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
-        return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
     }
 }

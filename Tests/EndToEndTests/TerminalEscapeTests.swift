@@ -48,8 +48,4 @@ struct TerminalEscapeTests {
         #expect(finished.stderr.contains(#"in\u001B]0;owned\u0007\u001B[2J\u202Etxt.exe\u009B1m.csv"#))
         Self.expectNoRawControls(finished.stderr, "stderr")
     }
-
-    private static func jsonEscaped(_ text: String) -> String {
-        text.unicodeScalars.map { $0.value < 0x20 ? String(format: "\\u%04x", $0.value) : String($0) }.joined()
-    }
 }

@@ -28,9 +28,11 @@ enum RunPreflight {
         }
     }
 
-    /// A run without input files sends what its journal owes, so the journal must exist (66).
+    /// A run without input files sends what its journal owes, so the journal must exist (66). Asked
+    /// of the resolver that opens it; a path it cannot resolve (a missing directory, a link to
+    /// nothing) holds no journal either.
     static func checkJournalForRunWithoutInput(_ options: RunOptions) throws(RunSetupError) {
-        guard options.inputs.isEmpty, !FileManager.default.fileExists(atPath: options.journalPath) else { return }
+        guard options.inputs.isEmpty, (try? Journal.preflight(path: options.journalPath)) != true else { return }
         throw RunSetupError(
             exitCode: ExitCode.noInput,
             message:

@@ -8,7 +8,7 @@ import Testing
 /// - `MODEL_SEQUENCES` (default 16), `MODEL_STEPS` (default 20), `MODEL_SEED_BASE` (default 1):
 ///   seeds base, base+1, …;
 /// - `MODEL_SKIP`: known problems to leave out (their step kinds and invariants): issue 8's
-///   numbers and `curl-resend` (see `Problem`), e.g. `3,4`, or `known` for all;
+///   numbers (see `Problem`), e.g. `3,4`, or `known` for all;
 /// - `MODEL_VERBOSE=1`: print each step as it runs.
 struct ModelConfiguration {
     var seeds: [UInt64]

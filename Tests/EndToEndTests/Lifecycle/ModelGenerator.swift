@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiSimulator
 import Foundation
 
@@ -6,7 +7,7 @@ import Foundation
 struct ModelGenerator {
     /// Problems of issue 8 whose step kinds are left out (`MODEL_SKIP`).
     let skip: Set<Problem>
-    private var random: SeededGenerator
+    private var random: SplitMix64
     private var generation = 0
     private var journalMayExist = false
     /// Where the next "day" of exports starts in the universe: days move on and overlap.
@@ -14,7 +15,7 @@ struct ModelGenerator {
 
     init(seed: UInt64, skip: Set<Problem>) {
         self.skip = skip
-        random = SeededGenerator(seed: seed)
+        random = SplitMix64(seed: seed)
     }
 
     mutating func steps(_ count: Int) -> [Step] {

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiSimulator
 import Foundation
 
@@ -75,7 +76,7 @@ extension ModelSequence {
         let other = try World(generation: 0).makeSimulator(keys: keys, seed: stepSeed &+ 1)
         defer { other.stop() }
         var second = RunStep()
-        var random = SeededGenerator(seed: stepSeed)
+        var random = SplitMix64(seed: stepSeed)
         second.input = Array(ModelUniverse.pairs.shuffled(using: &random).prefix(6).map(InputLine.pair))
         second.fileName = "second.csv"
         let refused = try botsi(

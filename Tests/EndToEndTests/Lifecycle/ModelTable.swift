@@ -11,9 +11,6 @@ enum Problem: String, CaseIterable, Comparable {
     case dryRunPreflight = "6"
     case counts = "7"
     case words = "8"
-    /// libcurl resends a request on its own when a reused connection closes without a reply: Botsi
-    /// sees more requests than `--max-attempts` allows and than the journal records.
-    case curlResend = "curl-resend"
 
     var label: String { Int(rawValue) != nil ? "problem \(rawValue)" : rawValue }
 
@@ -21,7 +18,7 @@ enum Problem: String, CaseIterable, Comparable {
         allCases.firstIndex(of: left)! < allCases.firstIndex(of: right)!
     }
 
-    /// `3,4`, `curl-resend`, or `known` for all of them.
+    /// `3,4`, or `known` for all of them.
     static func parse(_ text: String) -> Set<Problem> {
         if text == "known" { return Set(allCases) }
         return Set(text.split(separator: ",").compactMap { Problem(rawValue: $0.trimmingCharacters(in: .whitespaces)) })

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
@@ -129,7 +130,7 @@ struct World: CustomStringConvertible {
         let forbidden: String
 
         init(seed: UInt64) {
-            var random = SeededGenerator(seed: seed ^ 0x5EC2_E7)
+            var random = SplitMix64(seed: seed ^ 0x5EC2_E7)
             func key(_ name: String) -> String {
                 "sk_model_\(name)_" + String(random.next(), radix: 36) + String(random.next(), radix: 36)
             }
@@ -151,7 +152,7 @@ struct World: CustomStringConvertible {
 
     func makeSimulator(keys: Keys, seed: UInt64) throws -> Simulator {
         let scenario = try ModelUniverse.scenario(generation: generation, forbiddenKey: keys.forbidden)
-        return try EndToEndTests.startSimulator { options in
+        return try startSimulator { options in
             options.keys = [keys.accepted]
             options.scenario = scenario
             options.mode = noIOSSettings ? .noIOSSettings : .normal

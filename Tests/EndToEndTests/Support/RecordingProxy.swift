@@ -25,23 +25,9 @@ final class RecordingProxy: Sendable {
     var connections: Int { state.withLock { $0.connections } }
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0 else { throw ProxyError("socket: \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound, listen(listener, 64) == 0 else {
-            close(listener)
-            throw ProxyError("could not listen on loopback")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        self.listener = listener
+        let bound = try Loopback.bind(listening: 64)
+        listener = bound.descriptor
+        port = bound.port
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }
@@ -84,21 +70,11 @@ final class RecordingProxy: Sendable {
             while readChunk(client) != nil {}
             return
         }
-        let target = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(target) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = targetPort.bigEndian
-        address.sin_addr.s_addr = inet_addr(String(parts[1][..<colon]))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(target, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else {
+        guard let target = try? Loopback.connect(port: Int(targetPort), host: String(parts[1][..<colon])) else {
             writeAll(client, Data("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n".utf8))
             return
         }
+        defer { close(target) }
         writeAll(client, Data("HTTP/1.1 200 Connection established\r\n\r\n".utf8))
         let back = Thread { [self] in
             while let chunk = readChunk(target, record: false) { writeAll(client, chunk) }
@@ -132,9 +108,4 @@ final class RecordingProxy: Sendable {
             }
         }
     }
-}
-
-struct ProxyError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,4 +1,3 @@
-import BotsiBasics
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
@@ -12,6 +11,3 @@ func runArguments(
         "--backoff-cap", "0.05", "--retry-after-cap", "0.05", "--timeout", "10",
     ] + extra
 }
-
-/// The Lifecycle model files name the seeded generator so; it is the one `SplitMix64`.
-typealias SeededGenerator = SplitMix64

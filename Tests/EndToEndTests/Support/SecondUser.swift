@@ -1,3 +1,4 @@
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -15,14 +16,7 @@ enum SecondUser {
     /// Runs `script` with /bin/sh as the second user, in `directory`; returns its exit status.
     @discardableResult
     static func shell(_ script: String, in directory: String) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: setpriv)
-        process.arguments = arguments + ["/bin/sh", "-c", script]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try runProgram(setpriv, arguments + ["/bin/sh", "-c", script], directory: directory).status
     }
 
     /// A new directory in `parent` owned by the second user, with `mode`.

@@ -128,9 +128,3 @@ func parseCSV(_ text: String) -> [[String]] {
     }
     return rows
 }
-
-/// The Lifecycle model calls the launcher by this module's name (`EndToEndTests.startSimulator`);
-/// this forwards to the one in BotsiTestSupport.
-func startSimulator(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> Simulator {
-    try BotsiTestSupport.startSimulator(configure)
-}

@@ -1,78 +1,78 @@
 import BotsiSimulator
-import BotsiTestSupport
 import Foundation
 import Glibc
 
 /// A blocking raw-socket HTTP client, so tests can see exactly what the server put on the wire:
-/// resets, early closes and bodies shorter than their Content-Length.
-final class TestClient {
-    struct Response {
-        let status: Int
-        let headers: [String: String]
-        let body: [UInt8]
+/// resets, early closes and bodies shorter than their Content-Length. The one such client of the
+/// simulator's tests and of the end-to-end tests that talk to `botsi-restore simulate`.
+public final class TestClient {
+    public struct Response {
+        public let status: Int
+        /// By lowercased name.
+        public let headers: [String: String]
+        public let body: [UInt8]
+        /// The status line and header lines as they came, each with its CRLF, and the blank line.
+        public let head: String
 
-        var json: [String: Any] {
+        public var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
         }
-        var code: String? { json["code"] as? String }
-        var text: String { String(decoding: body, as: UTF8.self) }
+        public var code: String? { json["code"] as? String }
+        public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    enum Outcome {
+    public enum Outcome {
         case response(Response)
         /// The server closed the connection; `received` is whatever came before.
         case closed(received: [UInt8])
         case reset
         case timedOut
+
+        /// The reply, when one came whole.
+        public var reply: Response? {
+            if case .response(let response) = self { return response }
+            return nil
+        }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    private let descriptor: Int32
+    private var descriptor: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, receiveTimeoutSeconds: Int = 15) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket failed") }
-        var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port)).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw Failure(description: "connect failed: \(String(cString: strerror(errno)))")
-        }
+    public init(port: Int, receiveTimeoutSeconds: Int = 15) throws {
+        descriptor = try Loopback.connect(port: port, receiveTimeoutSeconds: receiveTimeoutSeconds)
     }
 
-    deinit {
-        close(descriptor)
+    deinit { close() }
+
+    /// Closes the connection now (the server sees the close); later sends fail.
+    public func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
     }
 
-    func send(_ text: String) throws {
+    /// True while nothing has arrived and the connection is still open.
+    public var replyPending: Bool {
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
+        return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
+
+    public func send(_ text: String) throws {
         try send(Array(text.utf8))
     }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes {
                 Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
             }
-            guard written > 0 else { throw Failure(description: "send failed: \(String(cString: strerror(errno)))") }
+            guard written > 0 else { throw TestSupportError("send failed: \(String(cString: strerror(errno)))") }
             offset += written
         }
     }
 
-    static func request(
+    public static func request(
         method: String = "POST", path: String = "/v2/purchases/apple-store/restore",
         authorization: String? = Simulator.defaultKey, body: String? = nil, extraHeaders: [String] = []
     ) -> String {
@@ -86,12 +86,12 @@ final class TestClient {
         return lines.joined(separator: "\r\n") + "\r\n\r\n" + (body ?? "")
     }
 
-    static func restoreBody(_ profileId: String, _ transactionId: String) -> String {
+    public static func restoreBody(_ profileId: String, _ transactionId: String) -> String {
         "{\"profileId\":\"\(profileId)\",\"originalTransactionId\":\"\(transactionId)\"}"
     }
 
     /// Sends one restore and reads the reply.
-    func restore(
+    public func restore(
         _ profileId: String, _ transactionId: String, authorization: String? = Simulator.defaultKey
     ) throws -> Outcome {
         try send(Self.request(authorization: authorization, body: Self.restoreBody(profileId, transactionId)))
@@ -99,18 +99,24 @@ final class TestClient {
     }
 
     /// Like `restore`, but anything other than a complete reply is a test failure.
-    func restoreResponse(_ profileId: String, _ transactionId: String) throws -> Response {
+    public func restoreResponse(_ profileId: String, _ transactionId: String) throws -> Response {
         try require(restore(profileId, transactionId))
     }
 
-    func require(_ outcome: Outcome) throws -> Response {
+    public func require(_ outcome: Outcome) throws -> Response {
         guard case .response(let response) = outcome else {
-            throw Failure(description: "expected a complete reply, got \(outcome)")
+            throw TestSupportError("expected a complete reply, got \(outcome)")
         }
         return response
     }
 
-    func readResponse() -> Outcome {
+    /// A GET of the simulator's statistics (`/__simulator/stats`) and its reply.
+    public func stats() throws -> Outcome {
+        try send(Self.request(method: "GET", path: "/__simulator/stats", authorization: nil))
+        return readResponse()
+    }
+
+    public func readResponse() -> Outcome {
         while true {
             if let headEnd = find([0x0D, 0x0A, 0x0D, 0x0A]) {
                 let head = String(decoding: buffer[0..<headEnd], as: UTF8.self)
@@ -127,8 +133,9 @@ final class TestClient {
                 let bodyStart = headEnd + 4
                 if buffer.count - bodyStart >= length {
                     let body = Array(buffer[bodyStart..<(bodyStart + length)])
+                    let rawHead = String(decoding: buffer[0..<bodyStart], as: UTF8.self)
                     buffer.removeFirst(bodyStart + length)
-                    return .response(Response(status: status, headers: headers, body: body))
+                    return .response(Response(status: status, headers: headers, body: body, head: rawHead))
                 }
             }
             switch receiveMore() {
@@ -139,7 +146,7 @@ final class TestClient {
     }
 
     /// Reads until the server closes; for checking that nothing (or only part of a reply) arrives.
-    func readUntilClosed() -> Outcome {
+    public func readUntilClosed() -> Outcome {
         while true {
             if let failure = receiveMore() { return failure }
         }
@@ -167,10 +174,4 @@ final class TestClient {
         }
         return nil
     }
-}
-
-/// The shared launcher, with the port the raw-socket client connects to.
-func startSimulatorOnPort(_ configure: (inout SimulatorOptions) -> Void = { _ in }) throws -> (Simulator, Int) {
-    let simulator = try startSimulator(configure)
-    return (simulator, simulator.port)
 }

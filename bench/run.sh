@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The run benchmarks of issue 2: throughput at --concurrency 256 against a server that answers
-# after 50 ms, client CPU per 10,000 requests, peak RSS with a 1,000,000-row input, and how fast a
-# rerun skips a journal of 1,000,000 finished rows. Prints a table; bench/README.md has the
-# latest figures. Timing belongs here, not in tests: the machines are shared and noisy.
+# after 50 ms (beside wrk against the same server), client CPU per 10,000 requests, peak RSS with
+# a 1,000,000-row input, and how fast a rerun skips a journal of 1,000,000 finished rows. Prints a
+# table; bench/README.md has the latest figures. Timing belongs here, not in tests: the machines
+# are shared and noisy.
 #
 #   bash bench/run.sh [THROUGHPUT_ROWS] [BIG_ROWS]      (defaults 100000 and 1000000)
 set -euo pipefail
@@ -44,6 +45,17 @@ echo "throughput, concurrency 256, 50 ms server: $throughput_rows requests in ${
     "= $(python3 -c "print(round($rate/5120, 3))") of the ideal 5,120/s"
 echo "client CPU per 10,000 requests: $(python3 -c "print(round(($user+$sys)*10000/$throughput_rows, 3))") s" \
     "(user ${user}s + sys ${sys}s for $throughput_rows)"
+
+# The same simulator under wrk (one connection per request slot, as the client has): what the
+# server and loopback allow, so the client's figure reads as a fraction of it as well as of the ideal.
+if command -v wrk >/dev/null; then
+    wrk_rate=$(WRK_KEY=bench-key wrk -t1 -c256 -d10s -s bench/wrk-restore.lua \
+        "$sim_url/v2/purchases/apple-store/restore" | awk '/^Requests\/sec/ {print $2}')
+    echo "wrk -t1 -c256 -d10s against the same simulator: $wrk_rate/s = $(python3 -c "print(round($wrk_rate/5120, 3))")" \
+        "of the ideal; botsi-restore reached $(python3 -c "print(round($rate/$wrk_rate, 3))") of wrk"
+else
+    echo "wrk is not installed (apt-get install -y wrk): no comparison with wrk"
+fi
 
 python3 bench/make_input.py "$big_rows" >"$work/big.csv"
 start_simulator 0

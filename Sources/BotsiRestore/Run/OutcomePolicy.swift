@@ -292,21 +292,3 @@ public struct OutcomePolicy: Sendable, Equatable {
 
     private func slowsDownInstead(httpStatus: Int?) -> Bool { adaptive && httpStatus == 429 }
 }
-
-extension StopReason {
-    /// The lifecycle table's name for this stop; nil for a journal failure, after which nothing
-    /// can be written.
-    var cause: OutcomePolicy.StopCause? {
-        switch self {
-        case .unauthorized: .unauthorized
-        case .forbidden: .forbidden
-        case .iosSettingsMissing: .iosSettingsMissing
-        case .tlsFailure: .tlsFailure
-        case .signal: .signal
-        case .journalFailure: nil
-        case .inputFailure: .inputDamaged
-        case .deadline: .windowEnd
-        case .failureThreshold: .failureThreshold
-        }
-    }
-}

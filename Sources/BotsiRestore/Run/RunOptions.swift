@@ -77,16 +77,3 @@ public enum ConflictHandling: String, Sendable, Codable, CaseIterable {
     /// Record every pair after a transaction's first claim as `held`, not sent.
     case hold
 }
-
-/// Why a run stopped dispatching before its input was done.
-public enum StopReason: Sendable, Equatable {
-    case unauthorized(message: String)
-    case forbidden(message: String)
-    case iosSettingsMissing(message: String)
-    case tlsFailure(message: String)
-    case signal(Int32)
-    case journalFailure(message: String)
-    case inputFailure(message: String)
-    case deadline(message: String)
-    case failureThreshold(message: String)
-}

@@ -1,0 +1,212 @@
+import BotsiAPI
+import BotsiBasics
+import BotsiInput
+import BotsiJournal
+import Foundation
+
+/// Every journal write a run makes, on the runner's queue. Writes gather in one open batch
+/// (`BEGIN IMMEDIATE`) that `commitBatch` ends; the runner commits before it sends, so a row is
+/// marked in flight on disk before its request leaves (docs/journal.md). The other roles decide;
+/// this one performs.
+struct RunJournalWriter {
+    let journal: Journal
+    let runID: Int64
+    /// A dry run's writes stay in its open transaction and are rolled back at the end.
+    let dryRun: Bool
+    /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
+    /// apart) or return to pending (mark it `in_flight`).
+    private let finalRowsKeepStatusThroughAKill =
+        OutcomePolicy.action(for: .killed, row: .final).write == .clearMark
+
+    /// Puts right what a killed run left in flight and records this run.
+    static func startRun(
+        on journal: Journal, options: RunOptions, startedAt: Date, toolVersion: String
+    ) throws(JournalError) -> (writer: RunJournalWriter, recovered: InFlightRecovery) {
+        // Everything a dry run writes, a migration included, is rolled back at the end.
+        if options.dryRun && !journal.isInTransaction { try journal.begin() }
+        return try journal.transaction { () throws(JournalError) in
+            let recovery = try journal.recoverInFlight()
+            let runID = try journal.startRun(
+                startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
+                pid: getpid(), optionsJSON: optionsJSON(options), inputsJSON: "[]")
+            return (RunJournalWriter(journal: journal, runID: runID, dryRun: options.dryRun), recovery)
+        }
+    }
+
+    private init(journal: Journal, runID: Int64, dryRun: Bool) {
+        self.journal = journal
+        self.runID = runID
+        self.dryRun = dryRun
+    }
+
+    // MARK: Batches
+
+    func beginBatch() throws(JournalError) {
+        if !journal.isInTransaction { try journal.begin() }
+    }
+
+    /// Ends the open batch (a dry run keeps it open, to roll it back).
+    func commitBatch() throws(JournalError) {
+        if journal.isInTransaction && !dryRun { try journal.commit() }
+    }
+
+    func rollback() { journal.rollback() }
+
+    // MARK: Taking rows up
+
+    /// The next owed row `feeder` hands out, read inside the batch that claims it.
+    func nextOwed(from feeder: inout OwedRowFeeder) throws(JournalError) -> OwedRow? {
+        try beginBatch()
+        return try feeder.next(from: journal)
+    }
+
+    func claim(_ owed: OwedRow) throws(JournalError) {
+        try beginBatch()
+        try journal.claim(itemID: owed.itemID, runID: runID)
+    }
+
+    func admit(_ row: InputRow, source: String, now: String, holdConflicts: Bool) throws(JournalError) -> Admission {
+        try beginBatch()
+        return try journal.admit(
+            profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
+            runID: runID, now: now, holdConflicts: holdConflicts)
+    }
+
+    func recordRejection(_ rejected: RejectedRow, file: String, now: String) throws(JournalError) {
+        try beginBatch()
+        try journal.recordRejection(
+            file: file, line: rejected.line, reason: rejected.reason.rawValue, message: rejected.message,
+            profileId: rejected.profileId, originalTransactionId: rejected.originalTransactionId, runID: runID,
+            now: now)
+    }
+
+    // MARK: Sending and replies
+
+    /// How a row is marked decides what a kill does to it; the table says which rows keep their
+    /// status through one.
+    func markInFlight(_ row: RunRow, now: String) throws(JournalError) {
+        try beginBatch()
+        let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
+        try journal.markInFlight(itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus)
+    }
+
+    /// Records a reply's attempt and what `decision` writes to its row. Returns the row's status
+    /// now, and whether it got an answer: a final row resent without one keeps its status.
+    func recordReply(
+        _ result: RestoreResult, decision: OutcomePolicy.Decision, row: RunRow, message: String?
+    ) throws(JournalError) -> (status: ItemStatus, answered: Bool) {
+        try beginBatch()
+        let code = result.reply.code
+        let now = Timestamp.string(Date())
+        var profile: ProfileRecord?
+        if case .restored(let snapshot) = result.reply { profile = Self.profileRecord(snapshot) }
+        try journal.recordAttempt(
+            itemID: row.itemID, runID: runID, number: row.attemptsBefore + row.attemptsThisRun,
+            startedAt: result.startedAt, durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus,
+            code: code, outcome: decision.action.attemptOutcome, profile: profile)
+        switch decision.action.write {
+        case .settle(let settled):
+            try journal.recordOutcome(
+                itemID: row.itemID, status: settled, code: code, httpStatus: result.httpStatus, message: message,
+                now: now, profile: profile)
+            return (settled, true)
+        case .lastError:
+            try journal.recordOutcome(
+                itemID: row.itemID, status: .pending, code: code, httpStatus: result.httpStatus, message: message,
+                now: now, profile: nil)
+            return (.pending, true)
+        case .attemptOnly:
+            return (row.status, false)
+        case .nothing, .recoverPending, .clearMark:
+            preconditionFailure("a reply never leaves a row \(decision.action.write)")
+        }
+    }
+
+    /// What a stop writes to a row waiting out a backoff (the table says: nothing today).
+    func applyStopRule(_ write: OutcomePolicy.Write, to row: RunRow) throws(JournalError) {
+        guard write != .nothing else { return }
+        try beginBatch()
+        switch write {
+        case .lastError:
+            try journal.recordOutcome(
+                itemID: row.itemID, status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
+                now: Timestamp.string(Date()), profile: nil)
+        case .nothing, .attemptOnly:
+            break
+        case .settle, .recoverPending, .clearMark:
+            preconditionFailure("a stop cannot \(write) a row")
+        }
+    }
+
+    // MARK: The run's record
+
+    /// Writes how far the run has read into its `runs` row; the next batch commit carries it.
+    func recordProgress(_ progress: RunProgress, at now: Date) throws(JournalError) {
+        var fields = [
+            "\"rowsRead\":\(progress.rowsRead)", "\"bytesRead\":\(progress.bytesRead)",
+            "\"requests\":\(progress.requests)",
+            "\"updatedAt\":\(JSONString.quoted(Timestamp.string(now)))",
+        ]
+        if let total = progress.totalBytes { fields.append("\"totalBytes\":\(total)") }
+        try beginBatch()
+        try journal.recordProgress(runID, json: "{\(fields.joined(separator: ","))}")
+    }
+
+    /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
+    func countRows(into summary: inout RunSummary, keptPossible: Bool) throws(JournalError) {
+        // A dry run's admissions are in its open transaction: it counts the groups it would meet.
+        summary.conflicts = try journal.conflictCounts(runID: runID)
+        guard !dryRun else { return }
+        try summary.countRows(of: runID, in: journal, keptPossible: keptPossible)
+    }
+
+    /// Ends the run's record: how it ended, its inputs and its counts.
+    func finishRun(
+        stopped: Bool, exitCode: Int32, inputs: [[String: String]], summary: RunSummary
+    ) throws(JournalError) {
+        try journal.transaction { () throws(JournalError) in
+            try journal.finishRun(
+                runID, endedAt: Date(), state: stopped ? "stopped" : "finished", exitCode: exitCode,
+                inputsJSON: Self.inputsJSON(inputs), countsJSON: Self.countsJSON(summary))
+        }
+    }
+
+    // MARK: JSON columns
+
+    private static func optionsJSON(_ options: RunOptions) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(options)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    private static func inputsJSON(_ records: [[String: String]]) -> String {
+        let data = try? JSONSerialization.data(withJSONObject: records, options: [.sortedKeys])
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    private static func countsJSON(_ summary: RunSummary) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(summary)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    private static func profileRecord(_ snapshot: ProfileSnapshot) -> ProfileRecord {
+        ProfileRecord(state: snapshot.state, accessLevelsJSON: accessLevelsJSON(snapshot.accessLevels))
+    }
+
+    /// Access levels as compact JSON with sorted keys and nulls left out (written by hand: an
+    /// encoder per reply was a visible cost at thousands of replies per second).
+    static func accessLevelsJSON(_ levels: [String: AccessLevelSnapshot]) -> String {
+        let entries = levels.sorted { $0.key < $1.key }.map { name, level in
+            var fields: [String] = []
+            if let expiresAt = level.expiresAt { fields.append("\"expiresAt\":\(JSONString.quoted(expiresAt))") }
+            if let isActive = level.isActive { fields.append("\"isActive\":\(isActive)") }
+            if let product = level.sourceProductId {
+                fields.append("\"sourceProductId\":\(JSONString.quoted(product))")
+            }
+            if let willRenew = level.willRenew { fields.append("\"willRenew\":\(willRenew)") }
+            return "\(JSONString.quoted(name)):{\(fields.joined(separator: ","))}"
+        }
+        return "{\(entries.joined(separator: ","))}"
+    }
+}

@@ -1,0 +1,173 @@
+import BotsiAPI
+import BotsiJournal
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+
+/// The small roles of a run, each alone: no curl, no journal file, no simulator.
+@Suite struct FailureThresholdTests {
+    @Test func stopsOnlyOnceTheSampleIsInAndTheShareIsAboveTheThreshold() {
+        var threshold = FailureThreshold(maxFailureRate: 50, minSample: 4)
+        #expect(threshold.record(.failed) == nil)
+        #expect(threshold.record(.failed) == nil)
+        #expect(threshold.record(.failed) == nil, "three bad rows of three, but the sample is four")
+        let stop = threshold.record(.restored)
+        guard case .failureThreshold(let message)? = stop else {
+            Issue.record("expected a failure-threshold stop, got \(String(describing: stop))")
+            return
+        }
+        #expect(message.contains("75% of the 4 rows sent"), "\(message)")
+        #expect(message.contains("threshold 50% after 4 rows"), "\(message)")
+    }
+
+    @Test func exactlyAtTheThresholdGoesOn() {
+        var threshold = FailureThreshold(maxFailureRate: 50, minSample: 2)
+        #expect(threshold.record(.restored) == nil)
+        #expect(threshold.record(.failed) == nil, "50% is not above 50%")
+    }
+
+    @Test func rowsWithoutAnAnswerCountAsBadAndDefinitiveOnesOtherThanFailedDoNot() {
+        var threshold = FailureThreshold(maxFailureRate: 10, minSample: 1)
+        for status in [ItemStatus.restored, .nothingToRestore, .profileNotFound, .rejected] {
+            #expect(threshold.record(status) == nil, "\(status)")
+        }
+        #expect(threshold.bad == 0)
+        #expect(threshold.record(.pending) != nil, "1 of 5 is above 10%")
+        #expect(threshold.bad == 1)
+    }
+}
+
+@Suite struct ProgressTrackerTests {
+    private static func summary(requests: Int) -> RunSummary {
+        var summary = RunSummary()
+        summary.requests = requests
+        return summary
+    }
+
+    @Test func journalsEveryFiveSecondsAndReportsAtItsInterval() {
+        var tracker = ProgressTracker(reportInterval: 2, journals: true, reports: true)
+        let dues = [1.0, 2, 4.9, 5, 6, 10.5].map { tracker.due(at: $0) }
+        #expect(dues.map(\.journal) == [false, false, false, true, false, true])
+        #expect(dues.map(\.report) == [false, true, true, false, false, true])
+    }
+
+    @Test func aDryRunJournalsNoProgressAndNoCallbackMeansNoReports() {
+        var tracker = ProgressTracker(reportInterval: 1, journals: false, reports: false)
+        #expect((1...20).map { tracker.due(at: Double($0)) }.allSatisfy { !$0.journal && !$0.report })
+    }
+
+    @Test func theRecentRateIsMeasuredOverTheLastFewSeconds() {
+        var tracker = ProgressTracker(reportInterval: 1, journals: true, reports: true)
+        #expect(tracker.recentRate(at: 0, requests: 0) == 0)
+        #expect(tracker.recentRate(at: 2, requests: 20) == 10)
+        #expect(tracker.recentRate(at: 4, requests: 40) == 10)
+        // A pause: the samples older than five seconds fall away, so the rate reads the pause.
+        #expect(tracker.recentRate(at: 12, requests: 40) == 0)
+        #expect(tracker.recentRate(at: 13, requests: 140) == 100, "over the last second, two samples kept")
+    }
+
+    @Test func theSnapshotTakesEachFigureFromItsRole() {
+        var tracker = ProgressTracker(reportInterval: 1, journals: true, reports: true)
+        var summary = Self.summary(requests: 7)
+        summary.rowsRead = 12
+        summary.alreadyFinished = ["restored": 2, "failed": 1]
+        summary.stopMessage = "stopping"
+        let progress = tracker.snapshot(
+            at: 3, summary: summary, input: InputPosition(bytesRead: 100, totalBytes: 400),
+            sending: SendCounts(
+                inFlight: 4, waitingToRetry: 2, throttledRate: 9.5, concurrencyLimit: 6, throttleEvents: 1))
+        #expect(progress.elapsed == 3)
+        #expect(progress.rowsRead == 12)
+        #expect(progress.bytesRead == 100 && progress.totalBytes == 400)
+        #expect(progress.inFlight == 4 && progress.waitingToRetry == 2)
+        #expect(progress.requests == 7)
+        #expect(progress.skipped == 3)
+        #expect(progress.stopping == "stopping")
+        #expect(progress.throttledRate == 9.5 && progress.concurrencyLimit == 6 && progress.throttleEvents == 1)
+    }
+}
+
+@Suite struct StopReasonTests {
+    private static let every: [StopReason] = [
+        .unauthorized(message: "m"), .forbidden(message: "m"), .iosSettingsMissing(message: "m"),
+        .tlsFailure(message: "m"), .signal(SIGINT), .signal(SIGTERM), .journalFailure(message: "m"),
+        .inputFailure(message: "m"), .deadline(message: "m"), .failureThreshold(message: "m"),
+    ]
+
+    @Test func eachStopExitsWithItsDocumentedStatus() {
+        #expect(
+            Self.every.map(\.exitCode) == [77, 77, 78, 69, 130, 143, 73, 65, 75, 69])
+    }
+
+    @Test func theExitStatusAgreesWithTheLifecycleTable() {
+        for reason in Self.every {
+            guard let cause = reason.cause else {
+                #expect(reason == .journalFailure(message: "m"))
+                continue
+            }
+            #expect(cause.exitCodes.contains(reason.exitCode), "\(reason)")
+        }
+    }
+
+    @Test func aRunNothingStoppedExits0WhenEveryRowIsFinalAnd75WhenSomeAreOwed() {
+        #expect(ExitCode.forRun(stoppedBy: nil, pendingRows: 0) == 0)
+        #expect(ExitCode.forRun(stoppedBy: nil, pendingRows: 3) == 75)
+        #expect(ExitCode.forRun(stoppedBy: .signal(SIGTERM), pendingRows: 0) == 143)
+    }
+
+    @Test func eachStopSaysWhatStoppedTheRun() {
+        #expect(StopReason.signal(SIGINT).message.hasPrefix("interrupted (SIGINT);"))
+        #expect(StopReason.signal(SIGTERM).message.hasPrefix("terminated (SIGTERM);"))
+        #expect(StopReason.forbidden(message: "the key may not restore").message == "the key may not restore")
+        let window = StopReason.windowEnded(at: Date(timeIntervalSince1970: 0))
+        #expect(window.message.hasPrefix("the time window ended (1970-01-01T00:00:00"), "\(window.message)")
+        #expect(window.exitCode == 75)
+        #expect(StopReason(fatal: .iosSettingsMissing, message: "no settings").exitCode == 78)
+    }
+}
+
+@Suite struct ReplyDeciderTests {
+    private static func row(attempts: Int) -> RunRow {
+        var row = RunRow(itemID: 1, source: "in.csv:2", attemptsBefore: 0, status: .pending, readerIndex: 0)
+        row.attemptsThisRun = attempts
+        return row
+    }
+
+    private static func options(adaptive: Bool = true) -> RunOptions {
+        var options = RunOptions()
+        options.seed = 7
+        options.maxAttempts = 1000
+        options.adaptive = adaptive
+        return options
+    }
+
+    @Test func aFailingServiceDrainsTheRetryBudgetAndThenRowsAreNotRetried() {
+        var decider = ReplyDecider(options: Self.options())
+        let serverError = RestoreReply.retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil)
+        let decisions = (0..<101).map { _ in decider.decide(serverError, row: Self.row(attempts: 1), isStopping: false)
+        }
+        #expect(decisions.prefix(100).allSatisfy { $0.reply == .retryable && $0.retryDelay != nil })
+        #expect(decisions.last?.reply == .budgetExhausted)
+        #expect(decisions.last?.action.next == .done)
+    }
+
+    @Test func a429AnsweredBySlowingDownCostsNoBudget() {
+        var decider = ReplyDecider(options: Self.options())
+        let tooMany = RestoreReply.retryable(code: "http_429", httpStatus: 429, retryAfter: nil, message: nil)
+        for _ in 0..<200 {
+            #expect(decider.decide(tooMany, row: Self.row(attempts: 1), isStopping: false).reply == .retryable)
+        }
+        #expect(decider.budget.tokens == decider.budget.capacity)
+    }
+
+    @Test func aSuccessAfterARetryPaysItsCostBack() {
+        var decider = ReplyDecider(options: Self.options())
+        let serverError = RestoreReply.retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil)
+        _ = decider.decide(serverError, row: Self.row(attempts: 1), isStopping: false)
+        #expect(decider.budget.tokens == decider.budget.capacity - RetryBudget.retryCost)
+        let restored = RestoreReply.restored(ProfileSnapshot(state: nil, accessLevels: [:]))
+        _ = decider.decide(restored, row: Self.row(attempts: 2), isStopping: false)
+        #expect(decider.budget.tokens == decider.budget.capacity)
+    }
+}

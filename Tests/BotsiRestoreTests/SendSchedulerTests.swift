@@ -1,0 +1,171 @@
+import BotsiAPI
+import Testing
+
+@testable import BotsiRestore
+
+/// The scheduler alone, on a clock the tests hold: no curl, no journal, no timers.
+@Suite struct SendSchedulerTests {
+    private typealias Scheduler = SendScheduler<String>
+
+    private static func scheduler(concurrency: Int = 8, rate: Double? = nil, adaptive: Bool = true) -> Scheduler {
+        Scheduler(concurrency: concurrency, rate: rate, adaptive: adaptive)
+    }
+
+    /// Sends what may go at `now`, by payload.
+    private static func sendAll(_ scheduler: inout Scheduler, now: Double = 0) -> [String] {
+        var sent: [String] = []
+        while let entry = scheduler.nextSend(now: now) { sent.append(entry.payload) }
+        return sent
+    }
+
+    private static let ok = RestoreReply.nothingToRestore(message: nil)
+
+    @Test func rowsOfOneProfileOrOneTransactionGoOneAtATimeInTheOrderTakenUp() {
+        var scheduler = Self.scheduler()
+        let first = scheduler.add(profileId: "p1", transactionId: "t1", payload: "p1-first")
+        scheduler.add(profileId: "p1", transactionId: "t2", payload: "p1-second")
+        scheduler.add(profileId: "p2", transactionId: "t1", payload: "t1-second")
+        scheduler.add(profileId: "p3", transactionId: "t3", payload: "independent")
+        #expect(Self.sendAll(&scheduler) == ["p1-first", "independent"])
+        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        scheduler.settle(first)
+        #expect(Self.sendAll(&scheduler) == ["p1-second", "t1-second"])
+    }
+
+    @Test func noMoreInFlightThanTheConcurrencyLimit() {
+        var scheduler = Self.scheduler(concurrency: 2)
+        let sequences = (0..<5).map { scheduler.add(profileId: "p\($0)", transactionId: "t\($0)", payload: "\($0)") }
+        #expect(Self.sendAll(&scheduler) == ["0", "1"])
+        #expect(scheduler.inFlight == 2)
+        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        scheduler.settle(sequences[0])
+        #expect(Self.sendAll(&scheduler) == ["2"])
+        #expect(scheduler.counts.inFlight == 2)
+    }
+
+    @Test func aRateSpacesSendsAndTheNextWakeIsThePacersNextSlot() {
+        var scheduler = Self.scheduler(rate: 10)
+        for index in 0..<3 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 100) == ["0"])
+        let wake = scheduler.nextWake(now: 100)
+        // 1/rate after the send, less the few milliseconds of timer lateness the pacer forgives.
+        #expect(wake.map { abs($0 - (100 + 0.1 - Pacer.allowedLag)) < 1e-9 } == true, "\(String(describing: wake))")
+        #expect(Self.sendAll(&scheduler, now: 100.05).isEmpty)
+        #expect(Self.sendAll(&scheduler, now: wake!) == ["1"])
+    }
+
+    @Test func nothingToWakeForWhenOnlyARepliesCanChangeAnything() {
+        var scheduler = Self.scheduler(concurrency: 1, rate: 10)
+        scheduler.add(profileId: "a", transactionId: "1", payload: "a")
+        scheduler.add(profileId: "b", transactionId: "2", payload: "b")
+        #expect(Self.sendAll(&scheduler, now: 5) == ["a"])
+        // The concurrency limit holds "b" back, not the pacer: a reply will wake the runner.
+        #expect(scheduler.nextWake(now: 5) == nil)
+    }
+
+    @Test func retriesComeDueInDeadlineOrderAndTheEarliestIsTheNextWake() {
+        var scheduler = Self.scheduler()
+        let rows = ["late", "early", "middle", "alsoMiddle"].map {
+            scheduler.add(profileId: $0, transactionId: $0, payload: $0)
+        }
+        #expect(Self.sendAll(&scheduler).count == 4)
+        for (row, deadline) in zip(rows, [30.0, 10, 20, 20]) {
+            scheduler.replied(
+                .retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil), duration: 0.01,
+                rateLimit: nil, now: 1)
+            scheduler.retry(row, at: deadline)
+        }
+        #expect(scheduler.waitingToRetry == 4)
+        #expect(scheduler.nextWake(now: 1) == 10)
+        #expect(Self.sendAll(&scheduler, now: 5).isEmpty, "a waiting row is not sent before its time")
+        #expect(scheduler.releaseDueRetries(now: 15) == [rows[1]])
+        #expect(scheduler.nextWake(now: 15) == 20)
+        // Equal deadlines keep the order they were set in.
+        #expect(scheduler.releaseDueRetries(now: 35) == [rows[2], rows[3], rows[0]])
+        #expect(scheduler.nextWake(now: 35) == nil)
+        #expect(Self.sendAll(&scheduler, now: 35) == ["early", "middle", "alsoMiddle", "late"])
+    }
+
+    @Test func aRowWaitingToRetryKeepsItsPlaceAheadOfLaterRowsOfItsProfile() {
+        var scheduler = Self.scheduler()
+        let first = scheduler.add(profileId: "p", transactionId: "1", payload: "first")
+        scheduler.add(profileId: "p", transactionId: "2", payload: "second")
+        #expect(Self.sendAll(&scheduler) == ["first"])
+        scheduler.replied(
+            .retryable(code: "timeout", httpStatus: nil, retryAfter: nil, message: nil), duration: 30, rateLimit: nil,
+            now: 0)
+        scheduler.retry(first, at: 2)
+        #expect(Self.sendAll(&scheduler, now: 1).isEmpty)
+        scheduler.releaseDueRetries(now: 2)
+        #expect(Self.sendAll(&scheduler, now: 2) == ["first"])
+    }
+
+    @Test func aStopCancelsEveryRetryAndSendsNothingMore() {
+        var scheduler = Self.scheduler()
+        let rows = ["a", "b", "c"].map { scheduler.add(profileId: $0, transactionId: $0, payload: $0) }
+        #expect(Self.sendAll(&scheduler).count == 3)
+        scheduler.retry(rows[1], at: 10)
+        scheduler.retry(rows[0], at: 20)
+        scheduler.add(profileId: "d", transactionId: "d", payload: "not sent yet")
+        #expect(scheduler.stop() == ["a", "b"], "the waiting rows, in the order taken up, for the stop rule")
+        #expect(scheduler.waitingToRetry == 0)
+        #expect(scheduler.nextWake(now: 0) == nil)
+        #expect(scheduler.releaseDueRetries(now: 100).isEmpty)
+        #expect(Self.sendAll(&scheduler, now: 100).isEmpty)
+        #expect(scheduler.count == 2, "the row in flight and the one not sent stay until the run ends")
+        scheduler.retry(rows[2], at: 30)
+        #expect(scheduler.waitingToRetry == 0, "no retry after a stop")
+    }
+
+    @Test func aSettledRowLeavesTheHeap() {
+        var scheduler = Self.scheduler()
+        let rows = ["a", "b"].map { scheduler.add(profileId: $0, transactionId: $0, payload: $0) }
+        #expect(Self.sendAll(&scheduler).count == 2)
+        scheduler.retry(rows[0], at: 10)
+        scheduler.retry(rows[1], at: 20)
+        scheduler.settle(rows[0])
+        #expect(scheduler.nextWake(now: 0) == 20)
+        #expect(scheduler.releaseDueRetries(now: 100) == [rows[1]])
+    }
+
+    @Test func a429CutsTheRateAndItsRetryAfterHoldsEverySend() {
+        var scheduler = Self.scheduler()
+        scheduler.add(profileId: "a", transactionId: "1", payload: "a")
+        #expect(Self.sendAll(&scheduler, now: 10) == ["a"])
+        #expect(scheduler.counts.throttledRate == nil)
+        scheduler.add(profileId: "b", transactionId: "2", payload: "b")
+        scheduler.replied(
+            .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.01,
+            rateLimit: nil,
+            now: 10)
+        #expect(scheduler.counts.throttleEvents == 1)
+        #expect(scheduler.counts.throttledRate != nil)
+        #expect(Self.sendAll(&scheduler, now: 11).isEmpty, "held until the Retry-After")
+        #expect(scheduler.nextWake(now: 11) == 11.5)
+        #expect(Self.sendAll(&scheduler, now: 11.5) == ["b"])
+    }
+
+    @Test func aStatedRateLimitPacesTheSends() {
+        var scheduler = Self.scheduler()
+        for index in 0..<4 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 1) == ["0", "1", "2", "3"])
+        for index in 4..<6 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
+        // The four unpaced sends are charged at the stated ~9.9/s: nothing more for ~0.4 s.
+        #expect(Self.sendAll(&scheduler, now: 1.3).isEmpty)
+        #expect(Self.sendAll(&scheduler, now: 1.45) == ["4"])
+    }
+}
+
+@Suite struct DeadlineHeapTests {
+    @Test func popsInDeadlineOrderWhateverThePushOrder() {
+        var heap = DeadlineHeap()
+        let deadlines = [5.0, 1, 9, 3, 7, 2, 8, 6, 4, 0]
+        for (index, deadline) in deadlines.enumerated() { heap.push(Int64(index), at: deadline) }
+        #expect(heap.first?.deadline == 0)
+        var popped: [Double] = []
+        while let timer = heap.popFirst() { popped.append(timer.deadline) }
+        #expect(popped == deadlines.sorted())
+        #expect(heap.isEmpty)
+    }
+}

@@ -31,7 +31,16 @@ public enum JSONString {
     /// True when some UTF-8 byte could start a scalar that is escaped (C2 starts the C1 controls,
     /// E2 the bidi controls and U+2028/U+2029); may say true for harmless text such as `€`.
     private static func mayNeedEscaping(_ text: String) -> Bool {
-        text.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
+        var text = text
+        // One pass over the contiguous bytes with a table: no closure call per byte.
+        return text.withUTF8 { bytes in
+            escapeStarts.withUnsafeBufferPointer { table in bytes.contains { table[Int($0)] } }
+        }
+    }
+
+    /// The bytes `mayNeedEscaping` looks for, as a table indexed by byte.
+    private static let escapeStarts: [Bool] = (0...255).map { byte in
+        byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2
     }
 
     private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {

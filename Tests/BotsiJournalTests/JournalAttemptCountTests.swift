@@ -29,13 +29,17 @@ import Testing
         return (journal, run, items)
     }
 
-    private func attempt(_ journal: Journal, _ item: Int64, run: Int64, outcome: String = "restored") throws(JournalError) {
+    private func attempt(_ journal: Journal, _ item: Int64, run: Int64, outcome: String = "restored")
+        throws(JournalError)
+    {
         try journal.recordAttempt(
             itemID: item, runID: run, number: 1, startedAt: Date(), durationMilliseconds: 1, httpStatus: 200,
             code: nil, outcome: outcome, profile: nil)
     }
 
-    private func outcome(_ journal: Journal, _ item: Int64, _ status: ItemStatus, withProfile: Bool = true) throws(JournalError) {
+    private func outcome(_ journal: Journal, _ item: Int64, _ status: ItemStatus, withProfile: Bool = true)
+        throws(JournalError)
+    {
         try journal.recordOutcome(
             itemID: item, status: status, code: status == .pending ? "timeout" : nil, httpStatus: 200, message: nil,
             now: Timestamp.string(Date()),

@@ -416,13 +416,16 @@ public final class Journal {
         do {
             try wrap { () throws(SQLiteError) in
                 let update = try outcomeStatement(withProfile: profile != nil, countsAttempt: countsAttempt)
-                try update.reset(
-                    .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                    .text(now), .optionalText(status.isFinal ? now : nil), .int(itemID))
+                let finalAt = SQLiteValue.optionalText(status.isFinal ? now : nil)
                 if let profile {
-                    try update.bind(.text(now), at: 8)
-                    try update.bind(.optionalText(profile.state), at: 9)
-                    try update.bind(.optionalText(profile.accessLevelsJSON), at: 10)
+                    try update.reset(
+                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                        .text(now), finalAt, .int(itemID), .text(now), .optionalText(profile.state),
+                        .optionalText(profile.accessLevelsJSON))
+                } else {
+                    try update.reset(
+                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                        .text(now), finalAt, .int(itemID))
                 }
                 try update.run()
             }

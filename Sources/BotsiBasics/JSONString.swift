@@ -10,7 +10,7 @@ public enum JSONString {
     /// `text` as a JSON string literal, quotes included.
     public static func quoted(_ text: String) -> String {
         // Most ids and dates need no escaping at all: check the bytes once and copy.
-        guard mayNeedEscaping(text) else { return "\"" + text + "\"" }
+        guard mayNeedEscaping(text) else { return plainQuoted(text) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count + 16)
         append(text, to: &bytes)
@@ -26,6 +26,19 @@ public enum JSONString {
             out.append(contentsOf: text.utf8)
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// `"text"` built in one allocation.
+    private static func plainQuoted(_ text: String) -> String {
+        var text = text
+        return text.withUTF8 { bytes in
+            String(unsafeUninitializedCapacity: bytes.count + 2) { buffer in
+                buffer[0] = UInt8(ascii: "\"")
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[1...]).initialize(from: bytes)
+                buffer[bytes.count + 1] = UInt8(ascii: "\"")
+                return bytes.count + 2
+            }
+        }
     }
 
     /// True when some UTF-8 byte could start a scalar that is escaped (C2 starts the C1 controls,

@@ -52,13 +52,37 @@ struct KeyRedactor: Sendable {
 
     /// Byte ranges of the echoes, merged where they overlap or touch.
     private func echoes(in text: String) -> [Range<Int>] {
+        var text = text
+        // Native strings are contiguous UTF-8: scan their buffer, not the view's iterator.
+        return text.withUTF8 { bytes in
+            guard bytes.count >= windowLength, mayHoldEcho(bytes) else { return [] }
+            return echoes(in: bytes)
+        }
+    }
+
+    /// The cheap first pass: false when no run of key bytes is as long as an echo. Most text a
+    /// server sends (ids, dates, words between spaces) is rejected here without building a window.
+    private func mayHoldEcho(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        alphabet.withUnsafeBufferPointer { alphabet in
+            var run = 0
+            for byte in bytes {
+                if alphabet[Int(Self.lowercased(byte))] {
+                    run += 1
+                    if run >= windowLength { return true }
+                } else {
+                    run = 0
+                }
+            }
+            return false
+        }
+    }
+
+    private func echoes(in bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
         let mask: UInt128 = (1 << UInt128(windowLength * 8)) - 1
         var ranges: [Range<Int>] = []
         var run = 0
         var window: UInt128 = 0
-        var index = 0
-        for byte in text.utf8 {
-            defer { index += 1 }
+        for (index, byte) in bytes.enumerated() {
             let folded = Self.lowercased(byte)
             guard alphabet[Int(folded)] else {
                 run = 0
@@ -107,13 +131,14 @@ extension KeyRedactor {
     }
 
     private func scrub(_ snapshot: ProfileSnapshot) -> ProfileSnapshot {
-        let texts =
-            [snapshot.profileId, snapshot.state].compactMap { $0 }
-            + snapshot.accessLevels.flatMap { name, level in
-                [name, level.expiresAt, level.sourceProductId].compactMap { $0 }
+        func holdsEcho(_ text: String?) -> Bool { text.map { !echoes(in: $0).isEmpty } ?? false }
+        // The common case: nothing to change, nothing allocated.
+        let holdsAny =
+            holdsEcho(snapshot.profileId) || holdsEcho(snapshot.state)
+            || snapshot.accessLevels.contains { name, level in
+                holdsEcho(name) || holdsEcho(level.expiresAt) || holdsEcho(level.sourceProductId)
             }
-        // The common case: nothing to change, nothing allocated beyond the list above.
-        guard texts.contains(where: { redact($0) != nil }) else { return snapshot }
+        guard holdsAny else { return snapshot }
         var levels: [String: AccessLevelSnapshot] = [:]
         for (name, level) in snapshot.accessLevels {
             var level = level

@@ -10,7 +10,7 @@ public enum JSONString {
     /// `text` as a JSON string literal, quotes included.
     public static func quoted(_ text: String) -> String {
         // Most ids and dates need no escaping at all: check the bytes once and copy.
-        guard mayNeedEscaping(text) else { return "\"" + text + "\"" }
+        guard mayNeedEscaping(text) else { return plainQuoted(text) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count + 16)
         append(text, to: &bytes)
@@ -28,10 +28,32 @@ public enum JSONString {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// `"text"` built in one allocation.
+    private static func plainQuoted(_ text: String) -> String {
+        var text = text
+        return text.withUTF8 { bytes in
+            String(unsafeUninitializedCapacity: bytes.count + 2) { buffer in
+                buffer[0] = UInt8(ascii: "\"")
+                _ = UnsafeMutableBufferPointer(rebasing: buffer[1...]).initialize(from: bytes)
+                buffer[bytes.count + 1] = UInt8(ascii: "\"")
+                return bytes.count + 2
+            }
+        }
+    }
+
     /// True when some UTF-8 byte could start a scalar that is escaped (C2 starts the C1 controls,
     /// E2 the bidi controls and U+2028/U+2029); may say true for harmless text such as `€`.
     private static func mayNeedEscaping(_ text: String) -> Bool {
-        text.utf8.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
+        var text = text
+        // One pass over the contiguous bytes with a table: no closure call per byte.
+        return text.withUTF8 { bytes in
+            escapeStarts.withUnsafeBufferPointer { table in bytes.contains { table[Int($0)] } }
+        }
+    }
+
+    /// The bytes `mayNeedEscaping` looks for, as a table indexed by byte.
+    private static let escapeStarts: [Bool] = (0...255).map { byte in
+        byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2
     }
 
     private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {

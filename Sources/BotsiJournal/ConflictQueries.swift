@@ -50,13 +50,15 @@ extension Journal {
 
     /// The groups among the rows run `runID` worked on, from the journal (as its other counts).
     public func conflictCounts(runID: Int64) throws(JournalError) -> ConflictCounts {
+        // Another row of the same transaction has another profile (the pair is unique), so the
+        // probe compares ids, which `items_transaction` holds, and never reads the table.
         try wrap { () throws(SQLiteError) in
             let statement = try statement(
                 """
                 WITH claimed AS (
                     SELECT DISTINCT a.original_transaction_id AS id FROM items AS a WHERE a.last_run = ?1
                     AND EXISTS (SELECT 1 FROM items AS b INDEXED BY items_transaction
-                        WHERE b.original_transaction_id = a.original_transaction_id AND b.profile_id != a.profile_id))
+                        WHERE b.original_transaction_id = a.original_transaction_id AND b.id != a.id))
                 SELECT (SELECT count(*) FROM claimed),
                     (SELECT count(*) FROM claimed JOIN items INDEXED BY items_transaction
                         ON items.original_transaction_id = claimed.id)

@@ -64,6 +64,11 @@ public final class Journal {
     private var statements: [UInt: SQLiteStatement] = [:]
     /// Statements whose text is put together at run time (once per run, not per row).
     private var builtStatements: [String: SQLiteStatement] = [:]
+    /// The row of the last `recordAttempt` whose count (and in-flight mark) is not written yet:
+    /// the `recordOutcome` that nearly always follows writes it in its own UPDATE, one statement
+    /// per request fewer. Anything else the journal does writes it first (`wrap`), so no query and
+    /// no commit ever sees the row without it. Only ever set inside an open transaction.
+    private var unwrittenAttempt: Int64?
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -209,12 +214,26 @@ public final class Journal {
     }
 
     func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(JournalError) -> T {
-        do { return try body() } catch { throw JournalError.from(error, path: path) }
+        do {
+            if unwrittenAttempt != nil { try writeAttemptCount() }
+            return try body()
+        } catch {
+            throw JournalError.from(error, path: path)
+        }
+    }
+
+    private func writeAttemptCount() throws(SQLiteError) {
+        guard let itemID = unwrittenAttempt else { return }
+        try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
+            .reset(.int(itemID)).run()
+        unwrittenAttempt = nil
     }
 
     /// Closes the SQLite connection, then lets go of the journal file and its run lock (in that
     /// order: the file's descriptor must outlive the connection). Safe to call more than once.
     public func close() {
+        // Closing inside a transaction rolls it back, the attempt with it.
+        unwrittenAttempt = nil
         statements.removeAll()
         builtStatements.removeAll()
         connection.close()
@@ -236,6 +255,7 @@ public final class Journal {
 
     /// Rolls back the open batch, if SQLite has not already rolled it back itself.
     public func rollback() {
+        unwrittenAttempt = nil
         if connection.isInTransaction { try? connection.execute("ROLLBACK") }
     }
 
@@ -377,8 +397,9 @@ public final class Journal {
                 .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome),
                 .optionalText(profile?.state), .optionalText(profile?.accessLevelsJSON)
             ).run()
-            try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
-                .reset(.int(itemID)).run()
+            unwrittenAttempt = itemID
+            // Outside a transaction the INSERT is already committed: the count goes with it.
+            if !connection.isInTransaction { try writeAttemptCount() }
         }
     }
 
@@ -389,31 +410,64 @@ public final class Journal {
         itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String,
         profile: ProfileRecord?
     ) throws(JournalError) {
-        try wrap { () throws(SQLiteError) in
-            if let profile {
-                try statement(
-                    """
-                    UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ?,
-                        restored_at = ?, profile_state = ?, access_levels = ?, answered_at = coalesce(?, answered_at)
-                    WHERE id = ?
-                    """
-                ).reset(
-                    .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                    .text(now), .text(now), .optionalText(profile.state), .optionalText(profile.accessLevelsJSON),
-                    .optionalText(status.isFinal ? now : nil), .int(itemID)
-                ).run()
-            } else {
-                try statement(
-                    """
-                    UPDATE items SET status = ?, code = ?, http_status = ?, message = ?, updated_at = ?,
-                        answered_at = coalesce(?, answered_at)
-                    WHERE id = ?
-                    """
-                ).reset(
-                    .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                    .text(now), .optionalText(status.isFinal ? now : nil), .int(itemID)
-                ).run()
+        // The attempt just recorded for this row is counted by this UPDATE, not by one of its own.
+        let countsAttempt = unwrittenAttempt == itemID
+        if countsAttempt { unwrittenAttempt = nil }
+        do {
+            try wrap { () throws(SQLiteError) in
+                let update = try outcomeStatement(withProfile: profile != nil, countsAttempt: countsAttempt)
+                let finalAt = SQLiteValue.optionalText(status.isFinal ? now : nil)
+                if let profile {
+                    try update.reset(
+                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                        .text(now), finalAt, .int(itemID), .text(now), .optionalText(profile.state),
+                        .optionalText(profile.accessLevelsJSON))
+                } else {
+                    try update.reset(
+                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
+                        .text(now), finalAt, .int(itemID))
+                }
+                try update.run()
             }
+        } catch {
+            if countsAttempt { unwrittenAttempt = itemID }
+            throw error
+        }
+    }
+
+    /// The UPDATE of `recordOutcome`: parameters 1-7 are status, code, HTTP status, message, now,
+    /// answered-at and the row id; 8-10, with a profile, are restored-at, profile state and levels.
+    private func outcomeStatement(withProfile: Bool, countsAttempt: Bool) throws(SQLiteError) -> SQLiteStatement {
+        switch (withProfile, countsAttempt) {
+        case (true, true):
+            try statement(
+                """
+                UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
+                    restored_at = ?8, profile_state = ?9, access_levels = ?10, answered_at = coalesce(?6, answered_at),
+                    attempts = attempts + 1, in_flight_run = NULL
+                WHERE id = ?7
+                """)
+        case (true, false):
+            try statement(
+                """
+                UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
+                    restored_at = ?8, profile_state = ?9, access_levels = ?10, answered_at = coalesce(?6, answered_at)
+                WHERE id = ?7
+                """)
+        case (false, true):
+            try statement(
+                """
+                UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
+                    answered_at = coalesce(?6, answered_at), attempts = attempts + 1, in_flight_run = NULL
+                WHERE id = ?7
+                """)
+        case (false, false):
+            try statement(
+                """
+                UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
+                    answered_at = coalesce(?6, answered_at)
+                WHERE id = ?7
+                """)
         }
     }
 

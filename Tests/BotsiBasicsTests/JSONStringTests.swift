@@ -36,4 +36,21 @@ import Testing
             #expect(!JSONString.quoted(sample).unicodeScalars.contains { VisibleText.isActive($0) })
         }
     }
+
+    /// Each scalar that is escaped, alone, first and last in otherwise plain text: the check that
+    /// lets plain text through unescaped must never let one of them through.
+    @Test func everyEscapedScalarIsEscapedWherever() throws {
+        let escaped: [Unicode.Scalar] =
+            (0..<0x20).compactMap(Unicode.Scalar.init) + ["\"", "\\", "\u{7F}"]
+            + (0x80...0x9F).compactMap(Unicode.Scalar.init)
+            + ["\u{202A}", "\u{202E}", "\u{2066}", "\u{2069}", "\u{2028}", "\u{2029}"]
+        for scalar in escaped {
+            for sample in ["\(scalar)", "\(scalar)plain", "plain text\(scalar)"] {
+                let quoted = JSONString.quoted(sample)
+                #expect(quoted != "\"\(sample)\"", "U+\(scalar.value) went through unescaped")
+                let decoded = try JSONSerialization.jsonObject(with: Data("[\(quoted)]".utf8)) as? [String]
+                #expect(decoded == [sample])
+            }
+        }
+    }
 }

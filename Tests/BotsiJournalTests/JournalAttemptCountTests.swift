@@ -1,0 +1,133 @@
+import BotsiJournal
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// `recordAttempt` leaves the row's count to the `recordOutcome` that follows it (one UPDATE per
+/// request, not two). Whatever else happens in between, the count and the in-flight mark must
+/// come out as if each had been written at once.
+@Suite struct JournalAttemptCountTests {
+    private let directory = Workspace()
+    private var path: String { directory.file("j.sqlite") }
+
+    private func openWithRows(_ count: Int) throws -> (Journal, run: Int64, items: [Int64]) {
+        let journal = try Journal(path: path)
+        let run = try journal.transaction { () throws(JournalError) in
+            try journal.startRun(
+                startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+        }
+        var items: [Int64] = []
+        for index in 0..<count {
+            let admission = try journal.transaction { () throws(JournalError) in
+                try journal.admit(
+                    profileId: "p\(index)", originalTransactionId: "10\(index)", source: "in.csv:\(index + 2)",
+                    runID: run, now: Timestamp.string(Date()))
+            }
+            guard case .send(let item, _, _) = admission else { throw CancellationError() }
+            items.append(item)
+        }
+        return (journal, run, items)
+    }
+
+    private func attempt(_ journal: Journal, _ item: Int64, run: Int64, outcome: String = "restored")
+        throws(JournalError)
+    {
+        try journal.recordAttempt(
+            itemID: item, runID: run, number: 1, startedAt: Date(), durationMilliseconds: 1, httpStatus: 200,
+            code: nil, outcome: outcome, profile: nil)
+    }
+
+    private func outcome(_ journal: Journal, _ item: Int64, _ status: ItemStatus, withProfile: Bool = true)
+        throws(JournalError)
+    {
+        try journal.recordOutcome(
+            itemID: item, status: status, code: status == .pending ? "timeout" : nil, httpStatus: 200, message: nil,
+            now: Timestamp.string(Date()),
+            profile: withProfile ? ProfileRecord(state: "subscribed", accessLevelsJSON: "{}") : nil)
+    }
+
+    /// The committed counts, as another process sees them.
+    private func committedAttempts() throws -> [String: Int] {
+        let reader = try Journal(path: path, create: false, readOnly: true)
+        defer { reader.close() }
+        var attempts: [String: Int] = [:]
+        try reader.forEachReportRecord(ReportFilter()) { attempts[$0.profileId] = $0.attempts }
+        return attempts
+    }
+
+    @Test(arguments: [true, false])
+    func anAttemptAndItsOutcomeCountOnceAndClearTheMark(withProfile: Bool) throws {
+        let (journal, run, items) = try openWithRows(2)
+        try journal.transaction { () throws(JournalError) in
+            try journal.recordOutcome(
+                itemID: items[1], status: .restored, code: nil, httpStatus: 200, message: nil,
+                now: Timestamp.string(Date()), profile: nil)
+        }
+        try journal.transaction { () throws(JournalError) in
+            try journal.markInFlight(itemID: items[0], runID: run, now: Timestamp.string(Date()))
+            try journal.markInFlight(itemID: items[1], runID: run, now: Timestamp.string(Date()), keepsStatus: true)
+            for item in items {
+                try attempt(journal, item, run: run)
+                try outcome(journal, item, .restored, withProfile: withProfile)
+            }
+        }
+        #expect(try committedAttempts() == ["p0": 1, "p1": 1])
+        let report = try Journal(path: path, create: false, readOnly: true)
+        var states: [String?] = []
+        try report.forEachReportRecord(ReportFilter()) { states.append($0.profileState) }
+        report.close()
+        #expect(states == (withProfile ? ["subscribed", "subscribed"] : [nil, nil]))
+        let recovered = try journal.transaction { () throws(JournalError) in try journal.recoverInFlight() }
+        #expect(recovered == InFlightRecovery(pending: 0, final: 0), "the outcome cleared the resend's mark")
+    }
+
+    @Test func anAttemptWithoutItsOutcomeIsWrittenByWhateverComesNext() throws {
+        let (journal, run, items) = try openWithRows(3)
+        try journal.transaction { () throws(JournalError) in
+            try attempt(journal, items[0], run: run, outcome: "retry")
+            // A query in the same transaction sees the count.
+            let owed = try journal.owedRows(
+                after: 0, limit: 10, selection: OwedSelection(statuses: [.pending]), runID: 0)
+            #expect(owed.map(\.attempts) == [1, 0, 0])
+            try outcome(journal, items[0], .pending, withProfile: false)
+            // Another row's outcome does not take this row's attempt.
+            try attempt(journal, items[1], run: run)
+            try outcome(journal, items[2], .restored)
+            // An attempt left last is written by the commit.
+            try attempt(journal, items[2], run: run, outcome: "kept")
+        }
+        #expect(try committedAttempts() == ["p0": 1, "p1": 1, "p2": 1])
+    }
+
+    @Test func aKeptResendLosesItsMarkWithoutAnOutcome() throws {
+        let (journal, run, items) = try openWithRows(1)
+        try journal.transaction { () throws(JournalError) in
+            try outcome(journal, items[0], .restored)
+            try journal.markInFlight(itemID: items[0], runID: run, now: Timestamp.string(Date()), keepsStatus: true)
+            try attempt(journal, items[0], run: run, outcome: "kept")
+        }
+        let recovered = try journal.transaction { () throws(JournalError) in try journal.recoverInFlight() }
+        #expect(recovered == InFlightRecovery(pending: 0, final: 0))
+        #expect(try committedAttempts() == ["p0": 1])
+    }
+
+    @Test func anAttemptOutsideATransactionIsCountedAtOnce() throws {
+        let (journal, run, items) = try openWithRows(1)
+        try attempt(journal, items[0], run: run)
+        #expect(try committedAttempts() == ["p0": 1])
+        journal.close()
+    }
+
+    @Test func aRolledBackAttemptIsNeverCounted() throws {
+        let (journal, run, items) = try openWithRows(2)
+        try journal.begin()
+        try attempt(journal, items[0], run: run)
+        journal.rollback()
+        try journal.transaction { () throws(JournalError) in try outcome(journal, items[0], .restored) }
+        #expect(try committedAttempts() == ["p0": 0, "p1": 0])
+        try journal.begin()
+        try attempt(journal, items[1], run: run)
+        journal.close()
+        #expect(try committedAttempts() == ["p0": 0, "p1": 0], "closing inside a transaction rolls it back")
+    }
+}

@@ -73,7 +73,7 @@ public final class Runner: @unchecked Sendable {
     /// can a resend have been kept without an answer.
     private var tookUpFinalRows = false
     private var bytesOfFinishedReaders: Int64 = 0
-    private var inputsRecord: [[String: String]] = []
+    private var inputsRecord: [RunInput] = []
     private var inputDone = false
     private var journal: Journal?
     private var runID: Int64 = 0
@@ -215,7 +215,7 @@ public final class Runner: @unchecked Sendable {
                 summary.recoveredMarks = recovery.final
                 runID = try journal.startRun(
                     startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
-                    pid: getpid(), optionsJSON: optionsJSON(), inputsJSON: "[]")
+                    pid: getpid(), optionsJSON: optionsJSON())
             }
             owedFeeder = OwedRowFeeder(mode: runMode, runID: runID, startedAt: startedAt)
         } catch {
@@ -368,10 +368,8 @@ public final class Runner: @unchecked Sendable {
     }
 
     private func finishReader(_ reader: InputReader, complete: Bool) {
-        inputsRecord.append([
-            "path": reader.displayName, "sha256": reader.sha256Hex, "bytes": String(reader.bytesRead),
-            "complete": String(complete),
-        ])
+        inputsRecord.append(
+            RunInput(path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: complete))
         bytesOfFinishedReaders += reader.bytesRead
         if complete, let empty = reader.noRows {
             summary.inputNotes.append((empty.isWarning ? "warning: " : "") + empty.message(input: reader.displayName))
@@ -733,8 +731,8 @@ public final class Runner: @unchecked Sendable {
                 do {
                     try journal.transaction { () throws(JournalError) in
                         try journal.finishRun(
-                            runID, endedAt: Date(), state: stopReason == nil ? "finished" : "stopped",
-                            exitCode: exitCode, inputsJSON: inputsJSON(), countsJSON: countsJSON())
+                            runID, endedAt: Date(), state: stopReason == nil ? .finished : .stopped,
+                            exitCode: exitCode, inputs: inputRecords(), countsJSON: countsJSON())
                     }
                 } catch {
                     summary.exitCode = ExitCode.cannotCreate
@@ -750,18 +748,16 @@ public final class Runner: @unchecked Sendable {
         done.signal()
     }
 
-    private func inputsJSON() -> String {
+    private func inputRecords() -> [RunInput] {
         var records = inputsRecord
         if readerIndex < readers.count {
             for reader in readers[readerIndex...] {
-                records.append([
-                    "path": reader.displayName, "sha256": reader.sha256Hex, "bytes": String(reader.bytesRead),
-                    "complete": "false",
-                ])
+                records.append(
+                    RunInput(
+                        path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: false))
             }
         }
-        let data = try? JSONSerialization.data(withJSONObject: records, options: [.sortedKeys])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        return records
     }
 
     private func countsJSON() -> String {
@@ -809,15 +805,12 @@ public final class Runner: @unchecked Sendable {
     private func journalProgress() {
         guard let journal else { return }
         let current = progress()
-        var fields = [
-            "\"rowsRead\":\(current.rowsRead)", "\"bytesRead\":\(current.bytesRead)",
-            "\"requests\":\(current.requests)",
-            "\"updatedAt\":\(JSONString.quoted(Timestamp.string(Date())))",
-        ]
-        if let total = current.totalBytes { fields.append("\"totalBytes\":\(total)") }
+        let record = RunProgressRecord(
+            rowsRead: current.rowsRead, bytesRead: current.bytesRead, totalBytes: current.totalBytes,
+            requests: current.requests, updatedAt: Timestamp.string(Date()))
         do {
             if !journal.isInTransaction { try journal.begin() }
-            try journal.recordProgress(runID, json: "{\(fields.joined(separator: ","))}")
+            try journal.recordProgress(runID, record)
             schedulePump()
         } catch {
             failJournal(error)

@@ -66,6 +66,15 @@ import Testing
         #expect(TextTable.printable(text) == VisibleText.escaped(text))
     }
 
+    @Test func tableColumnsAreSizedInCharactersNotBytes() {
+        var text = ""
+        let table = TextTable(columns: ["a", "b"]) { text += $0 }
+        table.add(["éé", "x"])
+        table.add(["ab", "y"])
+        table.finish()
+        #expect(text == "a   b\n--  -\néé  x\nab  y\n")
+    }
+
     static func records() -> [ReportRecord] {
         let hostile = ["=1", "a,b", "q\"q", "x\r\ny", "\u{1B}[2J", "é—ü", "\t-", "ok", "", "\u{202E}rtl"]
         return (0..<4000).map { index in

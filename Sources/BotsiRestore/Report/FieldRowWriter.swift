@@ -186,15 +186,35 @@ extension FieldRowWriter {
     /// none of the bytes it escapes or may escape (the same set) is copied between quotes.
     static func appendJSONString(_ text: String, to out: inout [UInt8]) {
         let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes
-            where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2 {
-                return false
+            let plain = ReportBytes.classes.withUnsafeBufferPointer { classes in
+                !bytes.contains { classes[Int($0)] & (ReportBytes.escapedEverywhere | ReportBytes.escapedInJSON) != 0 }
             }
+            guard plain else { return false }
             out.append(UInt8(ascii: "\""))
             out.append(contentsOf: bytes)
             out.append(UInt8(ascii: "\""))
             return true
         }
         if copied != true { JSONString.append(text, to: &out) }
+    }
+}
+
+/// What each byte means to the report writers, looked up once per byte instead of compared
+/// against each case.
+enum ReportBytes {
+    /// C0 controls, DEL, and C2 and E2, the lead bytes of the C1 controls and of the bidi
+    /// controls (and U+2028/U+2029): every format escapes them or may have to.
+    static let escapedEverywhere: UInt8 = 1
+    /// `,` and `"`: a CSV cell holding one is quoted.
+    static let quotedInCSV: UInt8 = 2
+    /// `"` and `\`: escaped inside a JSON string.
+    static let escapedInJSON: UInt8 = 4
+
+    static let classes: [UInt8] = (0...255).map { byte -> UInt8 in
+        var kind: UInt8 = 0
+        if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2 { kind |= escapedEverywhere }
+        if byte == 0x2C || byte == 0x22 { kind |= quotedInCSV }
+        if byte == 0x22 || byte == 0x5C { kind |= escapedInJSON }
+        return kind
     }
 }

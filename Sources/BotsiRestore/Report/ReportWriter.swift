@@ -119,26 +119,35 @@ public enum CSVText {
         {
             return false
         }
-        var needsQuotes = false
-        for byte in bytes {
-            // The bytes `cell` looks at: controls, DEL, the lead bytes of C1 and bidi controls.
-            if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2 { return false }
-            if byte == UInt8(ascii: ",") || byte == UInt8(ascii: "\"") { needsQuotes = true }
+        // One look-up per byte: the bytes `cell` acts on (controls, DEL, the lead bytes of C1 and
+        // bidi controls) send the cell there; commas and quotes only quote it.
+        var quotes = 0
+        var commas = 0
+        let special = ReportBytes.classes.withUnsafeBufferPointer { classes -> Bool in
+            for byte in bytes {
+                let kind = classes[Int(byte)]
+                if kind & ReportBytes.escapedEverywhere != 0 { return true }
+                if kind & ReportBytes.quotedInCSV != 0 {
+                    if byte == UInt8(ascii: "\"") { quotes += 1 } else { commas += 1 }
+                }
+            }
+            return false
         }
-        guard needsQuotes else {
+        if special { return false }
+        guard quotes + commas > 0 else {
             out.append(contentsOf: bytes)
             return true
         }
-        let quote = UInt8(ascii: "\"")
-        out.append(quote)
-        var start = 0
-        for index in bytes.indices where bytes[index] == quote {
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...index]))
-            out.append(quote)
-            start = index + 1
+        // Quoted, each quote doubled: sized once, then filled in place.
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: bytes.count + quotes + 2))
+        out.withUnsafeMutableBufferPointer { buffer in
+            var at = start + 1
+            for byte in bytes {
+                buffer[at] = byte
+                at += byte == UInt8(ascii: "\"") ? 2 : 1
+            }
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
-        out.append(quote)
         return true
     }
 

@@ -25,7 +25,8 @@ public final class TextTable {
     }
 
     public func add(_ cells: [String]) {
-        let cells = cells.map(Self.printable)
+        // Nearly every row needs no escaping: then it is used as it is, not copied.
+        let cells = cells.contains(where: Self.mayNeedEscaping) ? cells.map(Self.printable) : cells
         if let widths {
             emit(cells, widths: widths)
             return
@@ -57,27 +58,48 @@ public final class TextTable {
     private func emit(_ cells: [String], widths: [Int]) {
         let start = output.bytes.count
         for (index, width) in widths.enumerated() {
-            let cell = index < cells.count ? cells[index] : ""
-            var shown = Self.width(cell)
-            if shown > width {
-                let kept = max(width - 1, 0)
-                if cell.utf8.count == shown {
-                    output.bytes.append(contentsOf: cell.utf8.prefix(kept))
-                } else {
-                    output.bytes.append(contentsOf: String(cell.prefix(kept)).utf8)
-                }
-                output.bytes.append(contentsOf: "…".utf8)
-                shown = kept + 1
-            } else {
-                output.bytes.append(contentsOf: cell.utf8)
-            }
-            if index < widths.count - 1 {
-                output.bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: width - shown + 2))
-            }
+            let shown = append(index < cells.count ? cells[index] : "", width: width)
+            if index < widths.count - 1 { pad(width - shown + 2) }
         }
         while output.bytes.count > start && output.bytes.last == UInt8(ascii: " ") { output.bytes.removeLast() }
         output.bytes.append(UInt8(ascii: "\n"))
         output.endLine()
+    }
+
+    /// Appends the cell, cut to `width` characters with `…` when wider; returns how many it shows.
+    private func append(_ cell: String, width: Int) -> Int {
+        // ASCII (every byte one character, once `printable` has escaped the controls), in place.
+        let ascii = cell.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            guard bytes.count > width else {
+                output.bytes.append(contentsOf: bytes)
+                return bytes.count
+            }
+            let kept = max(width - 1, 0)
+            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
+            output.bytes.append(contentsOf: "…".utf8)
+            return kept + 1
+        }
+        if let shown = ascii ?? nil { return shown }
+        let count = cell.count
+        guard count > width else {
+            output.bytes.append(contentsOf: cell.utf8)
+            return count
+        }
+        let kept = max(width - 1, 0)
+        output.bytes.append(contentsOf: String(cell.prefix(kept)).utf8)
+        output.bytes.append(contentsOf: "…".utf8)
+        return kept + 1
+    }
+
+    private static let spaces = [UInt8](repeating: UInt8(ascii: " "), count: 128)
+
+    private func pad(_ count: Int) {
+        if count <= Self.spaces.count {
+            output.bytes.append(contentsOf: Self.spaces[0..<count])
+        } else {
+            output.bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count))
+        }
     }
 
     /// The cell's width in characters: its byte count when it is ASCII (after `printable`, no
@@ -90,11 +112,17 @@ public final class TextTable {
     /// Controls, DEL, C1 controls and bidi overrides become visible escapes (`\u001B`): a server
     /// message cannot move the cursor, recolour the terminal or reorder the line.
     static func printable(_ text: String) -> String {
-        // `VisibleText.escaped` returns text without the bytes that may start an active scalar as
-        // it is; that first look, done on the bytes in place, is most of the cost for a table.
+        mayNeedEscaping(text) ? VisibleText.escaped(text) : text
+    }
+
+    /// `VisibleText.escaped` returns text without the bytes that may start an active scalar as it
+    /// is; that first look, done on the bytes in place, was most of the cost of a table.
+    private static func mayNeedEscaping(_ text: String) -> Bool {
         let plain = text.utf8.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }
+            ReportBytes.classes.withUnsafeBufferPointer { classes in
+                !bytes.contains { classes[Int($0)] & ReportBytes.escapedEverywhere != 0 }
+            }
         }
-        return plain == true ? text : VisibleText.escaped(text)
+        return plain != true
     }
 }

@@ -66,3 +66,31 @@ echo "1,000,000-row input: ${elapsed}s, peak RSS $((rss / 1024)) MB ($(python3 -
 read -r elapsed user sys rss < <(measure rerun "$bin" run "$work/big.csv" --journal "$work/big.sqlite" \
     --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet)
 echo "rerun over $big_rows finished rows: ${elapsed}s = $(python3 -c "print(round($big_rows/$elapsed))") rows/s skipped, peak RSS $((rss / 1024)) MB"
+
+# Reports (issue 9): every `report` format over a journal of REPORT_ROWS rows (default 300,000),
+# beside sqlite3's own CSV export of the columns the report reads, from the same journal. The
+# journal is the 1,000,000-row run's when the sizes match, else a run of its own at 0 ms.
+report_rows=${REPORT_ROWS:-300000}
+if [ "$report_rows" = "$big_rows" ]; then
+    report_journal="$work/big.sqlite"
+else
+    python3 bench/make_input.py "$report_rows" >"$work/report.csv"
+    measure report-run "$bin" run "$work/report.csv" --journal "$work/report.sqlite" \
+        --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet >/dev/null
+    report_journal="$work/report.sqlite"
+fi
+rows=$(sqlite3 -readonly "$report_journal" "SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM rejections)")
+report_line() { # label elapsed rss_kb
+    echo "$1 over $rows rows: ${2}s = $(python3 -c "print(round($rows/max($2, 0.01)))") rows/s, peak RSS $(($3 / 1024)) MB"
+}
+for format in jsonl csv table; do
+    /usr/bin/time -f "%e %M" -o "$work/time" "$bin" report --journal "$report_journal" --format "$format" \
+        --output "$work/report.$format" 2>"$work/report-$format.err" || { cat "$work/report-$format.err" >&2; exit 1; }
+    read -r elapsed rss <"$work/time"
+    report_line "report --format $format" "$elapsed" "$rss"
+done
+/usr/bin/time -f "%e %M" -o "$work/time" sqlite3 -readonly -csv "$report_journal" \
+    "SELECT profile_id, original_transaction_id, status, code, http_status, attempts, last_source, updated_at,
+        restored_at, profile_state, access_levels, message FROM items ORDER BY id" >"$work/report.sqlite3.csv"
+read -r elapsed rss <"$work/time"
+report_line "sqlite3 -csv, the same columns" "$elapsed" "$rss"

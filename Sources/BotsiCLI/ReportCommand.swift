@@ -38,47 +38,27 @@ enum ReportCommand: Command {
         }
         var filter = ReportFilter(statuses: settings.statuses, codes: settings.codes)
         filter.since = settings.since
-        let path = settings.journal
-        do {
-            // The output is checked first: one that is refused leaves even the journal unread.
-            let sink = try ReportSink(path: settings.output, journal: path)
-            let journal = try Journal(path: path, create: false, readOnly: true)
-            defer { journal.close() }
+        return try withReportOutput(settings) { journal, sink in
             if let run = settings.run {
                 filter.runID = try resolveRun(run, journal: journal)
             }
-            let writer = ReportWriter(format: settings.format) { sink.write($0) }
+            let writer = ReportWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
             writer.header()
             try journal.forEachReportRecord(filter) { writer.write($0) }
             writer.finish()
-            try sink.commit()
-            return ExitCode.success
-        } catch let error as JournalError {
-            Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
-        } catch let error as UsageError {
-            throw error
-        } catch let error as FileError {
-            Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
         }
     }
 
     /// `--changes --run B --since-run A`: rows whose status or profile snapshot differs between
     /// the two runs. B defaults to the latest run, A to the run before B.
     static func changes(_ settings: ReportSettings) throws -> Int32 {
-        let filters = [
-            ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
-            ("--since", settings.since != nil),
-        ]
-        for (option, given) in filters where given {
-            throw UsageError(message: "option '\(option)' does not apply to --changes; filter the output instead")
-        }
-        let path = settings.journal
-        do {
-            let sink = try ReportSink(path: settings.output, journal: path)
-            let journal = try Journal(path: path, create: false, readOnly: true)
-            defer { journal.close() }
+        try refuse(
+            [
+                ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
+                ("--since", settings.since != nil),
+            ],
+            with: "--changes")
+        return try withReportOutput(settings) { journal, sink in
             let later = try resolveRun(settings.run ?? "latest", journal: journal)
             let earlier = try settings.sinceRun.map { try resolveRun($0, journal: journal) } ?? later - 1
             guard earlier >= 1, earlier < later else {
@@ -86,40 +66,48 @@ enum ReportCommand: Command {
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "
                         + "run \(later) has no earlier run \(earlier)")
             }
-            let writer = ChangeWriter(format: settings.format) { sink.write($0) }
+            let writer = ChangeWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
             writer.finish()
-            try sink.commit()
-            return ExitCode.success
-        } catch let error as JournalError {
-            Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
-        } catch let error as FileError {
-            Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
         }
     }
 
     /// `--conflicts`: every transaction two or more profiles claim, with each claim's outcome.
     static func conflicts(_ settings: ReportSettings) throws -> Int32 {
-        let filters = [
-            ("--changes", settings.changes), ("--since-run", settings.sinceRun != nil), ("--run", settings.run != nil),
-            ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
-            ("--since", settings.since != nil),
-        ]
-        for (option, given) in filters where given {
-            throw UsageError(message: "option '\(option)' does not apply to --conflicts; filter the output instead")
-        }
-        let path = settings.journal
-        do {
-            let sink = try ReportSink(path: settings.output, journal: path)
-            let journal = try Journal(path: path, create: false, readOnly: true)
-            defer { journal.close() }
-            let writer = ConflictWriter(format: settings.format) { sink.write($0) }
+        try refuse(
+            [
+                ("--changes", settings.changes), ("--since-run", settings.sinceRun != nil),
+                ("--run", settings.run != nil),
+                ("--status", !settings.statuses.isEmpty), ("--code", !settings.codes.isEmpty),
+                ("--since", settings.since != nil),
+            ], with: "--conflicts")
+        return try withReportOutput(settings) { journal, sink in
+            let writer = ConflictWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
             writer.header()
             try journal.forEachConflict { writer.write($0) }
             writer.finish()
+        }
+    }
+
+    /// Refuses the first of `options` that was given: it does not apply to `mode`.
+    private static func refuse(_ options: [(name: String, given: Bool)], with mode: String) throws(UsageError) {
+        if let option = options.first(where: { $0.given }) {
+            throw UsageError(message: "option '\(option.name)' does not apply to \(mode); filter the output instead")
+        }
+    }
+
+    /// What every report shares: the output is opened first (one that is refused leaves even the
+    /// journal unread), then the journal read-only; `body` writes; the output is put in place only
+    /// when whole. A journal or file failure is exit 73 with its message; a usage error goes up.
+    private static func withReportOutput(
+        _ settings: ReportSettings, _ body: (Journal, ReportSink) throws -> Void
+    ) throws -> Int32 {
+        do {
+            let sink = try ReportSink(path: settings.output, journal: settings.journal)
+            let journal = try Journal(path: settings.journal, create: false, readOnly: true)
+            defer { journal.close() }
+            try body(journal, sink)
             try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
@@ -164,6 +152,12 @@ final class ReportSink {
     func write(_ text: String) {
         if let file { return file.write(text) }
         buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { drain() }
+    }
+
+    func write(bytes: [UInt8]) {
+        if let file { return file.write(bytes) }
+        buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 { drain() }
     }
 

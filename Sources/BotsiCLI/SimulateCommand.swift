@@ -146,7 +146,7 @@ enum DemoCommand: Command {
         let journal = try Journal(path: path, create: false, readOnly: true)
         defer { journal.close() }
         var count = 0
-        try journal.forEachReportRecord(ReportFilter(statuses: ["restored"])) { record in
+        try journal.forEachReportRecord(ReportFilter(statuses: [ItemStatus.restored.rawValue])) { record in
             if record.attempts > 1 { count += 1 }
         }
         return count

@@ -4,7 +4,7 @@ import Foundation
 /// (a resend without one changes nothing), or, for a row never answered yet, its last error.
 public struct RowState: Sendable, Equatable {
     /// The row's status: the answer's, or `pending` for a row never answered.
-    public var status: String
+    public var status: ItemStatus
     public var code: String?
     public var httpStatus: Int?
     /// The run that made the attempt the state comes from.
@@ -15,7 +15,7 @@ public struct RowState: Sendable, Equatable {
     public var accessLevels: String?
 
     public init(
-        status: String, code: String?, httpStatus: Int?, runID: Int64, attemptedAt: String, profileState: String?,
+        status: ItemStatus, code: String?, httpStatus: Int?, runID: Int64, attemptedAt: String, profileState: String?,
         accessLevels: String?
     ) {
         self.status = status
@@ -49,13 +49,13 @@ extension Journal {
     public func forEachChange(
         since earlier: Int64, until later: Int64, _ body: (RowChange) throws -> Void
     ) throws {
+        let definitive = ItemStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let sql = """
             WITH touched AS (
                 SELECT DISTINCT item_id FROM attempts WHERE run_id > ?1 AND run_id <= ?2
             ),
             graded AS (
-                SELECT a.*, a.outcome IN ('restored', 'nothing_to_restore', 'profile_not_found', 'rejected', 'failed')
-                    AS definitive
+                SELECT a.*, a.outcome IN (\(definitive)) AS definitive
                 FROM attempts a JOIN touched t ON t.item_id = a.item_id
                 WHERE a.run_id <= ?2
             ),
@@ -73,9 +73,14 @@ extension Journal {
             ),
             after AS (SELECT * FROM ranked WHERE position_after = 1),
             before AS (SELECT * FROM ranked WHERE run_id <= ?1 AND position_in_half = 1)
-            SELECT i.profile_id, i.original_transaction_id, i.last_source,
-                b.status, b.code, b.http_status, b.run_id, b.started_at, b.profile_state, b.access_levels,
-                f.status, f.code, f.http_status, f.run_id, f.started_at, f.profile_state, f.access_levels
+            SELECT i.id AS id, i.profile_id AS profile_id, i.original_transaction_id AS original_transaction_id,
+                i.last_source AS last_source,
+                b.status AS before_status, b.code AS before_code, b.http_status AS before_http_status,
+                b.run_id AS before_run, b.started_at AS before_started_at, b.profile_state AS before_profile_state,
+                b.access_levels AS before_access_levels,
+                f.status AS after_status, f.code AS after_code, f.http_status AS after_http_status,
+                f.run_id AS after_run, f.started_at AS after_started_at, f.profile_state AS after_profile_state,
+                f.access_levels AS after_access_levels
             FROM after f
             JOIN items i ON i.id = f.item_id
             LEFT JOIN before b ON b.item_id = f.item_id
@@ -88,26 +93,50 @@ extension Journal {
             """
         try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
         defer { try? connection.execute("COMMIT") }
-        let statement = try wrap { () throws(SQLiteError) in try connection.prepare(sql) }
-        try wrap { () throws(SQLiteError) in _ = try statement.reset(.int(earlier), .int(later)) }
+        let (statement, before, after) = try wrap { () throws(SQLiteError) in
+            let statement = try connection.prepare(sql)
+            try statement.reset(.int(earlier), .int(later))
+            return (
+                statement, try StateColumns(statement, prefix: "before_"), try StateColumns(statement, prefix: "after_")
+            )
+        }
+        let id = try wrap { () throws(SQLiteError) in try statement.column("id") }
+        func state(_ column: StateColumns) throws(JournalError) -> RowState {
+            RowState(
+                status: try decodeEnum(
+                    ItemStatus.self, statement.text(column.status), table: "attempts", column: "outcome",
+                    row: statement.int(id)),
+                code: statement.text(column.code), httpStatus: statement.optionalInt(column.httpStatus).map(Int.init),
+                runID: statement.int(column.run), attemptedAt: statement.text(column.startedAt) ?? "",
+                profileState: statement.text(column.profileState), accessLevels: statement.text(column.accessLevels))
+        }
+        let profileId = try wrap { () throws(SQLiteError) in try statement.column("profile_id") }
+        let transactionId = try wrap { () throws(SQLiteError) in try statement.column("original_transaction_id") }
+        let source = try wrap { () throws(SQLiteError) in try statement.column("last_source") }
         while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-            var before: RowState?
-            if !statement.isNull(3) {
-                before = RowState(
-                    status: statement.text(3) ?? "", code: statement.text(4),
-                    httpStatus: statement.optionalInt(5).map(Int.init), runID: statement.int(6),
-                    attemptedAt: statement.text(7) ?? "", profileState: statement.text(8),
-                    accessLevels: statement.text(9))
-            }
-            let after = RowState(
-                status: statement.text(10) ?? "", code: statement.text(11),
-                httpStatus: statement.optionalInt(12).map(Int.init), runID: statement.int(13),
-                attemptedAt: statement.text(14) ?? "", profileState: statement.text(15),
-                accessLevels: statement.text(16))
+            // No answer by the earlier run: the row had not been sent by then.
+            var stateBefore: RowState?
+            if !statement.isNull(before.status) { stateBefore = try state(before) }
             try body(
                 RowChange(
-                    profileId: statement.text(0) ?? "", originalTransactionId: statement.text(1) ?? "",
-                    source: statement.text(2) ?? "", before: before, after: after))
+                    profileId: statement.text(profileId) ?? "",
+                    originalTransactionId: statement.text(transactionId) ?? "",
+                    source: statement.text(source) ?? "", before: stateBefore, after: try state(after)))
         }
+    }
+}
+
+/// One side's columns of the change query (`before_…` or `after_…`).
+private struct StateColumns {
+    let status, code, httpStatus, run, startedAt, profileState, accessLevels: Int32
+
+    init(_ statement: SQLiteStatement, prefix: String) throws(SQLiteError) {
+        status = try statement.column(prefix + "status")
+        code = try statement.column(prefix + "code")
+        httpStatus = try statement.column(prefix + "http_status")
+        run = try statement.column(prefix + "run")
+        startedAt = try statement.column(prefix + "started_at")
+        profileState = try statement.column(prefix + "profile_state")
+        accessLevels = try statement.column(prefix + "access_levels")
     }
 }

@@ -22,7 +22,7 @@ public struct ConflictRecord: Sendable, Equatable {
     /// 2 for the next, and so on.
     public var claim: Int
     public var profileId: String
-    public var status: String
+    public var status: ItemStatus
     public var code: String?
     /// `file:line` where the pair was first and last read.
     public var firstSource: String
@@ -44,7 +44,7 @@ extension Journal {
         let probe = try statement(Self.otherClaimSQL)
         try probe.reset(.text(originalTransactionId), .text(profileId))
         let found = try probe.step()
-        try probe.reset()
+        probe.rewind()
         return found
     }
 
@@ -66,7 +66,7 @@ extension Journal {
             try statement.reset(.int(runID))
             guard try statement.step() else { return ConflictCounts(groups: 0, rows: 0) }
             let counts = ConflictCounts(groups: Int(statement.int(0)), rows: Int(statement.int(1)))
-            try statement.reset()
+            statement.rewind()
             return counts
         }
     }
@@ -74,33 +74,58 @@ extension Journal {
     /// Every row of every transaction two or more profiles claim, a group at a time, in
     /// transaction order and journal order within a group. Streams: nothing is held but a group.
     public func forEachConflict(_ body: (ConflictRecord) -> Void) throws(JournalError) {
-        try wrap { () throws(SQLiteError) in
-            let statement = try statement(
+        let statement = try wrap { () throws(SQLiteError) in
+            try self.statement(
                 """
-                SELECT a.original_transaction_id, a.profile_id, a.status, a.code, a.first_source, a.last_source,
-                    a.attempts, a.updated_at,
+                SELECT a.id AS id, a.original_transaction_id AS original_transaction_id, a.profile_id AS profile_id,
+                    a.status AS status, a.code AS code, a.first_source AS first_source, a.last_source AS last_source,
+                    a.attempts AS attempts, a.updated_at AS updated_at,
                     (SELECT count(*) FROM items AS c INDEXED BY items_transaction
-                        WHERE c.original_transaction_id = a.original_transaction_id)
+                        WHERE c.original_transaction_id = a.original_transaction_id) AS profiles
                 FROM items AS a INDEXED BY items_transaction
                 WHERE EXISTS (SELECT 1 FROM items AS b INDEXED BY items_transaction
                     WHERE b.original_transaction_id = a.original_transaction_id AND b.profile_id != a.profile_id)
                 ORDER BY a.original_transaction_id, a.id
-                """)
-            try statement.reset()
-            var current: String?
-            var claim = 0
-            while try statement.step() {
-                let transaction = statement.text(0) ?? ""
-                claim = transaction == current ? claim + 1 : 1
-                current = transaction
-                body(
-                    ConflictRecord(
-                        originalTransactionId: transaction, profiles: Int(statement.int(8)), claim: claim,
-                        profileId: statement.text(1) ?? "", status: statement.text(2) ?? "", code: statement.text(3),
-                        firstSource: statement.text(4) ?? "", lastSource: statement.text(5) ?? "",
-                        attempts: Int(statement.int(6)), updatedAt: statement.text(7) ?? ""))
-            }
-            try statement.reset()
+                """
+            ).reset()
         }
+        defer { statement.rewind() }
+        let column = try wrap { () throws(SQLiteError) in try ConflictColumns(statement) }
+        var current: String?
+        var claim = 0
+        while try wrap({ () throws(SQLiteError) in try statement.step() }) {
+            let transaction = statement.text(column.transaction) ?? ""
+            claim = transaction == current ? claim + 1 : 1
+            current = transaction
+            let status = try decodeEnum(
+                ItemStatus.self, statement.text(column.status), table: "items", column: "status",
+                row: statement.int(column.id))
+            body(
+                ConflictRecord(
+                    originalTransactionId: transaction, profiles: Int(statement.int(column.profiles)), claim: claim,
+                    profileId: statement.text(column.profileId) ?? "", status: status,
+                    code: statement.text(column.code),
+                    firstSource: statement.text(column.firstSource) ?? "",
+                    lastSource: statement.text(column.lastSource) ?? "", attempts: Int(statement.int(column.attempts)),
+                    updatedAt: statement.text(column.updatedAt) ?? ""))
+        }
+    }
+}
+
+/// The result columns of the conflicts query.
+private struct ConflictColumns {
+    let id, transaction, profileId, status, code, firstSource, lastSource, attempts, updatedAt, profiles: Int32
+
+    init(_ statement: SQLiteStatement) throws(SQLiteError) {
+        id = try statement.column("id")
+        transaction = try statement.column("original_transaction_id")
+        profileId = try statement.column("profile_id")
+        status = try statement.column("status")
+        code = try statement.column("code")
+        firstSource = try statement.column("first_source")
+        lastSource = try statement.column("last_source")
+        attempts = try statement.column("attempts")
+        updatedAt = try statement.column("updated_at")
+        profiles = try statement.column("profiles")
     }
 }

@@ -275,40 +275,45 @@ public final class Journal {
 
     // MARK: Runs
 
-    /// Records a new run and returns its id.
+    /// Records a new run and returns its id. `optionsJSON` is the run's options as the runner
+    /// encodes them (never the key); the journal keeps them for people and for `status`.
+    /// Its inputs are recorded when it ends.
     public func startRun(
-        startedAt: Date, toolVersion: String, host: String, pid: Int32, optionsJSON: String, inputsJSON: String
+        startedAt: Date, toolVersion: String, host: String, pid: Int32, optionsJSON: String
     ) throws(JournalError) -> Int64 {
         try wrap { () throws(SQLiteError) in
             try statement(
-                "INSERT INTO runs (started_at, tool_version, host, pid, options, inputs) VALUES (?, ?, ?, ?, ?, ?)"
+                "INSERT INTO runs (started_at, tool_version, host, pid, options, inputs) VALUES (?, ?, ?, ?, ?, '[]')"
             )
             .reset(
                 .text(Timestamp.string(startedAt)), .text(toolVersion), .text(host), .int(Int64(pid)),
-                .text(optionsJSON), .text(inputsJSON)
+                .text(optionsJSON)
             ).run()
             return connection.lastInsertRowID
         }
     }
 
+    /// Records the end of a run. `countsJSON` is its summary as the runner encodes it (a JSON
+    /// object; readers use the fields of `RunCounts`).
     public func finishRun(
-        _ runID: Int64, endedAt: Date, state: String, exitCode: Int32, inputsJSON: String, countsJSON: String
+        _ runID: Int64, endedAt: Date, state: RunState, exitCode: Int32, inputs: [RunInput], countsJSON: String
     ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
                 "UPDATE runs SET ended_at = ?, state = ?, exit_code = ?, inputs = ?, counts = ? WHERE id = ?"
             )
             .reset(
-                .text(Timestamp.string(endedAt)), .text(state), .int(Int64(exitCode)), .text(inputsJSON),
-                .text(countsJSON), .int(runID)
+                .text(Timestamp.string(endedAt)), .text(state.rawValue), .int(Int64(exitCode)),
+                .text(ColumnJSON.encode(inputs)), .text(countsJSON), .int(runID)
             ).run()
         }
     }
 
     /// How far the run has got, for `status` while it runs.
-    public func recordProgress(_ runID: Int64, json: String) throws(JournalError) {
+    public func recordProgress(_ runID: Int64, _ progress: RunProgressRecord) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
-            try statement("UPDATE runs SET progress = ? WHERE id = ?").reset(.text(json), .int(runID)).run()
+            try statement("UPDATE runs SET progress = ? WHERE id = ?")
+                .reset(.text(ColumnJSON.encode(progress)), .int(runID)).run()
         }
     }
 
@@ -383,7 +388,7 @@ public final class Journal {
     /// (a final row's resend ended without a definitive answer). Clears a final row's in-flight mark.
     public func recordAttempt(
         itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double,
-        httpStatus: Int?, code: String?, outcome: String, profile: ProfileRecord?
+        httpStatus: Int?, code: String?, outcome: AttemptOutcome, profile: ProfileRecord?
     ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
@@ -394,7 +399,7 @@ public final class Journal {
                 """
             ).reset(
                 .int(itemID), .int(runID), .int(Int64(number)), .text(Timestamp.string(startedAt)),
-                .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome),
+                .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome.rawValue),
                 .optionalText(profile?.state), .optionalText(profile?.accessLevelsJSON)
             ).run()
             unwrittenAttempt = itemID

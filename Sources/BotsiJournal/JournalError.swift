@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiFiles
 
 /// Why a journal could not be opened, read or written. Every case reads as one sentence that says
@@ -12,6 +13,10 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case locked(path: String, holder: LockHolder?)
     case sqlite(path: String, error: SQLiteError)
     case missing(path: String)
+    /// A column holds a value this version does not know (a status, a run state, an outcome, or
+    /// JSON of another shape): edited by hand or written by another program. Readers stop there
+    /// rather than guess; the journal is left as it is.
+    case unknownValue(path: String, table: String, column: String, row: Int64, value: String)
     /// The file rules refused the path, or the system call failed (`FileError` says which and what to do).
     case file(FileError)
 
@@ -45,6 +50,10 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
             return "journal \(path) failed: \(error.message) (SQLite code \(error.code)); committed outcomes are safe"
         case .missing(let path):
             return "journal \(path) does not exist; give the --journal path a run wrote"
+        case .unknownValue(let path, let table, let column, let row, let value):
+            let shown = value.count > 60 ? String(value.prefix(60)) + "…" : value
+            return
+                "journal \(path): \(table) row \(row) holds \(column) '\(VisibleText.escaped(shown))', which this botsi-restore does not know; nothing was changed — the row was edited by hand or written by another program: put the value right with sqlite3 (docs/journal.md lists the values), or read it with the version that wrote it"
         case .file(let error):
             return error.description
         }

@@ -4,7 +4,8 @@ import Foundation
 public struct ReportRecord: Sendable, Equatable {
     public var profileId: String
     public var originalTransactionId: String
-    public var status: String
+    /// The item's status; `rejected` for a row the input checks refused.
+    public var status: ItemStatus
     public var code: String?
     public var httpStatus: Int?
     public var attempts: Int
@@ -39,22 +40,27 @@ public struct RunRecord: Sendable, Equatable {
     public var id: Int64
     public var startedAt: String
     public var endedAt: String?
-    public var state: String
+    /// `running` until the run records its end (and forever after a kill).
+    public var state: RunState
     public var exitCode: Int?
     public var toolVersion: String
     public var host: String
     public var pid: Int
+    /// The run's options as JSON, as the runner encoded them (never the key): the journal keeps
+    /// them without reading them.
     public var options: String
-    public var inputs: String
-    public var counts: String
-    /// JSON the run rewrites every few seconds while it runs: rowsRead, bytesRead, totalBytes,
-    /// requests, updatedAt.
-    public var progress: String = "{}"
+    /// Empty until the run ends.
+    public var inputs: [RunInput]
+    /// Empty (every field nil) until the run ends.
+    public var counts: RunCounts
+    /// What the run rewrites every few seconds while it runs; empty before the first write.
+    public var progress = RunProgressRecord()
 }
 
 extension Journal {
     /// Streams report rows in a stable order (items by id, then rejections by file and line).
-    /// A read transaction keeps the view consistent while a run writes.
+    /// A read transaction keeps the view consistent while a run writes. A row whose status this
+    /// version does not know stops the stream with `JournalError.unknownValue`.
     public func forEachReportRecord(
         _ filter: ReportFilter, _ body: (ReportRecord) throws -> Void
     ) throws {
@@ -76,29 +82,35 @@ extension Journal {
             }
             let sql =
                 """
-                SELECT profile_id, original_transaction_id, status, code, http_status, attempts, last_source,
+                SELECT id, profile_id, original_transaction_id, status, code, http_status, attempts, last_source,
                     first_source, updated_at, restored_at, message, profile_state, access_levels, last_run
                 FROM items \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY id
                 """
-            let statement = try wrap { () throws(SQLiteError) in try connection.prepare(sql) }
-            try wrap { () throws(SQLiteError) in
-                _ = try statement.reset()
-                for (index, value) in values.enumerated() { try statement.bind(value, at: Int32(index + 1)) }
+            let (statement, column) = try wrap { () throws(SQLiteError) in
+                let statement = try connection.prepare(sql)
+                try statement.reset(binding: values)
+                return (statement, try ItemColumns(statement))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
+                let status = try decodeEnum(
+                    ItemStatus.self, statement.text(column.status), table: "items", column: "status",
+                    row: statement.int(column.id))
                 try body(
                     ReportRecord(
-                        profileId: statement.text(0) ?? "", originalTransactionId: statement.text(1) ?? "",
-                        status: statement.text(2) ?? "", code: statement.text(3),
-                        httpStatus: statement.optionalInt(4).map(Int.init), attempts: Int(statement.int(5)),
-                        source: statement.text(6) ?? "", firstSource: statement.text(7) ?? "",
-                        updatedAt: statement.text(8) ?? "", restoredAt: statement.text(9), message: statement.text(10),
-                        profileState: statement.text(11), accessLevels: statement.text(12),
-                        lastRun: statement.int(13)))
+                        profileId: statement.text(column.profileId) ?? "",
+                        originalTransactionId: statement.text(column.originalTransactionId) ?? "", status: status,
+                        code: statement.text(column.code),
+                        httpStatus: statement.optionalInt(column.httpStatus).map(Int.init),
+                        attempts: Int(statement.int(column.attempts)), source: statement.text(column.lastSource) ?? "",
+                        firstSource: statement.text(column.firstSource) ?? "",
+                        updatedAt: statement.text(column.updatedAt) ?? "",
+                        restoredAt: statement.text(column.restoredAt),
+                        message: statement.text(column.message), profileState: statement.text(column.profileState),
+                        accessLevels: statement.text(column.accessLevels), lastRun: statement.int(column.lastRun)))
             }
         }
         let wantsRejections =
-            filter.statuses.isEmpty || filter.statuses.contains("rejected")
+            filter.statuses.isEmpty || filter.statuses.contains(ItemStatus.rejected.rawValue)
             || filter.statuses.contains("rejected_input")
         if wantsRejections {
             var conditions: [String] = []
@@ -119,19 +131,21 @@ extension Journal {
                 FROM rejections \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
                 ORDER BY file, line
                 """
-            let statement = try wrap { () throws(SQLiteError) in try connection.prepare(sql) }
-            try wrap { () throws(SQLiteError) in
-                _ = try statement.reset()
-                for (index, value) in values.enumerated() { try statement.bind(value, at: Int32(index + 1)) }
+            let (statement, column) = try wrap { () throws(SQLiteError) in
+                let statement = try connection.prepare(sql)
+                try statement.reset(binding: values)
+                return (statement, try RejectionColumns(statement))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let source = "\(statement.text(3) ?? ""):\(statement.int(4))"
+                let source = "\(statement.text(column.file) ?? ""):\(statement.int(column.line))"
                 try body(
                     ReportRecord(
-                        profileId: statement.text(0) ?? "", originalTransactionId: statement.text(1) ?? "",
-                        status: "rejected", code: statement.text(2), httpStatus: nil, attempts: 0, source: source,
-                        firstSource: source, updatedAt: statement.text(5) ?? "", restoredAt: nil,
-                        message: statement.text(6), profileState: nil, accessLevels: nil, lastRun: statement.int(7)))
+                        profileId: statement.text(column.profileId) ?? "",
+                        originalTransactionId: statement.text(column.originalTransactionId) ?? "", status: .rejected,
+                        code: statement.text(column.reason), httpStatus: nil, attempts: 0, source: source,
+                        firstSource: source, updatedAt: statement.text(column.updatedAt) ?? "", restoredAt: nil,
+                        message: statement.text(column.message), profileState: nil, accessLevels: nil,
+                        lastRun: statement.int(column.lastRun)))
             }
         }
     }
@@ -146,24 +160,51 @@ extension Journal {
 
     /// Runs, oldest first.
     public func runs() throws(JournalError) -> [RunRecord] {
-        try wrap { () throws(SQLiteError) in try runRecords(where: "1") }
-    }
-
-    /// Item counts by status and code, for `status`.
-    public func countsByStatusAndCode() throws(JournalError) -> [(status: String, code: String?, count: Int)] {
-        try wrap { () throws(SQLiteError) in
-            let statement = try connection.prepare(
-                "SELECT status, code, count(*) FROM items GROUP BY status, code ORDER BY status, code")
-            var counts: [(String, String?, Int)] = []
-            while try statement.step() {
-                counts.append((statement.text(0) ?? "", statement.text(1), Int(statement.int(2))))
-            }
-            return counts
-        }
+        try runRecords(where: "1")
     }
 
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
     public func integrityCheck() throws(JournalError) -> String {
         try wrap { () throws(SQLiteError) in try connection.scalarText("PRAGMA integrity_check") ?? "" }
+    }
+}
+
+/// The result columns of the report's item query, looked up by name once per statement.
+private struct ItemColumns {
+    let id, profileId, originalTransactionId, status, code, httpStatus, attempts, lastSource, firstSource: Int32
+    let updatedAt, restoredAt, message, profileState, accessLevels, lastRun: Int32
+
+    init(_ statement: SQLiteStatement) throws(SQLiteError) {
+        id = try statement.column("id")
+        profileId = try statement.column("profile_id")
+        originalTransactionId = try statement.column("original_transaction_id")
+        status = try statement.column("status")
+        code = try statement.column("code")
+        httpStatus = try statement.column("http_status")
+        attempts = try statement.column("attempts")
+        lastSource = try statement.column("last_source")
+        firstSource = try statement.column("first_source")
+        updatedAt = try statement.column("updated_at")
+        restoredAt = try statement.column("restored_at")
+        message = try statement.column("message")
+        profileState = try statement.column("profile_state")
+        accessLevels = try statement.column("access_levels")
+        lastRun = try statement.column("last_run")
+    }
+}
+
+/// The result columns of the report's rejection query.
+private struct RejectionColumns {
+    let profileId, originalTransactionId, reason, file, line, updatedAt, message, lastRun: Int32
+
+    init(_ statement: SQLiteStatement) throws(SQLiteError) {
+        profileId = try statement.column("profile_id")
+        originalTransactionId = try statement.column("original_transaction_id")
+        reason = try statement.column("reason")
+        file = try statement.column("file")
+        line = try statement.column("line")
+        updatedAt = try statement.column("updated_at")
+        message = try statement.column("message")
+        lastRun = try statement.column("last_run")
     }
 }

@@ -20,9 +20,9 @@ public struct JournalMetricsFacts: Sendable, Equatable {
 }
 
 extension Journal {
-    /// `isSuccess(exitCode, countsJSON)` decides which finished runs count as a success; runs are
-    /// offered newest first until one does.
-    public func metricsFacts(isSuccess: (Int, String) -> Bool) throws(JournalError) -> JournalMetricsFacts {
+    /// `isSuccess(exitCode, counts)` decides which finished runs count as a success; runs are
+    /// offered newest first until one does. A run whose counts this version cannot read is not one.
+    public func metricsFacts(isSuccess: (Int, RunCounts) -> Bool) throws(JournalError) -> JournalMetricsFacts {
         try wrap { () throws(SQLiteError) in
             try connection.execute("BEGIN")
             defer { try? connection.execute("COMMIT") }
@@ -41,10 +41,12 @@ extension Journal {
                         count: Int(attempts.int(2))))
             }
             let runs = try connection.prepare(
-                "SELECT exit_code, ended_at, counts FROM runs WHERE exit_code IS NOT NULL AND ended_at IS NOT NULL "
+                "SELECT exit_code, ended_at, counts, id FROM runs WHERE exit_code IS NOT NULL AND ended_at IS NOT NULL "
                     + "ORDER BY id DESC")
             while try runs.step() {
-                guard isSuccess(Int(runs.int(0)), runs.text(2) ?? "{}") else { continue }
+                let counts = try? ColumnJSON.decode(
+                    RunCounts.self, runs.text(2) ?? "{}", path: path, column: "counts", row: runs.int(3))
+                guard let counts, isSuccess(Int(runs.int(0)), counts) else { continue }
                 facts.lastSuccessAt = runs.text(1).flatMap(Timestamp.date)
                 break
             }

@@ -87,10 +87,9 @@ extension Journal {
         }
         return try wrap { () throws(SQLiteError) in
             let statement = try statement(built: sql)
-            try statement.reset(.int(after), .int(Int64(limit)), .int(runID))
-            if refreshing, let cutoff = selection.answeredBefore {
-                try statement.bind(.text(Timestamp.string(cutoff)), at: 4)
-            }
+            var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
+            if refreshing, let cutoff = selection.answeredBefore { values.append(.text(Timestamp.string(cutoff))) }
+            try statement.reset(binding: values)
             var rows: [OwedRow] = []
             while try statement.step() {
                 rows.append(
@@ -100,7 +99,7 @@ extension Journal {
                         status: ItemStatus(rawValue: statement.text(3) ?? "") ?? .pending,
                         attempts: Int(statement.int(4)), source: statement.text(5) ?? ""))
             }
-            try statement.reset()
+            statement.rewind()
             return rows
         }
     }

@@ -106,13 +106,30 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    /// Resets the statement and binds the given values in order.
+    /// Resets the statement and binds the given values in order: exactly as many as the statement
+    /// has parameters (a value too few or too many is refused, not left NULL or ignored).
     @discardableResult
     func reset(_ values: SQLiteValue...) throws(SQLiteError) -> SQLiteStatement {
-        sqlite3_reset(handle)
+        try reset(binding: values)
+    }
+
+    @discardableResult
+    func reset(binding values: [SQLiteValue]) throws(SQLiteError) -> SQLiteStatement {
+        rewind()
         sqlite3_clear_bindings(handle)
+        let expected = Int(sqlite3_bind_parameter_count(handle))
+        guard values.count == expected else {
+            throw SQLiteError(
+                code: SQLITE_RANGE, message: "the statement takes \(expected) values, \(values.count) were given",
+                sql: sql)
+        }
         for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
         return self
+    }
+
+    /// Lets go of the current result (and the read it holds) and keeps the bound values.
+    func rewind() {
+        sqlite3_reset(handle)
     }
 
     func bind(_ value: SQLiteValue, at index: Int32) throws(SQLiteError) {
@@ -161,6 +178,13 @@ final class SQLiteStatement {
     func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
     var columnCount: Int32 { sqlite3_column_count(handle) }
     func columnName(_ column: Int32) -> String { String(cString: sqlite3_column_name(handle, column)) }
+
+    /// The index of the result column named `name` (its `AS` name when it has one): readers look
+    /// their columns up by name once per statement, then read by index per row.
+    func column(_ name: String) throws(SQLiteError) -> Int32 {
+        for index in 0..<columnCount where columnName(index) == name { return index }
+        throw SQLiteError(code: SQLITE_ERROR, message: "the result has no column \(name)", sql: sql)
+    }
 }
 
 enum SQLiteValue {

@@ -2,11 +2,11 @@ import Foundation
 
 /// Item counts for one (status, code) pair.
 public struct StatusCodeCount: Sendable, Equatable {
-    public var status: String
+    public var status: ItemStatus
     public var code: String?
     public var count: Int
 
-    public init(status: String, code: String?, count: Int) {
+    public init(status: ItemStatus, code: String?, count: Int) {
         self.status = status
         self.code = code
         self.count = count
@@ -16,8 +16,8 @@ public struct StatusCodeCount: Sendable, Equatable {
 /// What one run has sent so far, read from its attempts (so it is known while the run writes).
 public struct RunActivity: Sendable, Equatable {
     public var requests = 0
-    /// Attempts by outcome: a status, or `retry` for an attempt that was retried.
-    public var outcomes: [String: Int] = [:]
+    /// Attempts by outcome: a status, `retry` for an attempt that was retried, or `kept`.
+    public var outcomes: [AttemptOutcome: Int] = [:]
     public var firstAttemptAt: String?
     public var lastAttemptAt: String?
     /// Attempts that started within the recent window the caller asked about.
@@ -39,7 +39,7 @@ public struct JournalSnapshot: Sendable, Equatable {
 
     public init() {}
 
-    public func itemCount(status: String) -> Int {
+    public func itemCount(status: ItemStatus) -> Int {
         items.filter { $0.status == status }.reduce(0) { $0 + $1.count }
     }
 }
@@ -49,81 +49,130 @@ extension Journal {
     /// `activity.recentRequests` counts. Works on a journal a live run is writing: a read
     /// transaction sees whole committed batches only.
     public func snapshot(recentSince: Date) throws(JournalError) -> JournalSnapshot {
+        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
+        defer { try? connection.execute("COMMIT") }
+        var snapshot = JournalSnapshot()
+        snapshot.runCount = Int(
+            try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)
+        snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
+        let items = try wrap { () throws(SQLiteError) in
+            try connection.prepare(
+                "SELECT status, code, count(*) AS count, min(id) AS id FROM items GROUP BY status, code ORDER BY status, code"
+            )
+        }
+        while try wrap({ () throws(SQLiteError) in try items.step() }) {
+            let status = try decodeEnum(
+                ItemStatus.self, items.text(0), table: "items", column: "status", row: items.int(3))
+            snapshot.items.append(StatusCodeCount(status: status, code: items.text(1), count: Int(items.int(2))))
+        }
         try wrap { () throws(SQLiteError) in
-            try connection.execute("BEGIN")
-            defer { try? connection.execute("COMMIT") }
-            var snapshot = JournalSnapshot()
-            snapshot.runCount = Int(try connection.scalarInt("SELECT count(*) FROM runs") ?? 0)
-            snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
-            let items = try connection.prepare(
-                "SELECT status, code, count(*) FROM items GROUP BY status, code ORDER BY status, code")
-            while try items.step() {
-                snapshot.items.append(
-                    StatusCodeCount(status: items.text(0) ?? "", code: items.text(1), count: Int(items.int(2))))
-            }
             let rejections = try connection.prepare("SELECT reason, count(*) FROM rejections GROUP BY reason")
             while try rejections.step() {
                 snapshot.rejections[rejections.text(0) ?? "", default: 0] += Int(rejections.int(1))
             }
-            if let run = snapshot.latestRun {
-                snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
-            }
-            return snapshot
         }
+        if let run = snapshot.latestRun {
+            snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
+        }
+        return snapshot
     }
 
     /// Attempts by outcome for each run, for `runs` on runs that never wrote their counts
     /// (still running, or killed).
-    public func attemptOutcomesByRun() throws(JournalError) -> [Int64: [String: Int]] {
-        try wrap { () throws(SQLiteError) in
-            let statement = try connection.prepare(
-                "SELECT run_id, outcome, count(*) FROM attempts GROUP BY run_id, outcome")
-            var result: [Int64: [String: Int]] = [:]
-            while try statement.step() {
-                result[statement.int(0), default: [:]][statement.text(1) ?? "", default: 0] += Int(statement.int(2))
-            }
-            return result
+    public func attemptOutcomesByRun() throws(JournalError) -> [Int64: [AttemptOutcome: Int]] {
+        let statement = try wrap { () throws(SQLiteError) in
+            try connection.prepare(
+                "SELECT run_id, outcome, count(*), min(id) FROM attempts GROUP BY run_id, outcome")
         }
+        var result: [Int64: [AttemptOutcome: Int]] = [:]
+        while try wrap({ () throws(SQLiteError) in try statement.step() }) {
+            let outcome = try decodeEnum(
+                AttemptOutcome.self, statement.text(1), table: "attempts", column: "outcome", row: statement.int(3))
+            result[statement.int(0), default: [:]][outcome, default: 0] += Int(statement.int(2))
+        }
+        return result
     }
 
-    private func activity(runID: Int64, recentSince: Date) throws(SQLiteError) -> RunActivity {
+    private func activity(runID: Int64, recentSince: Date) throws(JournalError) -> RunActivity {
         var activity = RunActivity()
-        let outcomes = try connection.prepare(
-            "SELECT outcome, count(*), min(started_at), max(started_at) FROM attempts WHERE run_id = ? GROUP BY outcome"
-        )
-        try outcomes.reset(.int(runID))
-        while try outcomes.step() {
+        let outcomes = try wrap { () throws(SQLiteError) in
+            try connection.prepare(
+                """
+                SELECT outcome, count(*), min(started_at), max(started_at), min(id) FROM attempts WHERE run_id = ?
+                GROUP BY outcome
+                """
+            ).reset(.int(runID))
+        }
+        while try wrap({ () throws(SQLiteError) in try outcomes.step() }) {
+            let outcome = try decodeEnum(
+                AttemptOutcome.self, outcomes.text(0), table: "attempts", column: "outcome", row: outcomes.int(4))
             let count = Int(outcomes.int(1))
-            activity.outcomes[outcomes.text(0) ?? "", default: 0] += count
+            activity.outcomes[outcome, default: 0] += count
             activity.requests += count
             if let first = outcomes.text(2), first < (activity.firstAttemptAt ?? "~") {
                 activity.firstAttemptAt = first
             }
             if let last = outcomes.text(3), last > (activity.lastAttemptAt ?? "") { activity.lastAttemptAt = last }
         }
-        let recent = try connection.prepare("SELECT count(*) FROM attempts WHERE run_id = ? AND started_at >= ?")
-        try recent.reset(.int(runID), .text(Timestamp.string(recentSince)))
-        if try recent.step() { activity.recentRequests = Int(recent.int(0)) }
+        try wrap { () throws(SQLiteError) in
+            let recent = try connection.prepare("SELECT count(*) FROM attempts WHERE run_id = ? AND started_at >= ?")
+            try recent.reset(.int(runID), .text(Timestamp.string(recentSince)))
+            if try recent.step() { activity.recentRequests = Int(recent.int(0)) }
+        }
         return activity
     }
 
-    func runRecords(where condition: String) throws(SQLiteError) -> [RunRecord] {
-        let statement = try connection.prepare(
-            """
-            SELECT id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts,
-                progress
-            FROM runs WHERE \(condition) ORDER BY id
-            """)
+    /// Runs matching `condition`, oldest first, their columns read by name and their JSON decoded.
+    func runRecords(where condition: String) throws(JournalError) -> [RunRecord] {
+        let (statement, column) = try wrap { () throws(SQLiteError) in
+            let statement = try connection.prepare(
+                """
+                SELECT id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts,
+                    progress
+                FROM runs WHERE \(condition) ORDER BY id
+                """)
+            return (statement, try RunColumns(statement))
+        }
         var runs: [RunRecord] = []
-        while try statement.step() {
+        while try wrap({ () throws(SQLiteError) in try statement.step() }) {
+            let id = statement.int(column.id)
+            func json<T: Decodable>(_ type: T.Type, _ index: Int32, _ name: String, empty: String) throws(JournalError)
+                -> T
+            {
+                try ColumnJSON.decode(type, statement.text(index) ?? empty, path: path, column: name, row: id)
+            }
             runs.append(
                 RunRecord(
-                    id: statement.int(0), startedAt: statement.text(1) ?? "", endedAt: statement.text(2),
-                    state: statement.text(3) ?? "", exitCode: statement.optionalInt(4).map(Int.init),
-                    toolVersion: statement.text(5) ?? "", host: statement.text(6) ?? "",
-                    pid: Int(statement.int(7)), options: statement.text(8) ?? "", inputs: statement.text(9) ?? "",
-                    counts: statement.text(10) ?? "", progress: statement.text(11) ?? "{}"))
+                    id: id, startedAt: statement.text(column.startedAt) ?? "", endedAt: statement.text(column.endedAt),
+                    state: try decodeEnum(
+                        RunState.self, statement.text(column.state), table: "runs", column: "state", row: id),
+                    exitCode: statement.optionalInt(column.exitCode).map(Int.init),
+                    toolVersion: statement.text(column.toolVersion) ?? "", host: statement.text(column.host) ?? "",
+                    pid: Int(statement.int(column.pid)), options: statement.text(column.options) ?? "",
+                    inputs: try json([RunInput].self, column.inputs, "inputs", empty: "[]"),
+                    counts: try json(RunCounts.self, column.counts, "counts", empty: "{}"),
+                    progress: try json(RunProgressRecord.self, column.progress, "progress", empty: "{}")))
         }
         return runs
+    }
+}
+
+/// The result columns of the `runs` query.
+private struct RunColumns {
+    let id, startedAt, endedAt, state, exitCode, toolVersion, host, pid, options, inputs, counts, progress: Int32
+
+    init(_ statement: SQLiteStatement) throws(SQLiteError) {
+        id = try statement.column("id")
+        startedAt = try statement.column("started_at")
+        endedAt = try statement.column("ended_at")
+        state = try statement.column("state")
+        exitCode = try statement.column("exit_code")
+        toolVersion = try statement.column("tool_version")
+        host = try statement.column("host")
+        pid = try statement.column("pid")
+        options = try statement.column("options")
+        inputs = try statement.column("inputs")
+        counts = try statement.column("counts")
+        progress = try statement.column("progress")
     }
 }

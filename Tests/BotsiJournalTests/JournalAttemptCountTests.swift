@@ -14,7 +14,7 @@ import Testing
         let journal = try Journal(path: path)
         let run = try journal.transaction { () throws(JournalError) in
             try journal.startRun(
-                startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+                startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}")
         }
         var items: [Int64] = []
         for index in 0..<count {
@@ -29,7 +29,7 @@ import Testing
         return (journal, run, items)
     }
 
-    private func attempt(_ journal: Journal, _ item: Int64, run: Int64, outcome: String = "restored")
+    private func attempt(_ journal: Journal, _ item: Int64, run: Int64, outcome: AttemptOutcome = .status(.restored))
         throws(JournalError)
     {
         try journal.recordAttempt(
@@ -84,7 +84,7 @@ import Testing
     @Test func anAttemptWithoutItsOutcomeIsWrittenByWhateverComesNext() throws {
         let (journal, run, items) = try openWithRows(3)
         try journal.transaction { () throws(JournalError) in
-            try attempt(journal, items[0], run: run, outcome: "retry")
+            try attempt(journal, items[0], run: run, outcome: .retry)
             // A query in the same transaction sees the count.
             let owed = try journal.owedRows(
                 after: 0, limit: 10, selection: OwedSelection(statuses: [.pending]), runID: 0)
@@ -94,7 +94,7 @@ import Testing
             try attempt(journal, items[1], run: run)
             try outcome(journal, items[2], .restored)
             // An attempt left last is written by the commit.
-            try attempt(journal, items[2], run: run, outcome: "kept")
+            try attempt(journal, items[2], run: run, outcome: .kept)
         }
         #expect(try committedAttempts() == ["p0": 1, "p1": 1, "p2": 1])
     }
@@ -104,7 +104,7 @@ import Testing
         try journal.transaction { () throws(JournalError) in
             try outcome(journal, items[0], .restored)
             try journal.markInFlight(itemID: items[0], runID: run, now: Timestamp.string(Date()), keepsStatus: true)
-            try attempt(journal, items[0], run: run, outcome: "kept")
+            try attempt(journal, items[0], run: run, outcome: .kept)
         }
         let recovered = try journal.transaction { () throws(JournalError) in try journal.recoverInFlight() }
         #expect(recovered == InFlightRecovery(pending: 0, final: 0))

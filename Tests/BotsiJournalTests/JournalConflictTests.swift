@@ -14,7 +14,7 @@ import Testing
     private func startRun(_ journal: Journal) throws -> Int64 {
         try journal.transaction { () throws(JournalError) in
             try journal.startRun(
-                startedAt: Date(), toolVersion: "test", host: "h", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+                startedAt: Date(), toolVersion: "test", host: "h", pid: 1, optionsJSON: "{}")
         }
     }
 
@@ -117,7 +117,7 @@ import Testing
         #expect(records.map(\.profileId) == ["pA", "pC", "pB", "pZ", "pY"], "journal order within a group")
         #expect(records.map(\.claim) == [1, 2, 1, 2, 3])
         #expect(records.map(\.profiles) == [2, 2, 3, 3, 3])
-        #expect(records.map(\.status) == ["pending", "held", "pending", "held", "held"])
+        #expect(records.map(\.status) == [.pending, .held, .pending, .held, .held])
         #expect(records.map(\.lastSource) == ["in.csv:3", "in.csv:5", "in.csv:2", "in.csv:4", "in.csv:6"])
     }
 

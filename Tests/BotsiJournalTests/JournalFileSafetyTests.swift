@@ -75,7 +75,7 @@ import Testing
         defer { first.close() }
         try first.begin()
         _ = try first.startRun(
-            startedAt: Date(), toolVersion: "test", host: "h", pid: getpid(), optionsJSON: "{}", inputsJSON: "[]")
+            startedAt: Date(), toolVersion: "test", host: "h", pid: getpid(), optionsJSON: "{}")
         let held = posixLocks(onFileAt: path)
         try #require(!held.isEmpty, "the open write transaction holds no POSIX lock on the journal")
 

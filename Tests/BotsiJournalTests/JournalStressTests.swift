@@ -157,7 +157,7 @@ enum StressFixture {
     static func startRun(_ journal: Journal) throws -> Int64 {
         try journal.transaction { () throws(JournalError) in
             try journal.startRun(
-                startedAt: Date(), toolVersion: "stress", host: "host", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+                startedAt: Date(), toolVersion: "stress", host: "host", pid: 1, optionsJSON: "{}")
         }
     }
 
@@ -193,13 +193,13 @@ enum StressFixture {
         defer { journal.close() }
         #expect(try journal.integrityCheck() == "ok", sourceLocation: sourceLocation)
         var found = Set<String>()
-        var statuses = Set<String>()
+        var statuses = Set<ItemStatus>()
         try journal.forEachReportRecord(ReportFilter()) { record in
             found.insert(record.profileId + "/" + record.originalTransactionId)
             statuses.insert(record.status)
         }
         #expect(found == pairs, "committed rows lost or uncommitted rows kept", sourceLocation: sourceLocation)
-        #expect(pairs.isEmpty || statuses == ["restored"], sourceLocation: sourceLocation)
+        #expect(pairs.isEmpty || statuses == [.restored], sourceLocation: sourceLocation)
     }
 
     /// One line, one sentence (no full stop inside it), naming the journal and the trouble.

@@ -6,7 +6,7 @@ import Testing
 private func startRun(_ journal: Journal) throws -> Int64 {
     try journal.transaction { () throws(JournalError) in
         try journal.startRun(
-            startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+            startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}")
     }
 }
 
@@ -155,7 +155,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         _ = try first.transaction { () throws(JournalError) in
             try first.startRun(
                 startedAt: Timestamp.date(started)!, toolVersion: "test", host: host, pid: getpid(),
-                optionsJSON: "{}", inputsJSON: "[]")
+                optionsJSON: "{}")
         }
         symlink(path, directory.file("link.sqlite"))
         // status: the holder as its run recorded itself.
@@ -233,7 +233,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         }
         var all: [ReportRecord] = []
         try journal.forEachReportRecord(ReportFilter()) { all.append($0) }
-        #expect(all.map(\.status) == ["restored", "failed", "rejected"])
+        #expect(all.map(\.status) == [.restored, .failed, .rejected])
         #expect(all.last?.source == "in.csv:7")
         var failed: [ReportRecord] = []
         try journal.forEachReportRecord(ReportFilter(codes: ["http_409"])) { failed.append($0) }

@@ -32,14 +32,16 @@ import Testing
         var records: [ReportRecord] = []
         try journal.forEachReportRecord(ReportFilter()) { records.append($0) }
         #expect(records.map(\.profileId) == ["p1"])
-        #expect(records.first?.status == "restored")
+        #expect(records.first?.status == .restored)
         // The new column is there and usable on the old run.
-        try journal.transaction { () throws(JournalError) in try journal.recordProgress(1, json: "{\"rowsRead\":5}") }
-        #expect(try journal.runs().first?.progress == "{\"rowsRead\":5}")
+        try journal.transaction { () throws(JournalError) in
+            try journal.recordProgress(1, RunProgressRecord(rowsRead: 5))
+        }
+        #expect(try journal.runs().first?.progress == RunProgressRecord(rowsRead: 5))
         // And a migrated journal admits the old row as finished: nothing is resent.
         let run = try journal.transaction { () throws(JournalError) in
             try journal.startRun(
-                startedAt: Date(), toolVersion: "test", host: "h", pid: 2, optionsJSON: "{}", inputsJSON: "[]")
+                startedAt: Date(), toolVersion: "test", host: "h", pid: 2, optionsJSON: "{}")
         }
         let admission = try journal.transaction { () throws(JournalError) in
             try journal.admit(

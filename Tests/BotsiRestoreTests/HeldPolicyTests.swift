@@ -51,7 +51,7 @@ import Testing
         #expect(Policy.RowClass(.held) == .pending)
         let exhausted = Policy.action(for: .reply(.retriesExhausted), row: Policy.RowClass(.held))
         #expect(exhausted.write == .lastError)
-        #expect(exhausted.attemptOutcome == "pending")
+        #expect(exhausted.attemptOutcome == .status(.pending))
         #expect(Policy.action(for: .killed, row: Policy.RowClass(.held)).write == .recoverPending)
         #expect(Policy.action(for: .reply(.restored), row: Policy.RowClass(.held)).write == .settle(.restored))
     }

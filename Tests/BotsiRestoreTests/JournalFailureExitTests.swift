@@ -43,8 +43,9 @@ import Testing
         #expect(try journal.integrityCheck() == "ok")
         var rows: [String: String] = [:]
         try journal.forEachReportRecord(ReportFilter()) { record in
-            if record.status != "pending" && record.status != "in_flight" {
-                rows[record.profileId + "/" + record.originalTransactionId] = record.status + "@" + record.updatedAt
+            if record.status != .pending && record.status != .inFlight {
+                rows[record.profileId + "/" + record.originalTransactionId] =
+                    record.status.rawValue + "@" + record.updatedAt
             }
         }
         return rows

@@ -22,14 +22,14 @@ import Testing
         let monday = harness.scratch.csv("monday.csv", rows: Self.pairs(3, prefix: "mon"))
         let refused = try harness.run([monday], key: "wrong-key") { $0.concurrency = 1 }
         #expect(refused.exitCode == 77)
-        #expect(try harness.records().allSatisfy { $0.status == "pending" })
+        #expect(try harness.records().allSatisfy { $0.status == .pending })
 
         let tuesday = harness.scratch.csv("tuesday.csv", rows: Self.pairs(2, prefix: "tue"))
         let next = try harness.run([tuesday]) { $0.concurrency = 1 }
         #expect(next.exitCode == 0, "\(next.render(journalPath: harness.journalPath))")
         let records = try harness.records()
         #expect(records.count == 5)
-        #expect(records.allSatisfy { $0.status == "restored" }, "\(records.map(\.status))")
+        #expect(records.allSatisfy { $0.status == .restored }, "\(records.map(\.status))")
         // Owed rows first, oldest first, then the input in its order.
         #expect(
             try sendOrder(harness, run: 2) == ["mon-0", "mon-1", "mon-2", "tue-0", "tue-1"])
@@ -45,7 +45,7 @@ import Testing
         let owed = try harness.run([])
         #expect(owed.exitCode == 0)
         #expect(owed.requests == 4)
-        #expect(try harness.records().allSatisfy { $0.status == "restored" })
+        #expect(try harness.records().allSatisfy { $0.status == .restored })
 
         let nothing = try harness.run([])
         #expect(nothing.exitCode == 0)
@@ -84,7 +84,7 @@ import Testing
         defer { harness.simulator.stop() }
         let input = harness.scratch.csv(rows: [("unknown-1", "2000000000000002"), ("p2", "2000000000000004")])
         _ = try harness.run([input])
-        #expect(try harness.record("unknown-1", "2000000000000002")?.status == "profile_not_found")
+        #expect(try harness.record("unknown-1", "2000000000000002")?.status == .profileNotFound)
         let plain = try harness.run([])
         #expect(plain.requests == 0, "a plain run owes no failures")
         let retried = try harness.run([]) { $0.retryFailed = true }
@@ -106,7 +106,7 @@ import Testing
         }
         #expect(shard.requests == mine.count)
         for (profile, transaction) in rows {
-            let expected = mine.contains { $0 == (profile, transaction) } ? "restored" : "pending"
+            let expected = mine.contains { $0 == (profile, transaction) } ? ItemStatus.restored : .pending
             #expect(try harness.record(profile, transaction)?.status == expected, "\(profile)")
         }
     }
@@ -130,7 +130,7 @@ import Testing
         let input = harness.scratch.csv(rows: Self.pairs(3, prefix: "p", from: 0) + Self.pairs(3, prefix: "q"))
         _ = try harness.run([input])
         let before = try harness.records()
-        #expect(Set(before.map(\.status)) == ["restored", "nothing_to_restore"])
+        #expect(Set(before.map(\.status)) == [.restored, .nothingToRestore])
 
         let refusing = try Harness { options in
             switch kind {
@@ -181,7 +181,7 @@ import Testing
         defer { harness.simulator.stop() }
         let input = harness.scratch.csv(rows: [("p1", "2000000000000010"), ("p2", "2000000000000002")])
         _ = try harness.run([input])
-        #expect(try harness.record("p1", "2000000000000010")?.status == "nothing_to_restore")
+        #expect(try harness.record("p1", "2000000000000010")?.status == .nothingToRestore)
         _ = try harness.run([input]) { $0.refreshOlderThan = 3600 }
         #expect(harness.requests("p1", "2000000000000010") == 1, "answered a moment ago: not older than 1h")
         _ = try harness.run([input]) { $0.refreshOlderThan = 0 }
@@ -278,7 +278,7 @@ import Testing
         let summary = try runner.run()
         #expect(summary.stopMessage != nil, "the run was meant to stop early")
         var journalCounts: [String: Int] = [:]
-        for record in try harness.records() { journalCounts[record.status, default: 0] += 1 }
+        for record in try harness.records() { journalCounts[record.status.rawValue, default: 0] += 1 }
         #expect(summary.statuses == journalCounts)
         #expect(summary.pending == (journalCounts["pending"] ?? 0))
         let journal = try Journal(path: harness.journalPath, create: false, readOnly: true)

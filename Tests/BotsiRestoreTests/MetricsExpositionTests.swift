@@ -6,7 +6,8 @@ import Testing
 /// The exposition text and the rule for the last success, without a run: the end-to-end tests
 /// (MetricsTests) check them with promtool, a Pushgateway and real runs.
 @Suite struct MetricsExpositionTests {
-    private func counts(stopCause: String?, restored: Int) -> String {
+    /// What a run's summary holds in the journal, read back as the journal's readers see it.
+    private func counts(stopCause: String?, restored: Int) -> RunCounts {
         var summary = RunSummary()
         summary.stopCause = stopCause
         if restored > 0 {
@@ -14,18 +15,18 @@ import Testing
         } else {
             summary.statuses = ["pending": 3]
         }
-        return String(decoding: try! JSONEncoder().encode(summary), as: UTF8.self)
+        return try! JSONDecoder().decode(RunCounts.self, from: JSONEncoder().encode(summary))
     }
 
     @Test func onlyExit0OrAWindowThatEndedAfterProgressIsASuccess() {
-        #expect(RunMetrics.isSuccess(exitCode: 0, countsJSON: "{}"))
-        #expect(RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: "windowEnd", restored: 2)))
+        #expect(RunMetrics.isSuccess(exitCode: 0, counts: RunCounts()))
+        #expect(RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: "windowEnd", restored: 2)))
         // The window ended before any row was finished: the backlog is not moving.
-        #expect(!RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: "windowEnd", restored: 0)))
+        #expect(!RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: "windowEnd", restored: 0)))
         // Rows remain pending without a window: transient failures, not a success.
-        #expect(!RunMetrics.isSuccess(exitCode: 75, countsJSON: counts(stopCause: nil, restored: 2)))
+        #expect(!RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: nil, restored: 2)))
         for code in [64, 65, 66, 69, 73, 77, 78, 130, 143] {
-            #expect(!RunMetrics.isSuccess(exitCode: code, countsJSON: counts(stopCause: "windowEnd", restored: 2)))
+            #expect(!RunMetrics.isSuccess(exitCode: code, counts: counts(stopCause: "windowEnd", restored: 2)))
         }
     }
 

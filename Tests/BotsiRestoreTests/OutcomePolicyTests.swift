@@ -140,11 +140,11 @@ import Testing
     }
 
     @Test func theAttemptRecordsTheStatusTheRowTookRetryOrKept() {
-        #expect(Policy.Action(.settle(.failed)).attemptOutcome == "failed")
-        #expect(Policy.Action(.lastError, .retry).attemptOutcome == "retry")
-        #expect(Policy.Action(.attemptOnly, .retry).attemptOutcome == "retry")
-        #expect(Policy.Action(.lastError).attemptOutcome == "pending")
-        #expect(Policy.Action(.attemptOnly).attemptOutcome == "kept")
+        #expect(Policy.Action(.settle(.failed)).attemptOutcome == .status(.failed))
+        #expect(Policy.Action(.lastError, .retry).attemptOutcome == .retry)
+        #expect(Policy.Action(.attemptOnly, .retry).attemptOutcome == .retry)
+        #expect(Policy.Action(.lastError).attemptOutcome == .status(.pending))
+        #expect(Policy.Action(.attemptOnly).attemptOutcome == .kept)
     }
 
     // MARK: Classing replies

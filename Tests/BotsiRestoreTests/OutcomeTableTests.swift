@@ -37,7 +37,7 @@ import Testing
     }
 
     private func expectRecord(
-        _ harness: Harness, _ profile: String, _ transaction: String, status: String, code: String?,
+        _ harness: Harness, _ profile: String, _ transaction: String, status: ItemStatus, code: String?,
         httpStatus: Int? = nil, attempts: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         let record = try #require(try harness.record(profile, transaction), sourceLocation: sourceLocation)
@@ -59,8 +59,8 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input])
         #expect(summary.exitCode == 0)
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000402", status: "rejected", code: "bad_request", httpStatus: 400)
-        try expectRecord(harness, "p-2", "2000000000000404", status: "restored", code: nil)
+        try expectRecord(harness, "p-1", "2000000000000402", status: .rejected, code: "bad_request", httpStatus: 400)
+        try expectRecord(harness, "p-2", "2000000000000404", status: .restored, code: nil)
 
         _ = try harness.run([input])
         #expect(harness.requests("p-1", "2000000000000402") == 1, "a plain rerun leaves a rejected row alone")
@@ -83,9 +83,9 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input])
         #expect(summary.exitCode == 0, "failed is a final status")
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000404", status: "failed", code: "conflict", httpStatus: 409)
-        try expectRecord(harness, "p-2", "2000000000000406", status: "failed", code: "unprocessable", httpStatus: 422)
-        try expectRecord(harness, "p-3", "2000000000000412", status: "failed", code: "http_418", httpStatus: 418)
+        try expectRecord(harness, "p-1", "2000000000000404", status: .failed, code: "conflict", httpStatus: 409)
+        try expectRecord(harness, "p-2", "2000000000000406", status: .failed, code: "unprocessable", httpStatus: 422)
+        try expectRecord(harness, "p-3", "2000000000000412", status: .failed, code: "http_418", httpStatus: 418)
         #expect(harness.simulator.stats().requests == 3, "a failed row is not retried")
     }
 
@@ -104,7 +104,7 @@ import Testing
         #expect(harness.simulator.stats().statusCounts.keys.sorted() == ["403"])
         let records = try harness.records()
         #expect(records.count == 50)
-        #expect(records.allSatisfy { $0.status == "pending" })
+        #expect(records.allSatisfy { $0.status == .pending })
         #expect(records.contains { $0.code == "forbidden" })
         #expect(records.allSatisfy { $0.code == nil || $0.code == "forbidden" })
         #expect(summary.stopMessage?.contains("403") == true)
@@ -120,9 +120,9 @@ import Testing
         #expect(summary.exitCode == 75)
         #expect(seconds < Self.generousSeconds)
         try expectRecord(
-            harness, "p-1", "2000000000000408", status: "pending", code: "http_408", httpStatus: 408, attempts: 3)
+            harness, "p-1", "2000000000000408", status: .pending, code: "http_408", httpStatus: 408, attempts: 3)
         #expect(harness.requests("p-1", "2000000000000408") == 3)
-        try expectRecord(harness, "p-2", "2000000000000404", status: "restored", code: nil)
+        try expectRecord(harness, "p-2", "2000000000000404", status: .restored, code: nil)
     }
 
     /// Replies that arrive but cannot be read as a restored profile: retried, then `invalid_response`.
@@ -142,10 +142,10 @@ import Testing
         #expect(summary.exitCode == 75)
         #expect(seconds < Self.generousSeconds)
         try expectRecord(
-            harness, "p-1", "2000000000000414", status: "pending", code: "invalid_response", httpStatus: 200,
+            harness, "p-1", "2000000000000414", status: .pending, code: "invalid_response", httpStatus: 200,
             attempts: 3)
         #expect(harness.requests("p-1", "2000000000000414") == 3)
-        try expectRecord(harness, "p-2", "2000000000000404", status: "restored", code: nil)
+        try expectRecord(harness, "p-2", "2000000000000404", status: .restored, code: nil)
     }
 
     @Test func aBodyThatNeverEndsTimesOutWithinTheTimeout() throws {
@@ -161,8 +161,8 @@ import Testing
         #expect(summary.exitCode == 75)
         // Two attempts of one second each, plus backoff: a hang would run until the body stopped, i.e. never.
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000422", status: "pending", code: "timeout", attempts: 2)
-        try expectRecord(harness, "p-2", "2000000000000404", status: "restored", code: nil)
+        try expectRecord(harness, "p-1", "2000000000000422", status: .pending, code: "timeout", attempts: 2)
+        try expectRecord(harness, "p-2", "2000000000000404", status: .restored, code: nil)
     }
 
     /// libcurl (7.88) refuses one header line over 100 KiB; the client refuses a header section over 256 KiB.
@@ -176,7 +176,7 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input]) { $0.maxAttempts = 2 }
         #expect(summary.exitCode == 75)
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000424", status: "pending", code: "invalid_response", attempts: 2)
+        try expectRecord(harness, "p-1", "2000000000000424", status: .pending, code: "invalid_response", attempts: 2)
     }
 
     @Test func oneHeaderLineOver100KiBIsAConnectionError() throws {
@@ -188,7 +188,7 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input]) { $0.maxAttempts = 2 }
         #expect(summary.exitCode == 75)
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000424", status: "pending", code: "connection_error", attempts: 2)
+        try expectRecord(harness, "p-1", "2000000000000424", status: .pending, code: "connection_error", attempts: 2)
     }
 
     @Test func a150KBHeaderSectionInShortLinesIsReadPast() throws {
@@ -200,7 +200,7 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input])
         #expect(summary.exitCode == 0)
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000424", status: "restored", code: nil, attempts: 1)
+        try expectRecord(harness, "p-1", "2000000000000424", status: .restored, code: nil, attempts: 1)
     }
 
     // MARK: Redirects
@@ -219,7 +219,7 @@ import Testing
         let (summary, seconds) = try timedRun(harness, [input])
         #expect(summary.exitCode == 0)
         #expect(seconds < Self.generousSeconds)
-        try expectRecord(harness, "p-1", "2000000000000426", status: "failed", code: "http_302", httpStatus: 302)
+        try expectRecord(harness, "p-1", "2000000000000426", status: .failed, code: "http_302", httpStatus: 302)
         #expect(harness.simulator.stats().requests == 1)
         #expect(elsewhere.stats().requests == 0)
         #expect(elsewhere.stats().connectionsAccepted == 0)

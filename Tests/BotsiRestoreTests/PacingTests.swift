@@ -152,10 +152,10 @@ import Testing
         }
         #expect(first.exitCode == 75)
         #expect(first.finished > 0 && first.finished < 400)
-        #expect(try harness.records().allSatisfy { $0.status != "in_flight" })
+        #expect(try harness.records().allSatisfy { $0.status != .inFlight })
         let second = try harness.run([input])
         #expect(second.exitCode == 0)
-        #expect(try harness.records().allSatisfy { $0.status == "restored" })
+        #expect(try harness.records().allSatisfy { $0.status == .restored })
         #expect(harness.simulator.stats().pairs.allSatisfy { $0.requests == 1 })
     }
 
@@ -176,7 +176,7 @@ import Testing
         #expect(summary.exitCode == 69)
         #expect(summary.requests < 100)
         let records = try harness.records()
-        #expect(records.allSatisfy { $0.status == "pending" }, "unsent rows stay pending, never failed")
+        #expect(records.allSatisfy { $0.status == .pending }, "unsent rows stay pending, never failed")
     }
 
     @Test func shardsOfOneInputAreDisjointAndTogetherCoverIt() throws {

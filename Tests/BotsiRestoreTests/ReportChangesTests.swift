@@ -10,7 +10,7 @@ func levels(_ active: Bool, expires: String = "2027-01-01T00:00:00.000Z") -> Str
     #"{"premium":{"expiresAt":"\#(expires)","isActive":\#(active),"willRenew":true}}"#
 }
 
-func state(_ status: String, run: Int64 = 1, levels: String? = nil) -> RowState {
+func state(_ status: ItemStatus, run: Int64 = 1, levels: String? = nil) -> RowState {
     RowState(
         status: status, code: nil, httpStatus: nil, runID: run, attemptedAt: "",
         profileState: levels == nil ? nil : "x",
@@ -26,32 +26,32 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
 
 @Suite struct ReportChangeKindTests {
     static let cases: [ClassifyCase] = [
-        ClassifyCase(before: nil, after: state("restored", levels: levels(true)), expected: .newlyRestored),
-        ClassifyCase(before: nil, after: state("failed"), expected: .newlyFailing),
-        ClassifyCase(before: nil, after: state("nothing_to_restore"), expected: .new),
+        ClassifyCase(before: nil, after: state(.restored, levels: levels(true)), expected: .newlyRestored),
+        ClassifyCase(before: nil, after: state(.failed), expected: .newlyFailing),
+        ClassifyCase(before: nil, after: state(.nothingToRestore), expected: .new),
         ClassifyCase(
-            before: state("pending"), after: state("restored", levels: levels(true)), expected: .newlyRestored),
-        ClassifyCase(before: state("restored", levels: levels(true)), after: state("pending"), expected: .newlyFailing),
+            before: state(.pending), after: state(.restored, levels: levels(true)), expected: .newlyRestored),
+        ClassifyCase(before: state(.restored, levels: levels(true)), after: state(.pending), expected: .newlyFailing),
         ClassifyCase(
-            before: state("restored", levels: levels(true)), after: state("restored", levels: levels(false)),
+            before: state(.restored, levels: levels(true)), after: state(.restored, levels: levels(false)),
             expected: .lostAccess),
         ClassifyCase(
-            before: state("restored", levels: levels(false)), after: state("restored", levels: levels(true)),
+            before: state(.restored, levels: levels(false)), after: state(.restored, levels: levels(true)),
             expected: .gainedAccess),
         ClassifyCase(
-            before: state("restored", levels: levels(true)),
-            after: state("restored", levels: levels(true, expires: "2028-01-01T00:00:00.000Z")),
+            before: state(.restored, levels: levels(true)),
+            after: state(.restored, levels: levels(true, expires: "2028-01-01T00:00:00.000Z")),
             expected: .snapshotChanged),
-        ClassifyCase(before: state("failed"), after: state("profile_not_found"), expected: .recovered),
+        ClassifyCase(before: state(.failed), after: state(.profileNotFound), expected: .recovered),
         ClassifyCase(
-            before: state("restored", levels: levels(true)), after: state("nothing_to_restore"),
+            before: state(.restored, levels: levels(true)), after: state(.nothingToRestore),
             expected: .statusChanged),
         ClassifyCase(
             before: RowState(
-                status: "pending", code: "http_503", httpStatus: 503, runID: 1, attemptedAt: "", profileState: nil,
+                status: .pending, code: "http_503", httpStatus: 503, runID: 1, attemptedAt: "", profileState: nil,
                 accessLevels: nil),
             after: RowState(
-                status: "pending", code: "timeout", httpStatus: nil, runID: 2, attemptedAt: "", profileState: nil,
+                status: .pending, code: "timeout", httpStatus: nil, runID: 2, attemptedAt: "", profileState: nil,
                 accessLevels: nil), expected: .codeChanged),
     ]
 
@@ -74,7 +74,7 @@ struct JournalBuilder {
     mutating func startRun() throws -> Int64 {
         clock += 60
         return try journal.startRun(
-            startedAt: clock, toolVersion: "test", host: "test", pid: 1, optionsJSON: "{}", inputsJSON: "[]")
+            startedAt: clock, toolVersion: "test", host: "test", pid: 1, optionsJSON: "{}")
     }
 
     /// One attempt for `profile` in `run`; `outcome` is a status or `retry`.
@@ -94,7 +94,8 @@ struct JournalBuilder {
         let profileRecord = access.map { ProfileRecord(state: "subscribed", accessLevelsJSON: $0) }
         try journal.recordAttempt(
             itemID: itemID, runID: run, number: 1, startedAt: clock, durationMilliseconds: 5,
-            httpStatus: outcome == "restored" ? 200 : 503, code: code, outcome: outcome, profile: profileRecord)
+            httpStatus: outcome == "restored" ? 200 : 503, code: code,
+            outcome: try #require(AttemptOutcome(rawValue: outcome)), profile: profileRecord)
         if outcome != "retry" {
             try journal.recordOutcome(
                 itemID: itemID, status: ItemStatus(rawValue: outcome)!, code: code, httpStatus: nil, message: nil,
@@ -142,7 +143,7 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
         #expect(Set(between.keys) == ["loses", "recovers", "breaks", "appears", "renews"])
         #expect(between["loses"]?.1 == .lostAccess)
         #expect(between["recovers"]?.1 == .newlyRestored)
-        #expect(between["recovers"]?.0.before?.status == "pending")
+        #expect(between["recovers"]?.0.before?.status == .pending)
         #expect(between["recovers"]?.0.before?.code == "http_503")
         #expect(between["breaks"]?.1 == .newlyFailing)
         #expect(between["breaks"]?.0.after.code == "http_418")
@@ -181,7 +182,7 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
 
         let failed = try changes(journal, since: 0, until: 1)
         #expect(failed["p-restored"]?.1 == .newlyFailing)
-        #expect(failed["p-restored"]?.0.after.status == "pending")
+        #expect(failed["p-restored"]?.0.after.status == .pending)
         #expect(failed["p-restored"]?.0.after.code == "http_503")
         var recovered = try changes(journal, since: 1, until: 2)
         #expect(recovered["p-restored"]?.1 == .newlyRestored)

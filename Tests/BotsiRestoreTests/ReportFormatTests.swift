@@ -34,7 +34,7 @@ struct CellCase: Sendable, CustomTestStringConvertible {
 
     static func record(message: String) -> ReportRecord {
         ReportRecord(
-            profileId: "@evil", originalTransactionId: "2000000000000002", status: "failed", code: "http_418",
+            profileId: "@evil", originalTransactionId: "2000000000000002", status: .failed, code: "http_418",
             httpStatus: 418, attempts: 1, source: "in.csv:2", firstSource: "in.csv:2", updatedAt: "2026-01-01",
             restoredAt: nil, message: message, profileState: nil, accessLevels: nil, lastRun: 1)
     }

@@ -52,7 +52,7 @@ enum Hostile {
         }
         return ReportRecord(
             profileId: profileId, originalTransactionId: "2000000000000002",
-            status: state == nil ? "failed" : "restored",
+            status: state == nil ? .failed : .restored,
             code: nil, httpStatus: 200, attempts: 1, source: "in.csv:2", firstSource: "in.csv:2",
             updatedAt: "2026-01-01", restoredAt: nil, message: message, profileState: state, accessLevels: levels,
             lastRun: 1)
@@ -79,7 +79,7 @@ enum Hostile {
     @Test func changeReportsKeepTheirRecordsWholeToo() throws {
         func state(_ profileState: String, levels: String?) -> RowState {
             RowState(
-                status: "restored", code: nil, httpStatus: 200, runID: 1, attemptedAt: "", profileState: profileState,
+                status: .restored, code: nil, httpStatus: 200, runID: 1, attemptedAt: "", profileState: profileState,
                 accessLevels: levels)
         }
         let change = RowChange(

@@ -96,7 +96,7 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
             var records: [ReportRecord] = []
             try journal.forEachReportRecord(ReportFilter()) { records.append($0) }
             #expect(records.count == 1)
-            #expect(records.first?.status == "restored")
+            #expect(records.first?.status == .restored)
             #expect(records.first?.attempts == 3)
         }
     }

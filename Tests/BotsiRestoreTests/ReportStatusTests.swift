@@ -57,7 +57,7 @@ func currentStatus(_ path: String) -> StatusReport? {
         let after = try #require(currentStatus(journal))
         #expect(after.liveness == .ended)
         #expect(!after.isAlive)
-        #expect(after.snapshot.itemCount(status: "restored") == 60)
+        #expect(after.snapshot.itemCount(status: .restored) == 60)
         #expect(after.snapshot.activity.requests == 60)
         #expect(after.etaSeconds == nil)
         let text = after.renderText()

@@ -16,16 +16,16 @@ import Testing
         let summary = try harness.run([input])
         #expect(summary.exitCode == 0)
         let restored = try #require(try harness.record("p-restored", "2000000000000002"))
-        #expect(restored.status == "restored")
+        #expect(restored.status == .restored)
         #expect(restored.code == nil)
         #expect(restored.httpStatus == 200)
         #expect(restored.profileState != nil)
         #expect(restored.accessLevels?.contains("isActive") == true)
         let nothing = try #require(try harness.record("p-nothing", "2000000000000010"))
-        #expect(nothing.status == "nothing_to_restore")
+        #expect(nothing.status == .nothingToRestore)
         #expect(nothing.code == "nothing_to_restore")
         let unknown = try #require(try harness.record("unknown-profile", "2000000000000004"))
-        #expect(unknown.status == "profile_not_found")
+        #expect(unknown.status == .profileNotFound)
         #expect(unknown.code == "not_found")
         #expect(unknown.httpStatus == 404)
     }
@@ -44,7 +44,7 @@ import Testing
         #expect(summary.retries > 0)
         let records = try harness.records()
         #expect(records.count == 60)
-        #expect(records.allSatisfy { $0.status == "restored" })
+        #expect(records.allSatisfy { $0.status == .restored })
         #expect(records.contains { $0.attempts > 1 })
     }
 
@@ -59,7 +59,7 @@ import Testing
         failing.simulator.stop()
         #expect(first.exitCode == 75)
         #expect(failing.requests("p1", "2000000000000002") == 3)
-        #expect(try failing.record("p1", "2000000000000002")?.status == "pending")
+        #expect(try failing.record("p1", "2000000000000002")?.status == .pending)
         #expect(try failing.record("p1", "2000000000000002")?.code == "http_503")
 
         let healthy = Simulator(options: SimulatorOptions())
@@ -71,7 +71,7 @@ import Testing
         options.baseURL = healthy.baseURL
         let second = try Runner(options: options, apiKey: Simulator.defaultKey, toolVersion: "test").run()
         #expect(second.exitCode == 0)
-        #expect(try failing.records().allSatisfy { $0.status == "restored" })
+        #expect(try failing.records().allSatisfy { $0.status == .restored })
     }
 
     @Test func aStalledReplyTimesOut() throws {
@@ -97,7 +97,7 @@ import Testing
         #expect(summary.exitCode == 77)
         #expect(harness.simulator.stats().requests <= 4)
         let records = try harness.records()
-        #expect(records.allSatisfy { $0.status == "pending" })
+        #expect(records.allSatisfy { $0.status == .pending })
         #expect(records.contains { $0.code == "unauthorized" })
         #expect(summary.stopMessage?.contains("Bearer") == true)
     }
@@ -108,7 +108,7 @@ import Testing
         let summary = try harness.run([harness.scratch.csv(rows: [("p1", "2000000000000002")])])
         #expect(summary.exitCode == 78)
         #expect(try harness.record("p1", "2000000000000002")?.code == "ios_settings_missing")
-        #expect(try harness.record("p1", "2000000000000002")?.status == "pending")
+        #expect(try harness.record("p1", "2000000000000002")?.status == .pending)
     }
 
     @Test func aFailingServiceDrainsTheRetryBudgetInsteadOfBeingHammered() throws {

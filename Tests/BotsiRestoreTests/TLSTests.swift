@@ -33,7 +33,7 @@ struct TLSTests {
         #expect(summary.stopMessage?.contains("--cacert") == true)
         let records = try harness.records()
         #expect(records.count == 5)
-        #expect(records.allSatisfy { $0.status == "pending" })
+        #expect(records.allSatisfy { $0.status == .pending })
         #expect(records.contains { $0.code == "tls_error" })
         #expect(records.allSatisfy { $0.code == nil || $0.code == "tls_error" })
         #expect(!server.received.contains("POST "), "nothing was sent over an unverified connection")
@@ -54,7 +54,7 @@ struct TLSTests {
         #expect(Date().timeIntervalSince(started) < 60)
         #expect(summary.exitCode == 75, "the row stays pending; the run was not stopped by TLS")
         let record = try #require(try harness.record("p-1", "2000000000000002"))
-        #expect(record.status == "pending")
+        #expect(record.status == .pending)
         #expect(record.code == "invalid_response")
         #expect(record.httpStatus == 200)
         // The server decrypted the request: the CA file was used and verification passed.

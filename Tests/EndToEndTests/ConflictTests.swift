@@ -107,7 +107,7 @@ struct ConflictTests {
         #expect(message.contains("--release-held"))
         let view = try #require(JournalView.read(workspace.journal))
         for pair in Self.later {
-            #expect(view.items[pair]?.status == "held")
+            #expect(view.items[pair]?.status == .held)
             #expect(view.items[pair]?.code == "transaction_claimed_by_other_profile")
         }
 
@@ -123,7 +123,7 @@ struct ConflictTests {
             in: workspace)
         #expect(again.status == 0, "stderr: \(again.stderr)")
         #expect(simulator.stats().requests == 3)
-        #expect(JournalView.read(workspace.journal)?.items[Pair("p-f", "2000000000000003")]?.status == "held")
+        #expect(JournalView.read(workspace.journal)?.items[Pair("p-f", "2000000000000003")]?.status == .held)
 
         let report = try botsi(["report", "--journal", workspace.journal, "--conflicts"], key: nil, in: workspace)
         let outcomes = ModelSequence.jsonObjects(report.stdout).map {
@@ -142,7 +142,7 @@ struct ConflictTests {
         #expect(simulator.stats().requests == 7)
         let after = try #require(JournalView.read(workspace.journal))
         for pair in Self.later + [Pair("p-f", "2000000000000003")] {
-            #expect(after.items[pair]?.status == "restored", "\(pair)")
+            #expect(after.items[pair]?.status == .restored, "\(pair)")
         }
     }
 }

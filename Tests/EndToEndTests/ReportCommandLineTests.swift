@@ -13,6 +13,22 @@ import Testing
         #expect(finished.status == 0, "\(finished.stderr)")
     }
 
+    @Test func optionsThatDoNotApplyToAReportAreRefusedByName() throws {
+        let workspace = Workspace()
+        let cases: [([String], String)] = [
+            (["--changes", "--status", "restored"], "option '--status' does not apply to --changes"),
+            (["--changes", "--since", "24h"], "option '--since' does not apply to --changes"),
+            (["--conflicts", "--run", "1"], "option '--run' does not apply to --conflicts"),
+            (["--conflicts", "--code", "timeout"], "option '--code' does not apply to --conflicts"),
+            (["--since-run", "1"], "option '--since-run' goes with --changes"),
+        ]
+        for (arguments, message) in cases {
+            let result = try botsi(["report", "--journal", "missing.sqlite"] + arguments, key: nil, in: workspace)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test func aJobFileRunsAndCommandLineFlagsOverrideIt() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

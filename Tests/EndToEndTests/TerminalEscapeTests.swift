@@ -23,8 +23,7 @@ struct TerminalEscapeTests {
         let journal = try Journal(path: workspace.journal)
         try journal.transaction { () throws(JournalError) in
             _ = try journal.startRun(
-                startedAt: Date(), toolVersion: "0.1.0", host: Self.hostile, pid: 4242, optionsJSON: "{}",
-                inputsJSON: "[]")
+                startedAt: Date(), toolVersion: "0.1.0", host: Self.hostile, pid: 4242, optionsJSON: "{}")
         }
         journal.close()
         for extra in [[], ["--format", "json"]] {

@@ -22,18 +22,18 @@ public enum ChangeKind: String, Sendable, CaseIterable {
     /// Any other change of status (e.g. `restored` to `nothing_to_restore`).
     case statusChanged = "status_changed"
 
-    static let failingStatuses: Set<String> = ["failed", "rejected", "pending", "in_flight"]
+    static let failingStatuses: Set<ItemStatus> = [.failed, .rejected, .pending, .inFlight]
 
     public static func classify(before: RowState?, after: RowState) -> ChangeKind {
         let isFailing = failingStatuses.contains(after.status)
         guard let before else {
             if isFailing { return .newlyFailing }
-            return after.status == "restored" ? .newlyRestored : .new
+            return after.status == .restored ? .newlyRestored : .new
         }
         let wasFailing = failingStatuses.contains(before.status)
         if isFailing && !wasFailing { return .newlyFailing }
-        if after.status == "restored" && before.status != "restored" { return .newlyRestored }
-        if after.status == "restored" && before.status == "restored" {
+        if after.status == .restored && before.status != .restored { return .newlyRestored }
+        if after.status == .restored && before.status == .restored {
             let activeBefore = Set(AccessLevelSummary(json: before.accessLevels)?.active ?? [])
             let activeAfter = Set(AccessLevelSummary(json: after.accessLevels)?.active ?? [])
             if !activeBefore.isSubset(of: activeAfter) { return .lostAccess }
@@ -58,39 +58,47 @@ public struct ChangeWriter {
     public var format: ReportFormat { rows.format }
     private let rows: FieldRowWriter
 
+    /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, write: write)
+        self.init(format: format, output: ReportOutput(lines: write))
+    }
+
+    /// Hands the report to `writeChunk` in chunks of about 256 KiB.
+    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
+        self.init(format: format, output: ReportOutput(chunks: writeChunk))
+    }
+
+    private init(format: ReportFormat, output: ReportOutput) {
+        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, output: output)
     }
 
     public func header() { rows.header() }
 
     public func finish() { rows.finish() }
 
+    /// One line: the cells in the order of `columns`.
     public func write(_ change: RowChange) {
         let kind = ChangeKind.classify(before: change.before, after: change.after)
         let levelsBefore = AccessLevelSummary(json: change.before?.accessLevels)
         let levelsAfter = AccessLevelSummary(json: change.after.accessLevels)
-        typealias Field = ReportWriter.Field
-        let fields: [(String, Field)] = [
-            ("profileId", .text(change.profileId)),
-            ("originalTransactionId", .text(change.originalTransactionId)),
-            ("change", .text(kind.rawValue)),
-            ("statusBefore", .optionalText(change.before?.status)),
-            ("statusAfter", .text(change.after.status)),
-            ("codeBefore", .optionalText(change.before?.code)),
-            ("codeAfter", .optionalText(change.after.code)),
-            ("profileStateBefore", .optionalText(change.before?.profileState)),
-            ("profileStateAfter", .optionalText(change.after.profileState)),
-            ("activeAccessLevelsBefore", .optionalText(levelsBefore.map { $0.active.joined(separator: " ") })),
-            ("activeAccessLevelsAfter", .optionalText(levelsAfter.map { $0.active.joined(separator: " ") })),
-            ("expiresAtBefore", .optionalText(levelsBefore?.latestExpiry)),
-            ("expiresAtAfter", .optionalText(levelsAfter?.latestExpiry)),
-            ("willRenewBefore", levelsBefore?.willRenew.map { .bool($0) } ?? .null),
-            ("willRenewAfter", levelsAfter?.willRenew.map { .bool($0) } ?? .null),
-            ("runBefore", change.before.map { .number(String($0.runID)) } ?? .null),
-            ("runAfter", .number(String(change.after.runID))),
-            ("source", .text(change.source)),
-        ]
-        rows.emit(fields)
+        rows.text(change.profileId)
+        rows.text(change.originalTransactionId)
+        rows.text(kind.rawValue)
+        rows.text(change.before?.status.rawValue)
+        rows.text(change.after.status.rawValue)
+        rows.text(change.before?.code)
+        rows.text(change.after.code)
+        rows.text(change.before?.profileState)
+        rows.text(change.after.profileState)
+        rows.text(levelsBefore.map(\.activeList))
+        rows.text(levelsAfter.map(\.activeList))
+        rows.text(levelsBefore?.latestExpiry)
+        rows.text(levelsAfter?.latestExpiry)
+        rows.bool(levelsBefore?.willRenew)
+        rows.bool(levelsAfter?.willRenew)
+        rows.number(change.before?.runID)
+        rows.number(change.after.runID)
+        rows.text(change.source)
+        rows.endRow()
     }
 }

@@ -13,28 +13,36 @@ public struct ConflictWriter {
     public var format: ReportFormat { rows.format }
     private let rows: FieldRowWriter
 
+    /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, write: write)
+        self.init(format: format, output: ReportOutput(lines: write))
+    }
+
+    /// Hands the report to `writeChunk` in chunks of about 256 KiB.
+    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
+        self.init(format: format, output: ReportOutput(chunks: writeChunk))
+    }
+
+    private init(format: ReportFormat, output: ReportOutput) {
+        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, output: output)
     }
 
     public func header() { rows.header() }
 
     public func finish() { rows.finish() }
 
+    /// One line: the cells in the order of `columns`.
     public func write(_ record: ConflictRecord) {
-        typealias Field = ReportWriter.Field
-        let fields: [(String, Field)] = [
-            ("originalTransactionId", .text(record.originalTransactionId)),
-            ("profiles", .number(String(record.profiles))),
-            ("claim", .number(String(record.claim))),
-            ("profileId", .text(record.profileId)),
-            ("status", .text(record.status)),
-            ("code", .optionalText(record.code)),
-            ("attempts", .number(String(record.attempts))),
-            ("firstSource", .text(record.firstSource)),
-            ("lastSource", .text(record.lastSource)),
-            ("updatedAt", .text(record.updatedAt)),
-        ]
-        rows.emit(fields)
+        rows.text(record.originalTransactionId)
+        rows.number(record.profiles)
+        rows.number(record.claim)
+        rows.text(record.profileId)
+        rows.text(record.status.rawValue)
+        rows.text(record.code)
+        rows.number(record.attempts)
+        rows.text(record.firstSource)
+        rows.text(record.lastSource)
+        rows.text(record.updatedAt)
+        rows.endRow()
     }
 }

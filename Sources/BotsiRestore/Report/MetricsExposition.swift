@@ -51,19 +51,12 @@ public struct RunMetrics: Sendable, Equatable {
     /// Whether a finished run counts as a success for `botsi_restore_last_success_timestamp_seconds`:
     /// it exited 0, or 75 because its time window ended after it finished rows (a backlog spread
     /// over nights is healthy). No other stop does.
-    public static func isSuccess(exitCode: Int, countsJSON: String) -> Bool {
+    public static func isSuccess(exitCode: Int, counts: RunCounts) -> Bool {
         if exitCode == Int(ExitCode.success) { return true }
-        // Only the two fields needed, so the `counts` of runs by older versions (fewer fields) decode too.
-        struct Counts: Decodable {
-            var stopCause: String?
-            var statuses: [String: Int]?
-        }
         guard exitCode == Int(ExitCode.temporaryFailure),
-            let counts = try? JSONDecoder().decode(Counts.self, from: Data(countsJSON.utf8)),
-            counts.stopCause == OutcomePolicy.StopCause.windowEnd.rawValue
+            counts.stopCause.flatMap(OutcomePolicy.StopCause.init(rawValue:)) == .windowEnd
         else { return false }
-        let finished = (counts.statuses ?? [:]).filter { ItemStatus(rawValue: $0.key)?.isFinal ?? false }
-        return finished.values.reduce(0, +) > 0
+        return (counts.statuses ?? [:]).filter { $0.key.isFinal }.values.reduce(0, +) > 0
     }
 
     /// Adds what the journal knows; `facts` from `Journal.metricsFacts(isSuccess: RunMetrics.isSuccess)`.

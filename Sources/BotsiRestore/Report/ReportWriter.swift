@@ -21,118 +21,43 @@ public struct ReportWriter {
     public var format: ReportFormat { rows.format }
     private let rows: FieldRowWriter
 
+    /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.tableColumns, write: write)
+        self.init(format: format, output: ReportOutput(lines: write))
+    }
+
+    /// Hands the report to `writeChunk` in chunks of about 256 KiB: one write per chunk, not per line.
+    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
+        self.init(format: format, output: ReportOutput(chunks: writeChunk))
+    }
+
+    private init(format: ReportFormat, output: ReportOutput) {
+        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.tableColumns, output: output)
     }
 
     public func header() { rows.header() }
 
     public func finish() { rows.finish() }
 
+    /// One line: the cells in the order of `columns`.
     public func write(_ record: ReportRecord) {
         let levels = AccessLevelSummary(json: record.accessLevels)
-        let fields: [(String, Field)] = [
-            ("profileId", .text(record.profileId)),
-            ("originalTransactionId", .text(record.originalTransactionId)),
-            ("status", .text(record.status)),
-            ("code", .optionalText(record.code)),
-            ("httpStatus", record.httpStatus.map { .number(String($0)) } ?? .null),
-            ("attempts", .number(String(record.attempts))),
-            ("source", .text(record.source)),
-            ("updatedAt", .text(record.updatedAt)),
-            ("restoredAt", .optionalText(record.restoredAt)),
-            ("profileState", .optionalText(record.profileState)),
-            ("activeAccessLevels", .optionalText(levels.map { $0.active.joined(separator: " ") })),
-            ("expiresAt", .optionalText(levels?.latestExpiry)),
-            ("willRenew", levels?.willRenew.map { .bool($0) } ?? .null),
-            ("accessLevels", record.accessLevels.map { .rawJSON($0) } ?? .null),
-            ("message", .optionalText(record.message)),
-        ]
-        rows.emit(fields)
-    }
-
-    enum Field {
-        case text(String)
-        case number(String)
-        case bool(Bool)
-        case rawJSON(String)
-        case null
-
-        static func optionalText(_ value: String?) -> Field { value.map { .text($0) } ?? .null }
-
-        var json: String {
-            switch self {
-            case .text(let text): return JSONString.quoted(text)
-            case .number(let number): return number
-            case .bool(let bool): return bool ? "true" : "false"
-            case .rawJSON(let json): return json
-            case .null: return "null"
-            }
-        }
-
-        var text: String {
-            switch self {
-            case .text(let text), .number(let text), .rawJSON(let text): return text
-            case .bool(let bool): return bool ? "true" : "false"
-            case .null: return ""
-            }
-        }
-    }
-}
-
-/// Writes rows of named fields as JSON lines, CSV or an aligned table: the part every report
-/// format shares, so `report` and `report --changes` differ only in the fields they build.
-struct FieldRowWriter {
-    let format: ReportFormat
-    private let columns: [String]
-    private let tableColumns: Set<String>
-    private let write: (String) -> Void
-    private let table: TextTable?
-
-    init(format: ReportFormat, columns: [String], tableColumns: [String], write: @escaping (String) -> Void) {
-        self.format = format
-        self.columns = columns
-        self.tableColumns = Set(tableColumns)
-        self.write = write
-        table = format == .table ? TextTable(columns: tableColumns, write: write) : nil
-    }
-
-    func header() {
-        if format == .csv { write(columns.joined(separator: ",") + "\r\n") }
-    }
-
-    func finish() {
-        table?.finish()
-    }
-
-    func emit(_ fields: [(String, ReportWriter.Field)]) {
-        switch format {
-        case .jsonl:
-            write("{" + fields.map { "\(JSONString.quoted($0.0)):\($0.1.json)" }.joined(separator: ",") + "}\n")
-        case .csv:
-            write(fields.map { CSVText.cell($0.1.text) }.joined(separator: ",") + "\r\n")
-        case .table:
-            table?.add(fields.filter { tableColumns.contains($0.0) }.map(\.1.text))
-        }
-    }
-}
-
-/// The access levels of a profile snapshot, reduced to what a spreadsheet column can hold.
-struct AccessLevelSummary {
-    var active: [String] = []
-    var latestExpiry: String?
-    var willRenew: Bool?
-
-    init?(json: String?) {
-        guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        else { return nil }
-        for (name, value) in object.sorted(by: { $0.key < $1.key }) {
-            guard let level = value as? [String: Any] else { continue }
-            guard level["isActive"] as? Bool == true else { continue }
-            active.append(name)
-            if let expiry = level["expiresAt"] as? String, expiry > (latestExpiry ?? "") { latestExpiry = expiry }
-            if let renew = level["willRenew"] as? Bool { willRenew = (willRenew ?? false) || renew }
-        }
+        rows.text(record.profileId)
+        rows.text(record.originalTransactionId)
+        rows.text(record.status.rawValue)
+        rows.text(record.code)
+        rows.number(record.httpStatus)
+        rows.number(record.attempts)
+        rows.text(record.source)
+        rows.text(record.updatedAt)
+        rows.text(record.restoredAt)
+        rows.text(record.profileState)
+        rows.text(levels.map(\.activeList))
+        rows.text(levels?.latestExpiry)
+        rows.bool(levels?.willRenew)
+        rows.rawJSON(record.accessLevels)
+        rows.text(record.message)
+        rows.endRow()
     }
 }
 
@@ -176,6 +101,54 @@ public enum CSVText {
             }
         }
         return quoted ? "\"" + String(value) + "\"" : String(value)
+    }
+
+    /// Appends `cell(text)`. A cell without controls, non-ASCII lead bytes of escaped scalars or
+    /// a formula start (nearly all of them, snapshots' JSON included) is copied as it is, quoted
+    /// with its quotes doubled when it holds a comma or a quote; any other goes through `cell`.
+    static func append(_ text: String, to out: inout [UInt8]) {
+        let copied = text.utf8.withContiguousStorageIfAvailable { appendPlain($0, to: &out) }
+        if copied != true { out.append(contentsOf: cell(text).utf8) }
+    }
+
+    /// False, having appended nothing, when the cell needs more than quoting.
+    private static func appendPlain(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
+        guard let first = bytes.first else { return true }
+        if first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
+            || first == UInt8(ascii: "@") || first == UInt8(ascii: "\t")
+        {
+            return false
+        }
+        // One look-up per byte: the bytes `cell` acts on (controls, DEL, the lead bytes of C1 and
+        // bidi controls) send the cell there; commas and quotes only quote it.
+        var quotes = 0
+        var commas = 0
+        let special = ReportBytes.classes.withUnsafeBufferPointer { classes -> Bool in
+            for byte in bytes {
+                let kind = classes[Int(byte)]
+                if kind & ReportBytes.escapedEverywhere != 0 { return true }
+                if kind & ReportBytes.quotedInCSV != 0 {
+                    if byte == UInt8(ascii: "\"") { quotes += 1 } else { commas += 1 }
+                }
+            }
+            return false
+        }
+        if special { return false }
+        guard quotes + commas > 0 else {
+            out.append(contentsOf: bytes)
+            return true
+        }
+        // Quoted, each quote doubled: sized once, then filled in place.
+        let start = out.count
+        out.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: bytes.count + quotes + 2))
+        out.withUnsafeMutableBufferPointer { buffer in
+            var at = start + 1
+            for byte in bytes {
+                buffer[at] = byte
+                at += byte == UInt8(ascii: "\"") ? 2 : 1
+            }
+        }
+        return true
     }
 
     private static func startsFormula(_ scalar: Unicode.Scalar) -> Bool {

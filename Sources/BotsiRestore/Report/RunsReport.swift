@@ -12,7 +12,8 @@ public struct RunLine: Sendable, Equatable {
     public var state: String
     public var exitCode: Int?
     public var inputs: [String]
-    /// Rows this run sent, by the status they ended in.
+    /// Rows this run sent, by the status they ended in (keyed by the status's journal text, as
+    /// `runs --format jsonl` prints it).
     public var statuses: [String: Int]
     public var rejectedInput: Int
     public var requests: Int
@@ -22,38 +23,41 @@ public struct RunLine: Sendable, Equatable {
     public var countsFromAttempts: Bool
 
     public static func make(
-        runs: [RunRecord], attemptOutcomes: [Int64: [String: Int]], holder: LockHolder?, now: Date
+        runs: [RunRecord], attemptOutcomes: [Int64: [AttemptOutcome: Int]], holder: LockHolder?, now: Date
     ) -> [RunLine] {
         runs.map { run in
             let isLatest = run.id == runs.last?.id
-            var state = run.state
+            var state = run.state.rawValue
             if run.endedAt == nil { state = isLatest && holder != nil ? "running" : "killed" }
             let start = Timestamp.date(run.startedAt)
-            let end = run.endedAt.flatMap(Timestamp.date) ?? (state == "running" ? now : nil)
-            let counts = StatusReport.jsonValue(run.counts) as? [String: Any] ?? [:]
-            var statuses = (counts["statuses"] as? [String: Any])?.compactMapValues { ($0 as? NSNumber)?.intValue }
+            let end =
+                run.endedAt.flatMap(Timestamp.date) ?? (run.endedAt == nil && isLatest && holder != nil ? now : nil)
             let outcomes = attemptOutcomes[run.id] ?? [:]
-            let fromAttempts = statuses == nil
-            // Attempts that left the row as it was (`retry`, `kept`) are no row's status.
-            if statuses == nil { statuses = outcomes.filter { $0.key != "retry" && $0.key != "kept" } }
-            let rejected = (counts["rejectedByReason"] as? [String: Any])?.values
-                .compactMap { ($0 as? NSNumber)?.intValue }.reduce(0, +)
+            // Without a summary, the rows are counted from the attempts that gave them a status
+            // (`retry` and `kept` left the row as it was).
+            var fromAttempts: [ItemStatus: Int] = [:]
+            for (outcome, count) in outcomes {
+                if let status = outcome.status { fromAttempts[status, default: 0] += count }
+            }
+            let statuses = run.counts.statuses ?? fromAttempts
             return RunLine(
                 id: run.id, startedAt: run.startedAt, endedAt: run.endedAt,
                 durationSeconds: start.flatMap { start in end.map { max($0.timeIntervalSince(start), 0) } },
-                state: state, exitCode: run.exitCode, inputs: inputPaths(run), statuses: statuses ?? [:],
-                rejectedInput: rejected ?? 0,
-                requests: (counts["requests"] as? NSNumber)?.intValue ?? outcomes.values.reduce(0, +),
-                retries: (counts["retries"] as? NSNumber)?.intValue ?? outcomes["retry"] ?? 0, host: run.host,
-                countsFromAttempts: fromAttempts)
+                state: state, exitCode: run.exitCode, inputs: inputPaths(run),
+                statuses: Dictionary(uniqueKeysWithValues: statuses.map { ($0.key.rawValue, $0.value) }),
+                rejectedInput: run.counts.rejectedByReason?.values.reduce(0, +) ?? 0,
+                requests: run.counts.requests ?? outcomes.values.reduce(0, +),
+                retries: run.counts.retries ?? outcomes[.retry] ?? 0, host: run.host,
+                countsFromAttempts: run.counts.statuses == nil)
         }
     }
 
+    /// Rows that ended in `status`.
+    public func count(_ status: ItemStatus) -> Int { statuses[status.rawValue] ?? 0 }
+
     static func inputPaths(_ run: RunRecord) -> [String] {
-        if let inputs = StatusReport.jsonValue(run.inputs) as? [[String: Any]], !inputs.isEmpty {
-            return inputs.compactMap { $0["path"] as? String }
-        }
-        return (StatusReport.jsonValue(run.options) as? [String: Any])?["inputs"] as? [String] ?? []
+        if !run.inputs.isEmpty { return run.inputs.map(\.path) }
+        return RecordedOptions(run.options).inputs ?? []
     }
 }
 
@@ -74,13 +78,12 @@ public enum RunsWriter {
         case .table:
             let table = TextTable(columns: tableColumns, maxWidth: 60, write: write)
             for line in lines {
-                let count = { (status: String) in String(line.statuses[status] ?? 0) }
+                let count = { (status: ItemStatus) in String(line.count(status)) }
                 table.add([
                     String(line.id), line.startedAt, line.durationSeconds.map { Basics.duration($0) } ?? "?",
-                    line.state, line.exitCode.map(String.init) ?? "-", count("restored"), count("nothing_to_restore"),
-                    count("profile_not_found"),
-                    String((line.statuses["failed"] ?? 0) + (line.statuses["rejected"] ?? 0)),
-                    count("pending"), String(line.rejectedInput), String(line.requests),
+                    line.state, line.exitCode.map(String.init) ?? "-", count(.restored), count(.nothingToRestore),
+                    count(.profileNotFound), String(line.count(.failed) + line.count(.rejected)),
+                    count(.pending), String(line.rejectedInput), String(line.requests),
                     line.inputs.joined(separator: " "),
                 ])
             }

@@ -41,7 +41,7 @@ public struct StatusReport: Sendable {
 
     /// Rows still to send among those the journal knows (a running first pass knows only the rows
     /// it has read so far, so this can grow while it reads).
-    public var pendingRows: Int { snapshot.itemCount(status: "pending") + snapshot.itemCount(status: "in_flight") }
+    public var pendingRows: Int { snapshot.itemCount(status: .pending) + snapshot.itemCount(status: .inFlight) }
 
     /// Seconds from start to end, to now while running, or to the last attempt after a kill.
     public var elapsedSeconds: Double? {
@@ -75,15 +75,13 @@ public struct StatusReport: Sendable {
 
     /// Share of the input bytes the running run has read, from its journaled progress.
     public var inputFractionRead: Double? {
-        guard let run = snapshot.latestRun,
-            let object = try? JSONSerialization.jsonObject(with: Data(run.progress.utf8)) as? [String: Any],
-            let read = (object["bytesRead"] as? NSNumber)?.doubleValue,
-            let total = (object["totalBytes"] as? NSNumber)?.doubleValue, total > 0
+        guard let progress = snapshot.latestRun?.progress, let read = progress.bytesRead,
+            let total = progress.totalBytes, total > 0
         else { return nil }
-        return min(read / total, 1)
+        return min(Double(read) / Double(total), 1)
     }
 
-    public var retries: Int { snapshot.activity.outcomes["retry"] ?? 0 }
+    public var retries: Int { snapshot.activity.outcomes[.retry] ?? 0 }
 
     // MARK: Rendering
 
@@ -115,8 +113,8 @@ public struct StatusReport: Sendable {
         if let ended = run.endedAt { lines.append("ended     \(ended)") }
         lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
         lines.append("options   \(optionsLine(run))")
-        let outcomes = snapshot.activity.outcomes.filter { $0.key != "retry" }.sorted { $0.key < $1.key }
-            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
+            .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
             "this run  \(snapshot.activity.requests) requests, \(retries) retries"
                 + (outcomes.isEmpty ? "" : "; outcomes: \(outcomes)"))
@@ -125,7 +123,7 @@ public struct StatusReport: Sendable {
                 String(format: "rate      %.1f/s ", rate) + (isAlive ? "over the last minute" : "over the run"))
         }
         lines.append("rows      \(statusLine())")
-        let explained: Set<String> = ["pending", "in_flight", "failed", "rejected"]
+        let explained: Set<ItemStatus> = [.pending, .inFlight, .failed, .rejected]
         for count in snapshot.items where count.code != nil && explained.contains(count.status) {
             lines.append("          \(count.status) (\(count.code ?? "")): \(count.count)")
         }
@@ -152,13 +150,15 @@ public struct StatusReport: Sendable {
         object["runs"] = snapshot.runCount
         if let run = snapshot.latestRun {
             var runObject: [String: Any] = [
-                "id": run.id, "startedAt": run.startedAt, "state": run.state, "host": run.host, "pid": run.pid,
+                "id": run.id, "startedAt": run.startedAt, "state": run.state.rawValue, "host": run.host, "pid": run.pid,
                 "toolVersion": run.toolVersion,
             ]
             runObject["endedAt"] = run.endedAt ?? NSNull()
             runObject["exitCode"] = run.exitCode ?? NSNull()
             runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
-            runObject["inputs"] = Self.jsonValue(run.inputs) ?? NSNull()
+            runObject["inputs"] = run.inputs.map {
+                ["path": $0.path, "sha256": $0.sha256, "bytes": String($0.bytes), "complete": String($0.complete)]
+            }
             object["run"] = runObject
         }
         if let holder {
@@ -167,7 +167,7 @@ public struct StatusReport: Sendable {
         var statuses: [String: Int] = [:]
         var codes: [String: Int] = [:]
         for count in snapshot.items {
-            statuses[count.status, default: 0] += count.count
+            statuses[count.status.rawValue, default: 0] += count.count
             codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
         }
         object["statuses"] = statuses
@@ -175,7 +175,8 @@ public struct StatusReport: Sendable {
         object["rejected"] = snapshot.rejections
         object["requests"] = snapshot.activity.requests
         object["retries"] = retries
-        object["outcomes"] = snapshot.activity.outcomes
+        object["outcomes"] = Dictionary(
+            uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })
         object["pending"] = pendingRows
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
@@ -185,9 +186,8 @@ public struct StatusReport: Sendable {
     }
 
     private func statusLine() -> String {
-        let order = [
-            "restored", "nothing_to_restore", "profile_not_found", "rejected", "failed", "pending", "in_flight",
-            "held",
+        let order: [ItemStatus] = [
+            .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
         ]
         var parts: [String] = []
         for status in order {
@@ -199,14 +199,10 @@ public struct StatusReport: Sendable {
 
     /// Input paths: from the finished run's record, or from its options while it runs.
     private func inputDescriptions(_ run: RunRecord) -> [String] {
-        if let inputs = Self.jsonValue(run.inputs) as? [[String: Any]], !inputs.isEmpty {
-            return inputs.map { input in
-                let path = input["path"] as? String ?? "?"
-                return (input["complete"] as? String) == "false" ? "\(path) (not read to the end)" : path
-            }
+        if !run.inputs.isEmpty {
+            return run.inputs.map { $0.complete ? $0.path : "\($0.path) (not read to the end)" }
         }
-        let options = Self.jsonValue(run.options) as? [String: Any]
-        return options?["inputs"] as? [String] ?? []
+        return RecordedOptions(run.options).inputs ?? []
     }
 
     private func optionsLine(_ run: RunRecord) -> String {
@@ -218,16 +214,15 @@ public struct StatusReport: Sendable {
 
     /// The command that sends what the journal owes, against the service the latest run used.
     func nextCommand(_ run: RunRecord) -> String {
-        // Read field by field: a run of an older version recorded fewer options.
-        let recorded = Self.jsonValue(run.options) as? [String: Any] ?? [:]
+        let recorded = RecordedOptions(run.options)
         var options = RunOptions()
         options.journalPath = journalPath
-        options.baseURL = recorded["baseURL"] as? String ?? options.baseURL
-        options.keyEnvironmentVariable = recorded["keyEnvironmentVariable"] as? String ?? options.keyEnvironmentVariable
-        options.caCertificatePath = recorded["caCertificatePath"] as? String
-        options.insecureSkipTLSVerify = recorded["insecureSkipTLSVerify"] as? Bool ?? false
-        options.shardIndex = (recorded["shardIndex"] as? NSNumber)?.intValue ?? 0
-        options.shardCount = (recorded["shardCount"] as? NSNumber)?.intValue ?? 1
+        options.baseURL = recorded.baseURL ?? options.baseURL
+        options.keyEnvironmentVariable = recorded.keyEnvironmentVariable ?? options.keyEnvironmentVariable
+        options.caCertificatePath = recorded.caCertificatePath
+        options.insecureSkipTLSVerify = recorded.insecureSkipTLSVerify ?? false
+        options.shardIndex = recorded.shardIndex ?? 0
+        options.shardCount = recorded.shardCount ?? 1
         return RunAdvice.runCommand(options)
     }
 
@@ -240,5 +235,39 @@ public struct StatusReport: Sendable {
         // Serialising again keeps true apart from 1, which NSNumber alone does not.
         let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+    }
+}
+
+/// The fields of a run's recorded options (`runs.options`) that `status` and `runs` use. Each is
+/// optional and read on its own: a run of an older version recorded fewer, and a field of an
+/// unexpected type is left out rather than failing the rest.
+struct RecordedOptions: Decodable {
+    var inputs: [String]?
+    var baseURL: String?
+    var keyEnvironmentVariable: String?
+    var caCertificatePath: String?
+    var insecureSkipTLSVerify: Bool?
+    var shardIndex: Int?
+    var shardCount: Int?
+
+    private enum CodingKeys: String, CodingKey {
+        case inputs, baseURL, keyEnvironmentVariable, caCertificatePath, insecureSkipTLSVerify, shardIndex, shardCount
+    }
+
+    init(_ json: String) {
+        self = (try? JSONDecoder().decode(Self.self, from: Data(json.utf8))) ?? RecordedOptions()
+    }
+
+    private init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        inputs = try? container.decodeIfPresent([String].self, forKey: .inputs)
+        baseURL = try? container.decodeIfPresent(String.self, forKey: .baseURL)
+        keyEnvironmentVariable = try? container.decodeIfPresent(String.self, forKey: .keyEnvironmentVariable)
+        caCertificatePath = try? container.decodeIfPresent(String.self, forKey: .caCertificatePath)
+        insecureSkipTLSVerify = try? container.decodeIfPresent(Bool.self, forKey: .insecureSkipTLSVerify)
+        shardIndex = try? container.decodeIfPresent(Int.self, forKey: .shardIndex)
+        shardCount = try? container.decodeIfPresent(Int.self, forKey: .shardCount)
     }
 }

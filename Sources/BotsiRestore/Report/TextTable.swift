@@ -5,21 +5,28 @@ import BotsiBasics
 /// characters are escaped, so a server message cannot move the cursor or recolour the terminal.
 public final class TextTable {
     public let columns: [String]
-    private let write: (String) -> Void
+    private let output: ReportOutput
     private let pageSize: Int
     private let maxWidth: Int
     private var page: [[String]] = []
     private var widths: [Int]?
 
-    public init(columns: [String], pageSize: Int = 500, maxWidth: Int = 48, write: @escaping (String) -> Void) {
+    public convenience init(
+        columns: [String], pageSize: Int = 500, maxWidth: Int = 48, write: @escaping (String) -> Void
+    ) {
+        self.init(columns: columns, pageSize: pageSize, maxWidth: maxWidth, output: ReportOutput(lines: write))
+    }
+
+    init(columns: [String], pageSize: Int = 500, maxWidth: Int = 48, output: ReportOutput) {
         self.columns = columns
         self.pageSize = pageSize
         self.maxWidth = maxWidth
-        self.write = write
+        self.output = output
     }
 
     public func add(_ cells: [String]) {
-        let cells = cells.map(Self.printable)
+        // Nearly every row needs no escaping: then it is used as it is, not copied.
+        let cells = cells.contains(where: Self.mayNeedEscaping) ? cells.map(Self.printable) : cells
         if let widths {
             emit(cells, widths: widths)
             return
@@ -37,7 +44,7 @@ public final class TextTable {
         var widths = columns.map(\.count)
         for row in page {
             for (index, cell) in row.enumerated() where index < widths.count {
-                widths[index] = max(widths[index], min(cell.count, maxWidth))
+                widths[index] = max(widths[index], min(Self.width(cell), maxWidth))
             }
         }
         self.widths = widths
@@ -47,21 +54,75 @@ public final class TextTable {
         page = []
     }
 
+    /// One line: each cell cut to its column's width (the last `…`) and padded, trailing spaces dropped.
     private func emit(_ cells: [String], widths: [Int]) {
-        var line = ""
+        let start = output.bytes.count
         for (index, width) in widths.enumerated() {
-            var cell = index < cells.count ? cells[index] : ""
-            if cell.count > width { cell = String(cell.prefix(max(width - 1, 0))) + "…" }
-            let isLast = index == widths.count - 1
-            line += isLast ? cell : cell + String(repeating: " ", count: width - cell.count + 2)
+            let shown = append(index < cells.count ? cells[index] : "", width: width)
+            if index < widths.count - 1 { pad(width - shown + 2) }
         }
-        while line.last == " " { line.removeLast() }
-        write(line + "\n")
+        while output.bytes.count > start && output.bytes.last == UInt8(ascii: " ") { output.bytes.removeLast() }
+        output.bytes.append(UInt8(ascii: "\n"))
+        output.endLine()
+    }
+
+    /// Appends the cell, cut to `width` characters with `…` when wider; returns how many it shows.
+    private func append(_ cell: String, width: Int) -> Int {
+        // ASCII (every byte one character, once `printable` has escaped the controls), in place.
+        let ascii = cell.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            guard bytes.count > width else {
+                output.bytes.append(contentsOf: bytes)
+                return bytes.count
+            }
+            let kept = max(width - 1, 0)
+            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
+            output.bytes.append(contentsOf: "…".utf8)
+            return kept + 1
+        }
+        if let shown = ascii ?? nil { return shown }
+        let count = cell.count
+        guard count > width else {
+            output.bytes.append(contentsOf: cell.utf8)
+            return count
+        }
+        let kept = max(width - 1, 0)
+        output.bytes.append(contentsOf: String(cell.prefix(kept)).utf8)
+        output.bytes.append(contentsOf: "…".utf8)
+        return kept + 1
+    }
+
+    private static let spaces = [UInt8](repeating: UInt8(ascii: " "), count: 128)
+
+    private func pad(_ count: Int) {
+        if count <= Self.spaces.count {
+            output.bytes.append(contentsOf: Self.spaces[0..<count])
+        } else {
+            output.bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count))
+        }
+    }
+
+    /// The cell's width in characters: its byte count when it is ASCII (after `printable`, no
+    /// ASCII cell holds a control, so every byte is one character).
+    private static func width(_ cell: String) -> Int {
+        let ascii = cell.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 < 0x80 } }
+        return ascii == true ? cell.utf8.count : cell.count
     }
 
     /// Controls, DEL, C1 controls and bidi overrides become visible escapes (`\u001B`): a server
     /// message cannot move the cursor, recolour the terminal or reorder the line.
     static func printable(_ text: String) -> String {
-        VisibleText.escaped(text)
+        mayNeedEscaping(text) ? VisibleText.escaped(text) : text
+    }
+
+    /// `VisibleText.escaped` returns text without the bytes that may start an active scalar as it
+    /// is; that first look, done on the bytes in place, was most of the cost of a table.
+    private static func mayNeedEscaping(_ text: String) -> Bool {
+        let plain = text.utf8.withContiguousStorageIfAvailable { bytes in
+            ReportBytes.classes.withUnsafeBufferPointer { classes in
+                !bytes.contains { classes[Int($0)] & ReportBytes.escapedEverywhere != 0 }
+            }
+        }
+        return plain != true
     }
 }

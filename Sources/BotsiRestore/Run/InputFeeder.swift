@@ -65,7 +65,7 @@ struct InputFeeder {
     private var rowsReadByReader: [Int]
     private var rowsSentByReader: [Int]
     private var bytesOfFinishedReaders: Int64 = 0
-    private var finishedInputs: [[String: String]] = []
+    private var finishedInputs: [RunInput] = []
     /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
     /// can a resend have been kept without an answer.
     private(set) var tookUpFinalRows = false
@@ -185,10 +185,8 @@ struct InputFeeder {
 
     private mutating func finishReader(summary: inout RunSummary) {
         let reader = readers[readerIndex]
-        finishedInputs.append([
-            "path": reader.displayName, "sha256": reader.sha256Hex, "bytes": String(reader.bytesRead),
-            "complete": "true",
-        ])
+        finishedInputs.append(
+            RunInput(path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: true))
         bytesOfFinishedReaders += reader.bytesRead
         if let empty = reader.noRows {
             summary.inputNotes.append((empty.isWarning ? "warning: " : "") + empty.message(input: reader.displayName))
@@ -218,13 +216,11 @@ struct InputFeeder {
 
     /// The run's `inputs` record: each input with the SHA-256 and size of what was read, and
     /// whether it was read to its end.
-    var inputsRecord: [[String: String]] {
+    var inputsRecord: [RunInput] {
         var records = finishedInputs
         for reader in readers[readerIndex...] {
-            records.append([
-                "path": reader.displayName, "sha256": reader.sha256Hex, "bytes": String(reader.bytesRead),
-                "complete": "false",
-            ])
+            records.append(
+                RunInput(path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: false))
         }
         return records
     }

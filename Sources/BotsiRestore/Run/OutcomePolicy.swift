@@ -116,12 +116,12 @@ public struct OutcomePolicy: Sendable, Equatable {
 
         /// The attempt's `outcome` column: the status the row took, `retry`, or `kept` when a
         /// final row kept its status for want of a definitive answer.
-        public var attemptOutcome: String {
-            if next == .retry { return "retry" }
+        public var attemptOutcome: AttemptOutcome {
+            if next == .retry { return .retry }
             switch write {
-            case .settle(let status): return status.rawValue
-            case .lastError, .recoverPending: return ItemStatus.pending.rawValue
-            case .attemptOnly, .nothing, .clearMark: return "kept"
+            case .settle(let status): return .status(status)
+            case .lastError, .recoverPending: return .status(.pending)
+            case .attemptOnly, .nothing, .clearMark: return .kept
             }
         }
     }

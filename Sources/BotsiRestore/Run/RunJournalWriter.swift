@@ -28,7 +28,7 @@ struct RunJournalWriter {
             let recovery = try journal.recoverInFlight()
             let runID = try journal.startRun(
                 startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
-                pid: getpid(), optionsJSON: optionsJSON(options), inputsJSON: "[]")
+                pid: getpid(), optionsJSON: optionsJSON(options))
             return (RunJournalWriter(journal: journal, runID: runID, dryRun: options.dryRun), recovery)
         }
     }
@@ -142,14 +142,11 @@ struct RunJournalWriter {
 
     /// Writes how far the run has read into its `runs` row; the next batch commit carries it.
     func recordProgress(_ progress: RunProgress, at now: Date) throws(JournalError) {
-        var fields = [
-            "\"rowsRead\":\(progress.rowsRead)", "\"bytesRead\":\(progress.bytesRead)",
-            "\"requests\":\(progress.requests)",
-            "\"updatedAt\":\(JSONString.quoted(Timestamp.string(now)))",
-        ]
-        if let total = progress.totalBytes { fields.append("\"totalBytes\":\(total)") }
+        let record = RunProgressRecord(
+            rowsRead: progress.rowsRead, bytesRead: progress.bytesRead, totalBytes: progress.totalBytes,
+            requests: progress.requests, updatedAt: Timestamp.string(now))
         try beginBatch()
-        try journal.recordProgress(runID, json: "{\(fields.joined(separator: ","))}")
+        try journal.recordProgress(runID, record)
     }
 
     /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
@@ -162,12 +159,12 @@ struct RunJournalWriter {
 
     /// Ends the run's record: how it ended, its inputs and its counts.
     func finishRun(
-        stopped: Bool, exitCode: Int32, inputs: [[String: String]], summary: RunSummary
+        stopped: Bool, exitCode: Int32, inputs: [RunInput], summary: RunSummary
     ) throws(JournalError) {
         try journal.transaction { () throws(JournalError) in
             try journal.finishRun(
-                runID, endedAt: Date(), state: stopped ? "stopped" : "finished", exitCode: exitCode,
-                inputsJSON: Self.inputsJSON(inputs), countsJSON: Self.countsJSON(summary))
+                runID, endedAt: Date(), state: stopped ? .stopped : .finished, exitCode: exitCode, inputs: inputs,
+                countsJSON: Self.countsJSON(summary))
         }
     }
 
@@ -177,11 +174,6 @@ struct RunJournalWriter {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(options)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
-    private static func inputsJSON(_ records: [[String: String]]) -> String {
-        let data = try? JSONSerialization.data(withJSONObject: records, options: [.sortedKeys])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "[]"
     }
 
     private static func countsJSON(_ summary: RunSummary) -> String {

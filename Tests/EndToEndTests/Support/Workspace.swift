@@ -56,7 +56,7 @@ struct JournalView {
     var attempts: Int { items.values.reduce(0) { $0 + $1.attempts } }
 
     func pairs(where predicate: (String) -> Bool) -> Set<Pair> {
-        Set(items.filter { predicate($0.value.status) }.keys)
+        Set(items.filter { predicate($0.value.status.rawValue) }.keys)
     }
 
     static let finalStatuses: Set<String> = [
@@ -73,7 +73,7 @@ struct JournalView {
         do {
             try journal.forEachReportRecord(ReportFilter()) { record in
                 // Input rejections come last and carry no attempt; server rejections are items.
-                if record.status == "rejected" && record.attempts == 0 && record.httpStatus == nil {
+                if record.status == .rejected && record.attempts == 0 && record.httpStatus == nil {
                     view.rejections.append(record)
                 } else {
                     view.items[Pair(record.profileId, record.originalTransactionId)] = record

@@ -1,0 +1,162 @@
+import BotsiTestSupport
+import Foundation
+import Testing
+
+@testable import BotsiJournal
+
+/// The typed boundary: what the runner writes comes back as the same values, the text on disk is
+/// the format docs/journal.md describes (unchanged since v1), and a value this version does not
+/// know is refused with an error naming the row.
+@Suite struct JournalRecordsTests {
+    private func newJournal(_ directory: Workspace) throws -> Journal {
+        try Journal(path: directory.file("journal.sqlite"))
+    }
+
+    private func startRun(_ journal: Journal) throws -> Int64 {
+        try journal.transaction { () throws(JournalError) in
+            try journal.startRun(startedAt: Date(), toolVersion: "test", host: "h", pid: 1, optionsJSON: "{}")
+        }
+    }
+
+    @Test func aRunsStateInputsCountsAndProgressComeBackAsWritten() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        let run = try startRun(journal)
+        let progress = RunProgressRecord(
+            rowsRead: 10, bytesRead: 200, totalBytes: 400, requests: 9, updatedAt: "2026-01-01T00:00:00.000Z")
+        try journal.transaction { () throws(JournalError) in try journal.recordProgress(run, progress) }
+        #expect(try journal.runs().first?.state == .running)
+        #expect(try journal.runs().first?.progress == progress)
+        #expect(try journal.runs().first?.counts == RunCounts(), "a run that has not ended has no counts")
+
+        let inputs = [
+            RunInput(path: "a.csv", sha256: "ab", bytes: 1234, complete: true),
+            RunInput(path: "b, \"odd\".csv", sha256: "cd", bytes: 0, complete: false),
+        ]
+        let counts =
+            #"{"statuses":{"held":2,"restored":3},"rejectedByReason":{"malformed_csv":1},"requests":7,"#
+            + #""retries":4,"stopCause":"signal","somethingElse":[1,2]}"#
+        try journal.transaction { () throws(JournalError) in
+            try journal.finishRun(
+                run, endedAt: Date(), state: .stopped, exitCode: 75, inputs: inputs, countsJSON: counts)
+        }
+        let record = try #require(try journal.runs().first)
+        #expect(record.state == .stopped)
+        #expect(record.inputs == inputs)
+        #expect(
+            record.counts
+                == RunCounts(
+                    statuses: [.held: 2, .restored: 3], rejectedByReason: ["malformed_csv": 1], requests: 7, retries: 4,
+                    stopCause: "signal"))
+        // On disk, as every version wrote it: byte counts and completeness as strings.
+        let stored = try #require(try journal.connection.scalarText("SELECT inputs FROM runs"))
+        let objects = try #require(try JSONSerialization.jsonObject(with: Data(stored.utf8)) as? [[String: String]])
+        #expect(objects[0] == ["path": "a.csv", "sha256": "ab", "bytes": "1234", "complete": "true"])
+        #expect(objects[1]["complete"] == "false")
+        #expect(try journal.connection.scalarText("SELECT state FROM runs") == "stopped")
+    }
+
+    @Test func columnsWrittenByEarlierVersionsStillRead() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        _ = try startRun(journal)
+        // Progress as the runner concatenated it, inputs as JSONSerialization wrote them.
+        try journal.connection.execute(
+            """
+            UPDATE runs SET state = 'finished',
+                progress = '{"rowsRead":5,"bytesRead":50,"requests":4,"updatedAt":"2026-01-01T00:00:00.000Z","totalBytes":100}',
+                inputs = '[{"bytes":"10","complete":"false","path":"in\\/x.csv","sha256":"00"}]',
+                counts = '{"statuses":{"pending":1}}'
+            """)
+        let record = try #require(try journal.runs().first)
+        #expect(record.state == .finished)
+        #expect(record.progress.bytesRead == 50 && record.progress.totalBytes == 100 && record.progress.rowsRead == 5)
+        #expect(record.inputs == [RunInput(path: "in/x.csv", sha256: "00", bytes: 10, complete: false)])
+        #expect(record.counts.statuses == [.pending: 1])
+        #expect(record.counts.requests == nil, "fields an older run did not record are absent, not zero")
+    }
+
+    @Test func attemptOutcomesAreStoredAsTheirJournalText() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        let run = try startRun(journal)
+        let admission = try journal.transaction { () throws(JournalError) in
+            try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
+        }
+        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        let outcomes: [AttemptOutcome] = [.retry, .kept, .status(.restored), .status(.pending)]
+        try journal.transaction { () throws(JournalError) in
+            for (index, outcome) in outcomes.enumerated() {
+                try journal.recordAttempt(
+                    itemID: item, runID: run, number: index + 1, startedAt: Date(), durationMilliseconds: 1,
+                    httpStatus: nil, code: nil, outcome: outcome, profile: nil)
+            }
+        }
+        let statement = try journal.connection.prepare("SELECT outcome FROM attempts ORDER BY id")
+        var stored: [String] = []
+        while try statement.step() { stored.append(statement.text(0) ?? "") }
+        #expect(stored == ["retry", "kept", "restored", "pending"])
+        #expect(
+            try journal.attemptOutcomesByRun()[run] == [
+                .retry: 1, .kept: 1, .status(.restored): 1, .status(.pending): 1,
+            ])
+        for outcome in outcomes + ItemStatus.allCases.map(AttemptOutcome.status) {
+            #expect(AttemptOutcome(rawValue: outcome.rawValue) == outcome)
+        }
+        #expect(AttemptOutcome(rawValue: "Retry") == nil)
+    }
+
+    /// A hand-edited journal: an unknown status, state or outcome stops the reader with an error
+    /// that names the table, the row and the value — never a guess, never a crash.
+    @Test func anUnknownValueIsAClearErrorNamingItsRow() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        let run = try startRun(journal)
+        let admission = try journal.transaction { () throws(JournalError) in
+            try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
+        }
+        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        try journal.connection.execute("UPDATE items SET status = 'paused' WHERE id = \(item)")
+        let reportError = #expect(throws: JournalError.self) {
+            try journal.forEachReportRecord(ReportFilter()) { _ in }
+        }
+        guard case .unknownValue(_, let table, let column, let row, let value)? = reportError else {
+            Issue.record("expected unknownValue, got \(String(describing: reportError))")
+            return
+        }
+        #expect((table, column, row, value) == ("items", "status", item, "paused"))
+        #expect(reportError?.description.contains("items row \(item) holds status 'paused'") == true)
+        #expect(throws: JournalError.self) { try journal.snapshot(recentSince: Date()) }
+
+        try journal.connection.execute("UPDATE runs SET state = 'paused'")
+        #expect(throws: JournalError.self) { try journal.runs() }
+        try journal.connection.execute("UPDATE runs SET state = 'running', counts = '{\"statuses\":{\"paused\":1}}'")
+        #expect(throws: JournalError.self) { try journal.runs() }
+        try journal.connection.execute("UPDATE runs SET counts = '{}'")
+        #expect(try journal.runs().count == 1)
+
+        try journal.transaction { () throws(JournalError) in
+            try journal.recordAttempt(
+                itemID: item, runID: run, number: 1, startedAt: Date(), durationMilliseconds: 1, httpStatus: nil,
+                code: nil, outcome: .retry, profile: nil)
+        }
+        try journal.connection.execute("UPDATE attempts SET outcome = 'maybe'")
+        #expect(throws: JournalError.self) { try journal.attemptOutcomesByRun() }
+    }
+
+    @Test func aStatementRefusesTheWrongNumberOfValues() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        let statement = try journal.connection.prepare("SELECT ? + ?")
+        #expect(throws: SQLiteError.self) { try statement.reset(.int(1)) }
+        #expect(throws: SQLiteError.self) { try statement.reset(.int(1), .int(2), .int(3)) }
+        try statement.reset(.int(1), .int(2))
+        #expect(try statement.step() && statement.int(0) == 3)
+        #expect(throws: SQLiteError.self) { try statement.column("missing") }
+    }
+}

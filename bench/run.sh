@@ -63,6 +63,9 @@ read -r elapsed user sys rss < <(measure big "$bin" run "$work/big.csv" --journa
     --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet)
 echo "1,000,000-row input: ${elapsed}s, peak RSS $((rss / 1024)) MB ($(python3 -c "print(round($big_rows/$elapsed))") requests/s at 0 ms latency)"
 
+# The 1,000,000-row run leaves hundreds of MB of dirty pages; without this the rerun measured
+# the kernel's writeback of them as much as itself (its figure moved by a third between runs).
+sync
 read -r elapsed user sys rss < <(measure rerun "$bin" run "$work/big.csv" --journal "$work/big.sqlite" \
     --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet)
 echo "rerun over $big_rows finished rows: ${elapsed}s = $(python3 -c "print(round($big_rows/$elapsed))") rows/s skipped, peak RSS $((rss / 1024)) MB"

@@ -20,10 +20,15 @@ public enum JSONString {
     /// Appends `text` as a JSON string literal, quotes included, for writers that build bytes.
     public static func append(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        if mayNeedEscaping(text) {
+        // One look at the contiguous bytes; plain text (most ids and dates) is copied as a block.
+        var text = text
+        let copied = text.withUTF8 { bytes in
+            let plain = escapeStarts.withUnsafeBufferPointer { table in !bytes.contains { table[Int($0)] } }
+            if plain { out.append(contentsOf: bytes) }
+            return plain
+        }
+        if !copied {
             for scalar in text.unicodeScalars { appendEscaped(scalar, to: &out) }
-        } else {
-            out.append(contentsOf: text.utf8)
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -61,7 +61,7 @@ import Testing
     @Test(arguments: cells + ["a\\b", "\u{7F}", "\u{2028}", "line\nbreak"])
     func jsonStringsAreCopiedAsJSONStringWritesThem(_ text: String) {
         var bytes: [UInt8] = []
-        FieldRowWriter.appendJSONString(text, to: &bytes)
+        JSONString.append(text, to: &bytes)
         #expect(bytes == Array(JSONString.quoted(text).utf8))
         #expect(TextTable.printable(text) == VisibleText.escaped(text))
     }

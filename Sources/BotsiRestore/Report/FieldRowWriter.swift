@@ -89,7 +89,7 @@ final class FieldRowWriter {
         switch format {
         case .jsonl:
             output.bytes.append(contentsOf: jsonKeys[column])
-            Self.appendJSONString(value, to: &output.bytes)
+            JSONString.append(value, to: &output.bytes)
         case .csv:
             if column > 0 { output.bytes.append(UInt8(ascii: ",")) }
             CSVText.append(value, to: &output.bytes)
@@ -181,24 +181,6 @@ final class FieldRowWriter {
     }
 }
 
-extension FieldRowWriter {
-    /// `JSONString.append`, with its first look done on the string's bytes in place: a value with
-    /// none of the bytes it escapes or may escape (the same set) is copied between quotes.
-    static func appendJSONString(_ text: String, to out: inout [UInt8]) {
-        let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            let plain = ReportBytes.classes.withUnsafeBufferPointer { classes in
-                !bytes.contains { classes[Int($0)] & (ReportBytes.escapedEverywhere | ReportBytes.escapedInJSON) != 0 }
-            }
-            guard plain else { return false }
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: bytes)
-            out.append(UInt8(ascii: "\""))
-            return true
-        }
-        if copied != true { JSONString.append(text, to: &out) }
-    }
-}
-
 /// What each byte means to the report writers, looked up once per byte instead of compared
 /// against each case.
 enum ReportBytes {
@@ -207,14 +189,11 @@ enum ReportBytes {
     static let escapedEverywhere: UInt8 = 1
     /// `,` and `"`: a CSV cell holding one is quoted.
     static let quotedInCSV: UInt8 = 2
-    /// `"` and `\`: escaped inside a JSON string.
-    static let escapedInJSON: UInt8 = 4
 
     static let classes: [UInt8] = (0...255).map { byte -> UInt8 in
         var kind: UInt8 = 0
         if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2 { kind |= escapedEverywhere }
         if byte == 0x2C || byte == 0x22 { kind |= quotedInCSV }
-        if byte == 0x22 || byte == 0x5C { kind |= escapedInJSON }
         return kind
     }
 }

@@ -16,6 +16,8 @@ struct RunRow {
     var lastWasTimeout = false
     /// The code of the last retryable error, journaled with the row while it waits.
     var lastCode: String?
+    /// What its in-flight mark replaced, while it is marked and not sent yet.
+    var mark: InFlightMark?
 }
 
 /// A row taken up to be sent, with the keys the ordering rule goes by.

@@ -1,3 +1,5 @@
+import Glibc
+
 extension Basics {
     /// A duration for people: `4.2s`, `3m07s`, `2h05m`; `?` for what is not one (negative, infinite,
     /// not a number), so that a broken clock or an empty estimate cannot trap the conversion.
@@ -10,6 +12,18 @@ extension Basics {
         let whole = seconds < Double(Int.max) ? Int(seconds) : Int.max
         if whole < 3600 { return "\(whole / 60)m\(twoDigits(whole % 60))s" }
         return "\(whole / 3600)h\(twoDigits((whole % 3600) / 60))m"
+    }
+
+    /// A number of seconds someone stated, such as a `Retry-After` header or a `--retry-after-cap` flag,
+    /// shown as given: `12 s`, `0.05 s`, and `%g` past 10⁹ (`2.30242e+09 s`, a timestamp sent where a
+    /// delay belongs). `duration` is for time that has passed, rounded to read at a glance; this one
+    /// hides no digit a person may be comparing with what they set.
+    public static func seconds(_ seconds: Double) -> String {
+        if seconds == seconds.rounded(), abs(seconds) < 1e9 { return "\(Int(seconds)) s" }
+        // `%g` from the C library: Foundation's `String(format:)` calls the same, and this target has none.
+        var buffer = [CChar](repeating: 0, count: 32)
+        let length = withVaList([seconds]) { vsnprintf(&buffer, buffer.count, "%g", $0) }
+        return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) + " s"
     }
 
     /// `%.1f` without Foundation: rounded to the nearest tenth.

@@ -14,10 +14,10 @@ extension Basics {
         return "\(whole / 3600)h\(twoDigits((whole % 3600) / 60))m"
     }
 
-    /// A number of seconds someone stated, such as a `Retry-After` header or a `--retry-after-cap` flag,
-    /// shown as given: `12 s`, `0.05 s`, and `%g` past 10⁹ (`2.30242e+09 s`, a timestamp sent where a
-    /// delay belongs). `duration` is for time that has passed, rounded to read at a glance; this one
-    /// hides no digit a person may be comparing with what they set.
+    /// A number of seconds someone stated, such as a `Retry-After` header or a `--retry-after-cap` flag:
+    /// `12 s`, `0.05 s`, `2.30242e+09 s` (whole numbers below 10⁹ as they are, others as `%g`, so a
+    /// timestamp sent where a delay belongs stays short). `duration` is for time that has passed, in
+    /// the unit that reads at a glance (`3m07s`); this one stays in seconds, the unit the value was given in.
     public static func seconds(_ seconds: Double) -> String {
         if seconds == seconds.rounded(), abs(seconds) < 1e9 { return "\(Int(seconds)) s" }
         // `%g` from the C library: Foundation's `String(format:)` calls the same, and this target has none.

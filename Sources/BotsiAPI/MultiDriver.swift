@@ -246,8 +246,8 @@ final class MultiDriver {
         Notices.post(
             Notice(
                 .warning,
-                "botsi-restore: the server asked\(statusText) to wait \(formatSeconds(retryAfter)) (Retry-After), more "
-                    + "than --retry-after-cap \(formatSeconds(cap)); waiting \(formatSeconds(cap)) instead. "
+                "botsi-restore: the server asked\(statusText) to wait \(Basics.seconds(retryAfter)) (Retry-After), more "
+                    + "than --retry-after-cap \(Basics.seconds(cap)); waiting \(Basics.seconds(cap)) instead. "
                     + "Said once per run."))
     }
 
@@ -271,9 +271,4 @@ final class MultiDriver {
         Glibc.close(core.wakeupDescriptor)
         core.driverFinished.signal()
     }
-}
-
-/// `12 s`, `0.05 s`, `2.30242e+09 s`.
-private func formatSeconds(_ seconds: Double) -> String {
-    seconds == seconds.rounded() && seconds < 1e9 ? "\(Int(seconds)) s" : String(format: "%g s", seconds)
 }

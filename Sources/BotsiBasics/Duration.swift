@@ -1,3 +1,5 @@
+import Glibc
+
 extension Basics {
     /// A duration for people: `4.2s`, `3m07s`, `2h05m`; `?` for what is not one (negative, infinite,
     /// not a number), so that a broken clock or an empty estimate cannot trap the conversion.
@@ -10,6 +12,18 @@ extension Basics {
         let whole = seconds < Double(Int.max) ? Int(seconds) : Int.max
         if whole < 3600 { return "\(whole / 60)m\(twoDigits(whole % 60))s" }
         return "\(whole / 3600)h\(twoDigits((whole % 3600) / 60))m"
+    }
+
+    /// A number of seconds someone stated, such as a `Retry-After` header or a `--retry-after-cap` flag:
+    /// `12 s`, `0.05 s`, `2.30242e+09 s` (whole numbers below 10⁹ as they are, others as `%g`, so a
+    /// timestamp sent where a delay belongs stays short). `duration` is for time that has passed, in
+    /// the unit that reads at a glance (`3m07s`); this one stays in seconds, the unit the value was given in.
+    public static func seconds(_ seconds: Double) -> String {
+        if seconds == seconds.rounded(), abs(seconds) < 1e9 { return "\(Int(seconds)) s" }
+        // `%g` from the C library: Foundation's `String(format:)` calls the same, and this target has none.
+        var buffer = [CChar](repeating: 0, count: 32)
+        let length = withVaList([seconds]) { vsnprintf(&buffer, buffer.count, "%g", $0) }
+        return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) + " s"
     }
 
     /// `%.1f` without Foundation: rounded to the nearest tenth.

@@ -1,6 +1,6 @@
 import Dispatch
 
-// The per-connection state a `ServerLoop` keeps, and its heap of deadlines.
+// The per-connection state a `ServerLoop` keeps (its deadlines are in `LoopTimers.swift`).
 
 /// One client connection; owned by the loop's queue.
 final class Connection: @unchecked Sendable {
@@ -53,56 +53,4 @@ extension HTTPRequestHead.Route {
 struct Trickle {
     let chunk: [UInt8]
     let intervalNanoseconds: UInt64
-}
-
-struct Deadline {
-    enum Kind {
-        /// A reply's delay, a stall's end or a trickle's tick; stale once the connection's generation moved on.
-        case reply
-        /// The connection's idle deadline (see `ServerLoop.startIdleClock`).
-        case idle
-    }
-
-    let time: UInt64
-    let kind: Kind
-    let connectionId: UInt64
-    let generation: UInt64
-}
-
-/// A binary min-heap of deadlines; stale entries (closed connections, replies already sent) are skipped
-/// when they come due instead of being searched out.
-struct DeadlineHeap {
-    private var items: [Deadline] = []
-
-    func peek() -> Deadline? {
-        items.first
-    }
-
-    mutating func push(_ item: Deadline) {
-        items.append(item)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].time < items[parent].time else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func pop() {
-        guard !items.isEmpty else { return }
-        items.swapAt(0, items.count - 1)
-        items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < items.count, items[left].time < items[smallest].time { smallest = left }
-            if right < items.count, items[right].time < items[smallest].time { smallest = right }
-            guard smallest != parent else { return }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
 }

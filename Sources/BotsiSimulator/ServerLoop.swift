@@ -7,9 +7,8 @@ import Glibc
 /// Why Dispatch sources on serial queues (and not an epoll loop of our own): Glibc's Swift module does
 /// not export epoll, and the package gives this target no C shim. Dispatch already multiplexes with epoll
 /// underneath, and a serial queue makes its loop the single owner of its connections, so connection
-/// state needs no locks and the shared mutex is taken only to decide a request. Delays use one timer
-/// source over a min-heap of deadlines instead of a timer per reply, so 256 connections at 50 ms cost a
-/// heap push and pop per request, not a kernel timer each.
+/// state needs no locks and the shared mutex is taken only to decide a request. Delays and idle
+/// timeouts share one timer source (`LoopTimers`).
 final class ServerLoop: @unchecked Sendable {
     // Invariant for @unchecked Sendable: every `var` below is read and written only on `queue`. Source
     // handlers and the timer all target `queue`; the server reaches the loop only through `queue`.
@@ -20,10 +19,7 @@ final class ServerLoop: @unchecked Sendable {
     private weak var server: Server?
     private var connections: [UInt64: Connection] = [:]
     private var nextConnectionId: UInt64 = 1
-    private var timers = DeadlineHeap()
-    private var timerSource: DispatchSourceTimer?
-    private var armedDeadline: UInt64 = .max
-    private var timerLateness: UInt64 = 0
+    private var timers = LoopTimers()
     private var stopped = false
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     private let control = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
@@ -49,14 +45,7 @@ final class ServerLoop: @unchecked Sendable {
     /// Runs on `queue`.
     func begin(server: Server) {
         self.server = server
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [self] in fireDueTimers() }
-        // Fires once, soon, for nothing: Dispatch opens its timer descriptor the first time it arms a timer
-        // for the future, and at the descriptor limit that fails silently: the accept back-off's timer
-        // would then never fire.
-        timer.schedule(deadline: .now() + .milliseconds(100), leeway: .nanoseconds(0))
-        timerSource = timer
-        timer.resume()
+        timers.start(on: queue) { [self] in fireDueTimers() }
     }
 
     /// Runs on `queue`: closes every connection (stalled ones included) and the timer.
@@ -64,9 +53,7 @@ final class ServerLoop: @unchecked Sendable {
         guard !stopped else { return }
         stopped = true
         for connection in Array(connections.values) { close(connection) }
-        timerSource?.cancel()
-        timerSource = nil
-        timers = DeadlineHeap()
+        timers.stop()
     }
 
     /// Runs on `queue`: takes over an accepted socket, for which the server already entered the group.
@@ -98,7 +85,7 @@ final class ServerLoop: @unchecked Sendable {
             var arrival: UInt64?
             let count =
                 timesArrivals
-                ? receiveTimed(connection.descriptor, arrival: &arrival)
+                ? Socket.receiveTimed(connection.descriptor, into: scratch, control: control, arrival: &arrival)
                 : recv(connection.descriptor, scratch.baseAddress, scratch.count, 0)
             if count > 0 {
                 if connection.inbound.isEmpty, connection.phase == .reading { connection.requestArrival = arrival }
@@ -124,35 +111,6 @@ final class ServerLoop: @unchecked Sendable {
             return
         }
         processInbound(connection)
-    }
-
-    /// `recvmsg` with the kernel's receive timestamp, converted to the uptime clock the timers use.
-    private func receiveTimed(_ descriptor: Int32, arrival: inout UInt64?) -> Int {
-        var vector = iovec(iov_base: scratch.baseAddress, iov_len: scratch.count)
-        var message = msghdr()
-        let count = withUnsafeMutablePointer(to: &vector) { vectorPointer in
-            message.msg_iov = vectorPointer
-            message.msg_iovlen = 1
-            message.msg_control = control.baseAddress
-            message.msg_controllen = control.count
-            return recvmsg(descriptor, &message, 0)
-        }
-        guard count > 0, message.msg_controllen >= MemoryLayout<cmsghdr>.size + MemoryLayout<timespec>.size else {
-            return count
-        }
-        let header = control.load(as: cmsghdr.self)
-        guard header.cmsg_level == SOL_SOCKET, header.cmsg_type == SO_TIMESTAMPNS_OLD else { return count }
-        // CMSG_DATA: the payload follows the header, which is already 8-byte aligned on 64-bit Linux.
-        let stamp = control.load(fromByteOffset: MemoryLayout<cmsghdr>.size, as: timespec.self)
-        var wallNow = timespec()
-        clock_gettime(CLOCK_REALTIME, &wallNow)
-        let age =
-            (Int64(wallNow.tv_sec) - Int64(stamp.tv_sec)) * 1_000_000_000
-            + (Int64(wallNow.tv_nsec) - Int64(stamp.tv_nsec))
-        let uptimeNow = DispatchTime.now().uptimeNanoseconds
-        // A stepped wall clock could make the age absurd; trust it only within a second.
-        if age >= 0, age < 1_000_000_000, UInt64(age) < uptimeNow { arrival = uptimeNow - UInt64(age) }
-        return count
     }
 
     /// Serves the requests buffered on a connection one at a time (pipelined ones wait their turn).
@@ -195,24 +153,7 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func dispatch(_ head: HTTPRequestHead, body: [UInt8], on connection: Connection) {
-        let plan: ReplyPlan
-        switch (head.route, head.method) {
-        case (.restore, .post):
-            plan = core.planRestore(authorization: head.authorization, body: body, keepAlive: head.keepAlive)
-        case (.stats, .get):
-            let reply = core.statsReply(
-                keepAlive: head.keepAlive, listingPairs: head.listsPairs, authorization: head.authorization)
-            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive))
-        case (.restore, _), (.stats, _):
-            let body = Responses.errorBody("Method \(head.methodName) is not allowed here", code: "method_not_allowed")
-            let allow: StaticString = head.route.isRestore ? "Allow: POST\r\n" : "Allow: GET\r\n"
-            let reply = Responses.make(status: 405, body: body, keepAlive: head.keepAlive, extraHeader: allow)
-            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: core.drawDelay())
-        case (.other(let path), _):
-            let body = Responses.errorBody("No route for \(head.methodName) \(path)", code: "not_found")
-            let reply = Responses.make(status: 404, body: body, keepAlive: head.keepAlive)
-            plan = ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: core.drawDelay())
-        }
+        let plan = core.plan(head, body: body)
         connection.inFlight = plan.inFlight
         connection.generation &+= 1
         let arrival = connection.requestArrival
@@ -398,35 +339,19 @@ final class ServerLoop: @unchecked Sendable {
 
     // MARK: Timers
 
-    /// Arms a reply (or a stall's end) `nanoseconds` from now. The timer source wakes a little late (the
-    /// wake-up travels through Dispatch's event thread to this queue), so the deadline is brought forward by
-    /// the lateness measured so far, capped at a tenth of the delay: replies then leave on average after
-    /// the configured latency rather than a millisecond after it, which 256 connections at 50 ms notice.
+    /// Arms a reply (or a stall's end) `nanoseconds` from `arrival`, or from now.
     private func schedule(after nanoseconds: UInt64, from arrival: UInt64?, _ connection: Connection) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let start = min(arrival ?? now, now)
-        let compensation = min(timerLateness, nanoseconds / 10)
-        pushDeadline(max(start &+ nanoseconds &- compensation, now), .reply, connection)
+        pushDeadline(timers.replyDeadline(after: nanoseconds, from: arrival), .reply, connection)
     }
 
     private func pushDeadline(_ time: UInt64, _ kind: Deadline.Kind, _ connection: Connection) {
         timers.push(Deadline(time: time, kind: kind, connectionId: connection.id, generation: connection.generation))
-        if time < armedDeadline { arm(time) }
-    }
-
-    private func arm(_ deadline: UInt64) {
-        armedDeadline = deadline
-        timerSource?.schedule(deadline: DispatchTime(uptimeNanoseconds: deadline), leeway: .nanoseconds(0))
     }
 
     private func fireDueTimers() {
-        armedDeadline = .max
+        timers.disarm()
         let now = DispatchTime.now().uptimeNanoseconds
-        while let next = timers.peek(), next.time <= now + 100_000 {
-            timers.pop()
-            // Moving average of how late timers fire (1/16 weight for the newest sample).
-            let lateness = now > next.time ? now - next.time : 0
-            timerLateness = timerLateness - timerLateness / 16 + min(lateness, 5_000_000) / 16
+        while let next = timers.popDue(now: now) {
             guard let connection = connections[next.connectionId] else { continue }
             if next.kind == .idle {
                 idleDeadlineDue(connection, now: now)
@@ -447,6 +372,6 @@ final class ServerLoop: @unchecked Sendable {
                 break
             }
         }
-        if let next = timers.peek() { arm(next.time) }
+        timers.rearm()
     }
 }

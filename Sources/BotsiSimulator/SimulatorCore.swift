@@ -114,6 +114,28 @@ final class SimulatorCore: Sendable {
         state.withLock { $0.stats.finish(token) }
     }
 
+    /// Routes a parsed request: restores and stats are decided below; a wrong method or an unknown path
+    /// is answered 405 or 404 after the same latency as a restore.
+    func plan(_ head: HTTPRequestHead, body: [UInt8]) -> ReplyPlan {
+        switch (head.route, head.method) {
+        case (.restore, .post):
+            return planRestore(authorization: head.authorization, body: body, keepAlive: head.keepAlive)
+        case (.stats, .get):
+            let reply = statsReply(
+                keepAlive: head.keepAlive, listingPairs: head.listsPairs, authorization: head.authorization)
+            return ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive))
+        case (.restore, _), (.stats, _):
+            let body = Responses.errorBody("Method \(head.methodName) is not allowed here", code: "method_not_allowed")
+            let allow: StaticString = head.route.isRestore ? "Allow: POST\r\n" : "Allow: GET\r\n"
+            let reply = Responses.make(status: 405, body: body, keepAlive: head.keepAlive, extraHeader: allow)
+            return ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: drawDelay())
+        case (.other(let path), _):
+            let body = Responses.errorBody("No route for \(head.methodName) \(path)", code: "not_found")
+            let reply = Responses.make(status: 404, body: body, keepAlive: head.keepAlive)
+            return ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: drawDelay())
+        }
+    }
+
     /// Decides a restore request: checks, fault draw and restore under the lock; reply bytes after it.
     func planRestore(authorization: [UInt8]?, body: [UInt8], keepAlive: Bool) -> ReplyPlan {
         let authorizationResult = classify(authorization)
@@ -148,7 +170,7 @@ final class SimulatorCore: Sendable {
     }
 
     /// Delay for replies that are not restores (unknown paths, wrong methods): the same latency model.
-    func drawDelay() -> UInt64 {
+    private func drawDelay() -> UInt64 {
         state.withLock { drawDelay(&$0.jitterRandom) }
     }
 

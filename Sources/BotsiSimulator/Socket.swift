@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 
 /// The few socket calls the server needs, with errors that say which call failed and why.
@@ -57,6 +58,40 @@ enum Socket {
     static func enableReceiveTimestamps(_ descriptor: Int32) {
         var enable: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &enable, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// `recvmsg` into `buffer` with the kernel's receive timestamp (see `enableReceiveTimestamps`), which
+    /// it sets `arrival` to, converted to the uptime clock the loop's timers use. `control` holds the
+    /// ancillary data (64 bytes is enough). Returns what `recv` would.
+    static func receiveTimed(
+        _ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, control: UnsafeMutableRawBufferPointer,
+        arrival: inout UInt64?
+    ) -> Int {
+        var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        var message = msghdr()
+        let count = withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            message.msg_iov = vectorPointer
+            message.msg_iovlen = 1
+            message.msg_control = control.baseAddress
+            message.msg_controllen = control.count
+            return recvmsg(descriptor, &message, 0)
+        }
+        guard count > 0, message.msg_controllen >= MemoryLayout<cmsghdr>.size + MemoryLayout<timespec>.size else {
+            return count
+        }
+        let header = control.load(as: cmsghdr.self)
+        guard header.cmsg_level == SOL_SOCKET, header.cmsg_type == SO_TIMESTAMPNS_OLD else { return count }
+        // CMSG_DATA: the payload follows the header, which is already 8-byte aligned on 64-bit Linux.
+        let stamp = control.load(fromByteOffset: MemoryLayout<cmsghdr>.size, as: timespec.self)
+        var wallNow = timespec()
+        clock_gettime(CLOCK_REALTIME, &wallNow)
+        let age =
+            (Int64(wallNow.tv_sec) - Int64(stamp.tv_sec)) * 1_000_000_000
+            + (Int64(wallNow.tv_nsec) - Int64(stamp.tv_nsec))
+        let uptimeNow = DispatchTime.now().uptimeNanoseconds
+        // A stepped wall clock could make the age absurd; trust it only within a second.
+        if age >= 0, age < 1_000_000_000, UInt64(age) < uptimeNow { arrival = uptimeNow - UInt64(age) }
+        return count
     }
 
     /// Linger with a zero timeout: `close` then sends RST instead of FIN.

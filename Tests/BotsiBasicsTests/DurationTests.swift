@@ -24,4 +24,23 @@ import Testing
         #expect(Basics.duration(.infinity, wholeSeconds: true) == "?")
         #expect(Basics.duration(1e300).hasSuffix("m"))
     }
+
+    @Test func aStatedNumberOfSecondsShowsAsGiven() {
+        #expect(Basics.seconds(0) == "0 s")
+        #expect(Basics.seconds(12) == "12 s")
+        #expect(Basics.seconds(120) == "120 s")
+        #expect(Basics.seconds(999_999_999) == "999999999 s")
+        #expect(Basics.seconds(0.05) == "0.05 s")
+        #expect(Basics.seconds(1.5) == "1.5 s")
+        #expect(Basics.seconds(1.0 / 3) == "0.333333 s")
+        #expect(Basics.seconds(1_234_567.5) == "1.23457e+06 s")
+        #expect(Basics.seconds(1e9) == "1e+09 s")
+        #expect(Basics.seconds(2_302_420_000) == "2.30242e+09 s")
+    }
+
+    @Test func secondsThatAreNotFiniteShowAsCWritesThemInsteadOfTrapping() {
+        #expect(Basics.seconds(.infinity) == "inf s")
+        #expect(Basics.seconds(-.infinity) == "-inf s")
+        #expect(Basics.seconds(.nan) == "nan s")
+    }
 }

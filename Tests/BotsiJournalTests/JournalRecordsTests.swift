@@ -18,6 +18,16 @@ import Testing
         }
     }
 
+    /// A run that admitted one row to send, for the tests that write what became of it.
+    private func startRunAdmittingOneRow(_ journal: Journal) throws -> (run: Int64, item: Int64) {
+        let run = try startRun(journal)
+        let admission = try journal.transaction { () throws(JournalError) in
+            try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
+        }
+        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        return (run, item)
+    }
+
     @Test func aRunsStateInputsCountsAndProgressComeBackAsWritten() throws {
         let directory = Workspace()
         let journal = try newJournal(directory)
@@ -82,11 +92,7 @@ import Testing
         let directory = Workspace()
         let journal = try newJournal(directory)
         defer { journal.close() }
-        let run = try startRun(journal)
-        let admission = try journal.transaction { () throws(JournalError) in
-            try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
-        }
-        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        let (run, item) = try startRunAdmittingOneRow(journal)
         let outcomes: [AttemptOutcome] = [.retry, .kept, .status(.restored), .status(.pending)]
         try journal.transaction { () throws(JournalError) in
             for (index, outcome) in outcomes.enumerated() {
@@ -115,11 +121,7 @@ import Testing
         let directory = Workspace()
         let journal = try newJournal(directory)
         defer { journal.close() }
-        let run = try startRun(journal)
-        let admission = try journal.transaction { () throws(JournalError) in
-            try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
-        }
-        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        let (run, item) = try startRunAdmittingOneRow(journal)
         try journal.connection.execute("UPDATE items SET status = 'paused' WHERE id = \(item)")
         let reportError = #expect(throws: JournalError.self) {
             try journal.forEachReportRecord(ReportFilter()) { _ in }

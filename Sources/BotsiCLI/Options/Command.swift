@@ -1,9 +1,9 @@
 import BotsiRestore
 
-/// One subcommand: its name, its help, its option table (`OptionTable.swift`) and what it does
-/// with the settings the table fills in. `CLI.commands` lists them, as swift-argument-parser's
-/// `CommandConfiguration(subcommands:)` does; dispatch, help, the man page and the completion
-/// scripts all walk that list.
+/// One subcommand: its name, its help, its option table (`OptionTable.swift`, `RunOptionTable.swift`)
+/// and what it does with the settings the table fills in. `CLI.commands` lists them, as
+/// swift-argument-parser's `CommandConfiguration(subcommands:)` does; dispatch, help, the man page
+/// and the completion scripts all walk that list.
 protocol Command: Sendable {
     /// What the options apply to, starting from `initialSettings()`.
     associatedtype Settings

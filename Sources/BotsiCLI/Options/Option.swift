@@ -1,5 +1,5 @@
 /// What help, the man page and the completion scripts know of an option: everything but how it
-/// applies. Declared once, in `OptionTable.swift`.
+/// applies. Declared once, in `OptionTable.swift` (`run`'s in `RunOptionTable.swift`).
 struct OptionSpec: Sendable {
     /// "--concurrency".
     let long: String

@@ -211,22 +211,20 @@ struct RunJournalWriter {
                 name.withUTF8Buffer { out.append(contentsOf: $0) }
                 out.append(contentsOf: "\":".utf8)
             }
-            if let expiresAt = level.expiresAt {
-                key("expiresAt", &out)
-                JSONString.append(expiresAt, to: &out)
+            func field(_ name: StaticString, _ value: String?, _ out: inout [UInt8]) {
+                guard let value else { return }
+                key(name, &out)
+                JSONString.append(value, to: &out)
             }
-            if let isActive = level.isActive {
-                key("isActive", &out)
-                out.append(contentsOf: (isActive ? "true" : "false").utf8)
+            func field(_ name: StaticString, _ value: Bool?, _ out: inout [UInt8]) {
+                guard let value else { return }
+                key(name, &out)
+                out.append(contentsOf: (value ? "true" : "false").utf8)
             }
-            if let product = level.sourceProductId {
-                key("sourceProductId", &out)
-                JSONString.append(product, to: &out)
-            }
-            if let willRenew = level.willRenew {
-                key("willRenew", &out)
-                out.append(contentsOf: (willRenew ? "true" : "false").utf8)
-            }
+            field("expiresAt", level.expiresAt, &out)
+            field("isActive", level.isActive, &out)
+            field("sourceProductId", level.sourceProductId, &out)
+            field("willRenew", level.willRenew, &out)
             out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))

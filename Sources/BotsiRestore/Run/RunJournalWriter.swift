@@ -87,7 +87,8 @@ struct RunJournalWriter {
     func markInFlight(_ row: RunRow, now: String) throws(JournalError) -> InFlightMark {
         try beginBatch()
         let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
-        return try journal.markInFlight(itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus)
+        return try journal.markInFlight(
+            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: row.beforeMark)
     }
 
     /// A row marked in flight that will not be sent now goes back as it was.

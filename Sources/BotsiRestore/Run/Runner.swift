@@ -144,7 +144,9 @@ public final class Runner: @unchecked Sendable {
         while let entry = scheduler.nextSend(now: monotonicSeconds()) {
             let now = timestamp ?? Timestamp.string(Date())
             timestamp = now
-            scheduler[payloadOf: entry.sequence]?.mark = try writer.markInFlight(entry.payload, now: now)
+            let mark = try writer.markInFlight(entry.payload, now: now)
+            // A row admitted this run came with its columns known; one owed or retried had them read.
+            if entry.payload.beforeMark == nil { scheduler[payloadOf: entry.sequence]?.beforeMark = mark }
         }
     }
 
@@ -169,7 +171,7 @@ public final class Runner: @unchecked Sendable {
     /// Rows marked in flight and not sent go back in the journal as they were.
     private func unmark(_ rows: [RunRow]) throws(JournalError) {
         for row in rows {
-            if let mark = row.mark { try writer?.unmark(mark) }
+            if let mark = row.beforeMark { try writer?.unmark(mark) }
         }
     }
 
@@ -182,7 +184,8 @@ public final class Runner: @unchecked Sendable {
         scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now)
         summary.requests += 1
         row.attemptsThisRun += 1
-        row.mark = nil
+        // The reply's write changes the row: its next mark reads what stands then.
+        row.beforeMark = nil
         let decision = decider.decide(result.reply, row: row, isStopping: stopReason != nil)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
             stop(StopReason(fatal: reason, message: message))

@@ -56,6 +56,15 @@ extension ModelSequence {
             // A row marked in flight ahead of need and then not sent goes back exactly as it was:
             // a run that was not killed leaves every row it did not send untouched (a row a killed
             // run left marked is put right by recovery, which the table judges).
+            if itemBefore == nil, let itemAfter, !seen.sent, !observation.killed,
+                itemAfter.updatedAt != itemAfter.createdAt || itemAfter.sentRun != nil || itemAfter.inFlightRun != nil
+            {
+                violations.append(
+                    Violation(
+                        nil,
+                        "new row \(pair) was not sent but is not as admitted: created_at \(itemAfter.createdAt ?? "-"), updated_at \(itemAfter.updatedAt ?? "-"), sent_run \(itemAfter.sentRun ?? "-"), in_flight_run \(itemAfter.inFlightRun ?? "-")"
+                    ))
+            }
             if let itemBefore, let itemAfter, !seen.sent, !observation.killed, itemBefore.status != "in_flight",
                 itemBefore.inFlightRun == nil,
                 itemAfter.updatedAt != itemBefore.updatedAt || itemAfter.sentRun != itemBefore.sentRun

@@ -15,7 +15,8 @@ public struct InFlightMark: Sendable, Equatable {
     /// What `admit` writes for a new pair at `now`: a row taken up from the input is marked with
     /// this known, and the mark need not read it back.
     public static func admitted(itemID: Int64, at now: String) -> InFlightMark {
-        InFlightMark(itemID: itemID, status: ItemStatus.pending.rawValue, updatedAt: now, sentRun: nil, inFlightRun: nil)
+        InFlightMark(
+            itemID: itemID, status: ItemStatus.pending.rawValue, updatedAt: now, sentRun: nil, inFlightRun: nil)
     }
 }
 

@@ -177,11 +177,34 @@ public final class Runner: @unchecked Sendable {
 
     // MARK: Replies
 
-    /// The table decides, the writer records, then the row leaves the window or waits to be retried.
-    private func handle(_ result: RestoreResult) {
-        guard !isFinished, let writer, var row = scheduler[payloadOf: result.tag] else { return }
+    /// A batch of replies from the curl thread. First every freed slot goes to a row whose mark is
+    /// committed, so that the last reply of a batch does not wait for the others' journal writes;
+    /// then each reply is decided and recorded.
+    private func handle(_ results: [RestoreResult]) {
+        guard !isFinished else { return }
         let now = monotonicSeconds()
-        scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now)
+        let replies = results.filter { scheduler[payloadOf: $0.tag] != nil }
+        for result in replies {
+            scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now)
+        }
+        // A reply that asked to slow down takes the reserve back; one that may stop the run sends
+        // nothing more until it is decided.
+        do {
+            try unmark(scheduler.withdrawReserve(now: now))
+        } catch {
+            failJournal(error)
+            return
+        }
+        if !replies.contains(where: { if case .fatal = $0.reply { return true } else { return false } }) {
+            sendCommitted()
+        }
+        for result in replies where !isFinished { record(result) }
+        schedulePump()
+    }
+
+    /// The table decides, the writer records, then the row leaves the window or waits to be retried.
+    private func record(_ result: RestoreResult) {
+        guard let writer, var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
         row.attemptsThisRun += 1
         // The reply's write changes the row: its next mark reads what stands then.
@@ -191,15 +214,6 @@ public final class Runner: @unchecked Sendable {
             stop(StopReason(fatal: reason, message: message))
             guard !isFinished else { return }
         }
-        // The freed slot goes to a committed row at once, unless the reply asked to slow down
-        // (the reserve goes back) or stopped the run.
-        do {
-            try unmark(scheduler.withdrawReserve(now: now))
-        } catch {
-            failJournal(error)
-            return
-        }
-        sendCommitted()
         var message = result.reply.message
         if decision.reply == .budgetExhausted {
             summary.retryBudgetExhausted += 1
@@ -224,9 +238,7 @@ public final class Runner: @unchecked Sendable {
             }
         } catch {
             failJournal(error)
-            return
         }
-        schedulePump()
     }
 
     // MARK: Stopping and finishing

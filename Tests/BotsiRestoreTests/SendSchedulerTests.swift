@@ -36,7 +36,7 @@ import Testing
         scheduler.add(profileId: "p2", transactionId: "t1", payload: "t1-second")
         scheduler.add(profileId: "p3", transactionId: "t3", payload: "independent")
         #expect(Self.sendAll(&scheduler) == ["p1-first", "independent"])
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
         scheduler.settle(first)
         #expect(Self.sendAll(&scheduler) == ["p1-second", "t1-second"])
     }
@@ -47,7 +47,7 @@ import Testing
         #expect(Self.sendAll(&scheduler) == ["0", "1"])
         #expect(scheduler.counts.inFlight == 2)
         #expect(scheduler.reserved == 2, "two more marked ahead of need")
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
         scheduler.settle(sequences[0])
         #expect(Self.sendAll(&scheduler) == ["2"])
         #expect(scheduler.counts.inFlight == 2)
@@ -65,8 +65,9 @@ import Testing
         #expect(launched == ["0", "1", "2", "3"])
         #expect(Self.marked(&scheduler).isEmpty)
         // A reply frees a slot: the oldest committed row goes without a new mark or commit.
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
-        #expect(scheduler.withdrawReserve(now: 0).isEmpty, "nothing paces the sends: the reserve stays")
+        #expect(
+            scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0).isEmpty,
+            "nothing paces the sends: the reserve stays")
         #expect(scheduler.nextLaunch()?.payload == "4")
         #expect(scheduler.nextLaunch() == nil)
         #expect(Self.marked(&scheduler) == ["6"], "the reserve is topped up")
@@ -85,13 +86,13 @@ import Testing
         for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
         #expect(Self.sendAll(&scheduler, now: 10) == ["0", "1", "2", "3"])
         #expect(scheduler.reserved == 2)
-        scheduler.replied(
+        let withdrawn = scheduler.replied(
             .retryable(code: "http_429", httpStatus: 429, retryAfter: 5, message: nil), duration: 0.01, rateLimit: nil,
             now: 10)
-        #expect(scheduler.withdrawReserve(now: 10) == ["5", "4"], "newest first, for the journal to unmark")
+        #expect(withdrawn == ["5", "4"], "newest first, for the journal to unmark")
         #expect(scheduler.reserved == 0)
         #expect(scheduler.nextLaunch() == nil)
-        for _ in 0..<3 { scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 10) }
+        for _ in 0..<3 { _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 10) }
         #expect(Self.marked(&scheduler, now: 16).first == "4", "they go first again when the hold ends")
     }
 
@@ -103,7 +104,7 @@ import Testing
         #expect(stopped.unsent == ["3", "2"])
         #expect(stopped.waiting.isEmpty)
         #expect(scheduler.inFlight == 2, "only the two on the wire")
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
         #expect(scheduler.nextLaunch() == nil)
     }
 
@@ -134,7 +135,7 @@ import Testing
         }
         #expect(Self.sendAll(&scheduler).count == 4)
         for (row, deadline) in zip(rows, [30.0, 10, 20, 20]) {
-            scheduler.replied(
+            _ = scheduler.replied(
                 .retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil), duration: 0.01,
                 rateLimit: nil, now: 1)
             scheduler.retry(row, at: deadline)
@@ -155,7 +156,7 @@ import Testing
         let first = scheduler.add(profileId: "p", transactionId: "1", payload: "first")
         scheduler.add(profileId: "p", transactionId: "2", payload: "second")
         #expect(Self.sendAll(&scheduler) == ["first"])
-        scheduler.replied(
+        _ = scheduler.replied(
             .retryable(code: "timeout", httpStatus: nil, retryAfter: nil, message: nil), duration: 30, rateLimit: nil,
             now: 0)
         scheduler.retry(first, at: 2)
@@ -198,7 +199,7 @@ import Testing
         #expect(Self.sendAll(&scheduler, now: 10) == ["a"])
         #expect(scheduler.counts.throttledRate == nil)
         scheduler.add(profileId: "b", transactionId: "2", payload: "b")
-        scheduler.replied(
+        _ = scheduler.replied(
             .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.01,
             rateLimit: nil,
             now: 10)
@@ -214,7 +215,7 @@ import Testing
         for index in 0..<4 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
         #expect(Self.sendAll(&scheduler, now: 1) == ["0", "1", "2", "3"])
         for index in 4..<6 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
         // The four unpaced sends are charged at the stated ~9.9/s: nothing more for ~0.4 s.
         #expect(Self.sendAll(&scheduler, now: 1.3).isEmpty)
         #expect(Self.sendAll(&scheduler, now: 1.45) == ["4"])

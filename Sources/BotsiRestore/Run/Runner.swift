@@ -184,13 +184,13 @@ public final class Runner: @unchecked Sendable {
         guard !isFinished else { return }
         let now = monotonicSeconds()
         let replies = results.filter { scheduler[payloadOf: $0.tag] != nil }
-        for result in replies {
-            scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now)
-        }
         // A reply that asked to slow down takes the reserve back; one that may stop the run sends
         // nothing more until it is decided.
         do {
-            try unmark(scheduler.withdrawReserve(now: now))
+            for result in replies {
+                try unmark(
+                    scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now))
+            }
         } catch {
             failJournal(error)
             return

@@ -132,7 +132,7 @@ struct SendScheduler<Payload> {
     /// Takes back the marked rows that may not wait unsent at `now` (the pacer or a Retry-After
     /// hold took over; after a stop, all), newest first: each goes back to the front of the
     /// ready rows, in the order they were taken. Returns their payloads, for the journal to unmark.
-    mutating func withdrawReserve(now: Double) -> [Payload] {
+    private mutating func withdrawReserve(now: Double) -> [Payload] {
         let excess = isStopped ? reserved : reserved - reserveAllowed(now: now)
         var withdrawn: [Payload] = []
         for _ in 0..<max(0, excess) {
@@ -152,8 +152,16 @@ struct SendScheduler<Payload> {
     }
 
     /// A reply arrived: its row is no longer in flight, and what it says about the service's
-    /// limits feeds the pacer and the throttle.
-    mutating func replied(_ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
+    /// limits feeds the pacer and the throttle. When that means the sends are paced or held now,
+    /// the reserve is taken back: returns those rows, for the journal to unmark.
+    mutating func replied(
+        _ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double
+    ) -> [Payload] {
+        feed(reply, duration: duration, rateLimit: rateLimit, now: now)
+        return withdrawReserve(now: now)
+    }
+
+    private mutating func feed(_ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
         inFlight -= 1
         launched -= 1
         if !reply.isThrottling {

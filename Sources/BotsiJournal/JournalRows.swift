@@ -86,6 +86,8 @@ extension Journal {
     private func readMark(_ itemID: Int64) throws(SQLiteError) -> InFlightMark {
         let read = try statement("SELECT status, updated_at, sent_run, in_flight_run FROM items WHERE id = ?")
         try read.reset(.int(itemID))
+        // A statement left on its row holds a read that keeps every later commit in the WAL.
+        defer { read.rewind() }
         guard try read.step() else {
             throw SQLiteError(
                 code: SQLITE_NOTFOUND, message: "items row \(itemID) is gone: another program changed the journal",

@@ -33,6 +33,25 @@ public enum JSONString {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// Appends bytes read from outside (a database, a file) as a JSON string literal: the bytes
+    /// `append(String(decoding: bytes, as: UTF8.self), to:)` appends, invalid UTF-8 repaired the
+    /// same way, but without making a String when the bytes are plain, valid UTF-8 (nearly always).
+    public static func append(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        var nonASCII = false
+        let plain = escapeStarts.withUnsafeBufferPointer { table in
+            !bytes.contains { byte in
+                nonASCII = nonASCII || byte >= 0x80
+                return table[Int(byte)]
+            }
+        }
+        guard plain, !nonASCII || bytes.isValidUTF8 else {
+            return append(String(decoding: bytes, as: UTF8.self), to: &out)
+        }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: bytes)
+        out.append(UInt8(ascii: "\""))
+    }
+
     /// `"text"` built in one allocation.
     private static func plainQuoted(_ text: String) -> String {
         var text = text

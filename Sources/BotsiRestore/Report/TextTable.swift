@@ -35,6 +35,35 @@ public final class TextTable {
         if page.count >= pageSize { flushPage() }
     }
 
+    /// True once the first page has sized the columns: rows may then be written a cell at a time.
+    var isSized: Bool { widths != nil }
+    /// Where the row being written cell by cell starts in the output, and its next column.
+    private var rowStart = 0
+    private var nextColumn = 0
+
+    /// The next cell of a row written cell by cell (once `isSized`): what `add` writes for it,
+    /// without a String when the bytes are printable ASCII.
+    func appendCell(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let widths, nextColumn < widths.count else { return }
+        if nextColumn == 0 { rowStart = output.bytes.count }
+        let width = widths[nextColumn]
+        let shown: Int
+        if ReportBytes.kinds(bytes) & (ReportBytes.escapedEverywhere | ReportBytes.nonASCII) == 0 {
+            shown = append(ascii: bytes, width: width)
+        } else {
+            shown = append(Self.printable(String(decoding: bytes, as: UTF8.self)), width: width)
+        }
+        if nextColumn < widths.count - 1 { pad(width - shown + 2) }
+        nextColumn += 1
+    }
+
+    /// Ends a row written cell by cell.
+    func endRow() {
+        if nextColumn == 0 { rowStart = output.bytes.count }
+        nextColumn = 0
+        endLine(from: rowStart)
+    }
+
     /// Prints what is buffered (the header too, for an empty table).
     public func finish() {
         if widths == nil { flushPage() }
@@ -61,6 +90,11 @@ public final class TextTable {
             let shown = append(index < cells.count ? cells[index] : "", width: width)
             if index < widths.count - 1 { pad(width - shown + 2) }
         }
+        endLine(from: start)
+    }
+
+    /// Drops the line's trailing spaces and ends it.
+    private func endLine(from start: Int) {
         while output.bytes.count > start && output.bytes.last == UInt8(ascii: " ") { output.bytes.removeLast() }
         output.bytes.append(UInt8(ascii: "\n"))
         output.endLine()
@@ -70,15 +104,7 @@ public final class TextTable {
     private func append(_ cell: String, width: Int) -> Int {
         // ASCII (every byte one character, once `printable` has escaped the controls), in place.
         let ascii = cell.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            guard bytes.count > width else {
-                output.bytes.append(contentsOf: bytes)
-                return bytes.count
-            }
-            let kept = max(width - 1, 0)
-            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
-            output.bytes.append(contentsOf: "…".utf8)
-            return kept + 1
+            ReportBytes.isASCII(bytes) ? append(ascii: bytes, width: width) : nil
         }
         if let shown = ascii ?? nil { return shown }
         let count = cell.count
@@ -88,6 +114,18 @@ public final class TextTable {
         }
         let kept = max(width - 1, 0)
         output.bytes.append(contentsOf: String(cell.prefix(kept)).utf8)
+        output.bytes.append(contentsOf: "…".utf8)
+        return kept + 1
+    }
+
+    /// Appends ASCII without controls, cut to `width` with `…` when wider; returns how many it shows.
+    private func append(ascii bytes: UnsafeBufferPointer<UInt8>, width: Int) -> Int {
+        guard bytes.count > width else {
+            output.bytes.append(contentsOf: bytes)
+            return bytes.count
+        }
+        let kept = max(width - 1, 0)
+        output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
         output.bytes.append(contentsOf: "…".utf8)
         return kept + 1
     }

@@ -114,24 +114,26 @@ final class FieldRowWriter {
 
     func number<Number: BinaryInteger>(_ value: Number?) {
         guard let value else { return null() }
-        // Digits straight into the output; a negative number is text (in CSV a `-` is defused).
-        guard format != .table, value >= 0, let magnitude = UInt64(exactly: value) else {
+        // A negative number is text (in CSV a `-` is defused).
+        guard value >= 0, let magnitude = UInt64(exactly: value) else {
             var digits = String(value)
             return digits.withUTF8 { cell($0, quoted: false) }
         }
-        separate()
-        Self.appendDecimal(magnitude, to: &output.bytes)
-        column += 1
+        Self.withDigits(magnitude) { cell($0, quoted: false) }
     }
 
-    private static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-        let start = out.count
-        var rest = value
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        out[start...].reverse()
+    /// The decimal digits of `value`, from a buffer on the stack: no String per number.
+    private static func withDigits(_ value: UInt64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var start = buffer.count
+            var rest = value
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            body(UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
     func bool(_ value: Bool?) {
@@ -193,15 +195,6 @@ final class FieldRowWriter {
             }
         }
         column += 1
-    }
-
-    /// What goes before a cell that is written as it is: its key, or the comma.
-    private func separate() {
-        if format == .jsonl {
-            output.bytes.append(contentsOf: jsonKeys[column])
-        } else if column > 0 {
-            output.bytes.append(UInt8(ascii: ","))
-        }
     }
 
     private func null() {

@@ -10,6 +10,10 @@ public final class TextTable {
     private let maxWidth: Int
     private var page: [[String]] = []
     private var widths: [Int]?
+    /// `widths` once known, and a run of spaces, in blocks the table owns: the cell-by-cell path
+    /// reads them without the retain and release an array in a class costs per access.
+    private var sizedWidths = UnsafeMutableBufferPointer<Int>(start: nil, count: 0)
+    private let spaces = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 128)
 
     public convenience init(
         columns: [String], pageSize: Int = 500, maxWidth: Int = 48, write: @escaping (String) -> Void
@@ -22,6 +26,12 @@ public final class TextTable {
         self.pageSize = pageSize
         self.maxWidth = maxWidth
         self.output = output
+        spaces.initialize(repeating: UInt8(ascii: " "))
+    }
+
+    deinit {
+        spaces.deallocate()
+        sizedWidths.deallocate()
     }
 
     public func add(_ cells: [String]) {
@@ -44,16 +54,16 @@ public final class TextTable {
     /// The next cell of a row written cell by cell (once `isSized`): what `add` writes for it,
     /// without a String when the bytes are printable ASCII.
     func appendCell(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let widths, nextColumn < widths.count else { return }
+        guard nextColumn < sizedWidths.count else { return }
         if nextColumn == 0 { rowStart = output.bytes.count }
-        let width = widths[nextColumn]
+        let width = sizedWidths[nextColumn]
         let shown: Int
         if ReportBytes.kinds(bytes) & (ReportBytes.escapedEverywhere | ReportBytes.nonASCII) == 0 {
             shown = append(ascii: bytes, width: width)
         } else {
             shown = append(Self.printable(String(decoding: bytes, as: UTF8.self)), width: width)
         }
-        if nextColumn < widths.count - 1 { pad(width - shown + 2) }
+        if nextColumn < sizedWidths.count - 1 { pad(width - shown + 2) }
         nextColumn += 1
     }
 
@@ -77,6 +87,8 @@ public final class TextTable {
             }
         }
         self.widths = widths
+        sizedWidths = .allocate(capacity: widths.count)
+        _ = sizedWidths.initialize(from: widths)
         emit(columns, widths: widths)
         emit(widths.map { String(repeating: "-", count: $0) }, widths: widths)
         for row in page { emit(row, widths: widths) }
@@ -130,13 +142,12 @@ public final class TextTable {
         return kept + 1
     }
 
-    private static let spaces = [UInt8](repeating: UInt8(ascii: " "), count: 128)
-
     private func pad(_ count: Int) {
-        if count <= Self.spaces.count {
-            output.bytes.append(contentsOf: Self.spaces[0..<count])
-        } else {
-            output.bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count))
+        var rest = count
+        while rest > 0 {
+            let run = min(rest, spaces.count)
+            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: spaces[0..<run]))
+            rest -= run
         }
     }
 

@@ -23,13 +23,33 @@ public enum JSONString {
         // One look at the contiguous bytes; plain text (most ids and dates) is copied as a block.
         var text = text
         let copied = text.withUTF8 { bytes in
-            let plain = escapeStarts.withUnsafeBufferPointer { table in !bytes.contains { table[Int($0)] } }
+            let plain = byteKinds.withUnsafeBufferPointer { table in
+                !bytes.contains { table[Int($0)] & escapeStart != 0 }
+            }
             if plain { out.append(contentsOf: bytes) }
             return plain
         }
         if !copied {
             for scalar in text.unicodeScalars { appendEscaped(scalar, to: &out) }
         }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends bytes read from outside (a database, a file) as a JSON string literal: the bytes
+    /// `append(String(decoding: bytes, as: UTF8.self), to:)` appends, invalid UTF-8 repaired the
+    /// same way, but without making a String when the bytes are plain, valid UTF-8 (nearly always).
+    public static func append(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        // Or-ed over every byte, no branch per byte: escape starts and non-ASCII bytes at once.
+        let kinds = byteKinds.withUnsafeBufferPointer { table in
+            var kinds: UInt8 = 0
+            for byte in bytes { kinds |= table[Int(byte)] }
+            return kinds
+        }
+        guard kinds & escapeStart == 0, kinds & nonASCII == 0 || bytes.isValidUTF8 else {
+            return append(String(decoding: bytes, as: UTF8.self), to: &out)
+        }
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: bytes)
         out.append(UInt8(ascii: "\""))
     }
 
@@ -52,14 +72,17 @@ public enum JSONString {
         var text = text
         // One pass over the contiguous bytes with a table: no closure call per byte.
         return text.withUTF8 { bytes in
-            escapeStarts.withUnsafeBufferPointer { table in bytes.contains { table[Int($0)] } }
+            byteKinds.withUnsafeBufferPointer { table in bytes.contains { table[Int($0)] & escapeStart != 0 } }
         }
     }
 
-    /// The bytes `mayNeedEscaping` looks for, as a table indexed by byte.
-    private static let escapeStarts: [Bool] = (0...255).map { byte in
-        byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2
+    /// Per byte: `escapeStart` for the bytes `mayNeedEscaping` looks for, `nonASCII` for 80–FF.
+    private static let byteKinds: [UInt8] = (0...255).map { byte in
+        let escapes = byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2
+        return (escapes ? escapeStart : 0) | (byte >= 0x80 ? nonASCII : 0)
     }
+    private static let escapeStart: UInt8 = 1
+    private static let nonASCII: UInt8 = 2
 
     private static func appendEscaped(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
         switch scalar {

@@ -44,7 +44,7 @@ enum ReportCommand: Command {
             }
             let writer = ReportWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
             writer.header()
-            try journal.forEachReportRecord(filter) { writer.write($0) }
+            try journal.forEachReportRow(filter) { writer.write($0) }
             writer.finish()
         }
     }

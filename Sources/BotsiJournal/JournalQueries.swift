@@ -64,6 +64,12 @@ extension Journal {
     public func forEachReportRecord(
         _ filter: ReportFilter, _ body: (ReportRecord) throws -> Void
     ) throws {
+        try forEachReportRow(filter) { try body(ReportRecord($0)) }
+    }
+
+    /// The same rows as `forEachReportRecord`, each read in place: a report writes the journal's
+    /// bytes on without a `String` per cell. The row is valid only during the call.
+    public func forEachReportRow(_ filter: ReportFilter, _ body: (ReportRowView) throws -> Void) throws {
         try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
         defer { try? connection.execute("COMMIT") }
         let wantsItems = filter.statuses.isEmpty || filter.statuses.contains { $0 != "rejected_input" }
@@ -86,27 +92,18 @@ extension Journal {
                     first_source, updated_at, restored_at, message, profile_state, access_levels, last_run
                 FROM items \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY id
                 """
-            let (statement, column) = try wrap { () throws(SQLiteError) in
+            let (statement, columns) = try wrap { () throws(SQLiteError) in
                 let statement = try connection.prepare(sql)
                 try statement.reset(binding: values)
-                return (statement, try ItemColumns(statement))
+                return (statement, try ReportRowView.ItemColumns(statement))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let status = try decodeEnum(
-                    ItemStatus.self, statement.text(column.status), table: "items", column: "status",
-                    row: statement.int(column.id))
-                try body(
-                    ReportRecord(
-                        profileId: statement.text(column.profileId) ?? "",
-                        originalTransactionId: statement.text(column.originalTransactionId) ?? "", status: status,
-                        code: statement.text(column.code),
-                        httpStatus: statement.optionalInt(column.httpStatus).map(Int.init),
-                        attempts: Int(statement.int(column.attempts)), source: statement.text(column.lastSource) ?? "",
-                        firstSource: statement.text(column.firstSource) ?? "",
-                        updatedAt: statement.text(column.updatedAt) ?? "",
-                        restoredAt: statement.text(column.restoredAt),
-                        message: statement.text(column.message), profileState: statement.text(column.profileState),
-                        accessLevels: statement.text(column.accessLevels), lastRun: statement.int(column.lastRun)))
+                let status =
+                    try ItemStatus(journalBytes: statement.bytes(columns.status))
+                    ?? decodeEnum(
+                        ItemStatus.self, statement.text(columns.status), table: "items", column: "status",
+                        row: statement.int(columns.id))
+                try body(ReportRowView(statement, item: columns, status: status))
             }
         }
         let wantsRejections =
@@ -131,21 +128,17 @@ extension Journal {
                 FROM rejections \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
                 ORDER BY file, line
                 """
-            let (statement, column) = try wrap { () throws(SQLiteError) in
+            let (statement, columns) = try wrap { () throws(SQLiteError) in
                 let statement = try connection.prepare(sql)
                 try statement.reset(binding: values)
-                return (statement, try RejectionColumns(statement))
+                return (statement, try ReportRowView.RejectionColumns(statement))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let source = "\(statement.text(column.file) ?? ""):\(statement.int(column.line))"
-                try body(
-                    ReportRecord(
-                        profileId: statement.text(column.profileId) ?? "",
-                        originalTransactionId: statement.text(column.originalTransactionId) ?? "", status: .rejected,
-                        code: statement.text(column.reason), httpStatus: nil, attempts: 0, source: source,
-                        firstSource: source, updatedAt: statement.text(column.updatedAt) ?? "", restoredAt: nil,
-                        message: statement.text(column.message), profileState: nil, accessLevels: nil,
-                        lastRun: statement.int(column.lastRun)))
+                // Rejections are few: their `file:line` source is built as text.
+                var source = "\(statement.text(columns.file) ?? ""):\(statement.int(columns.line))"
+                try source.withUTF8 { source in
+                    try body(ReportRowView(statement, rejection: columns, source: source))
+                }
             }
         }
     }
@@ -166,45 +159,5 @@ extension Journal {
     /// Runs `PRAGMA integrity_check`; "ok" when the file is sound.
     public func integrityCheck() throws(JournalError) -> String {
         try wrap { () throws(SQLiteError) in try connection.scalarText("PRAGMA integrity_check") ?? "" }
-    }
-}
-
-/// The result columns of the report's item query, looked up by name once per statement.
-private struct ItemColumns {
-    let id, profileId, originalTransactionId, status, code, httpStatus, attempts, lastSource, firstSource: Int32
-    let updatedAt, restoredAt, message, profileState, accessLevels, lastRun: Int32
-
-    init(_ statement: SQLiteStatement) throws(SQLiteError) {
-        id = try statement.column("id")
-        profileId = try statement.column("profile_id")
-        originalTransactionId = try statement.column("original_transaction_id")
-        status = try statement.column("status")
-        code = try statement.column("code")
-        httpStatus = try statement.column("http_status")
-        attempts = try statement.column("attempts")
-        lastSource = try statement.column("last_source")
-        firstSource = try statement.column("first_source")
-        updatedAt = try statement.column("updated_at")
-        restoredAt = try statement.column("restored_at")
-        message = try statement.column("message")
-        profileState = try statement.column("profile_state")
-        accessLevels = try statement.column("access_levels")
-        lastRun = try statement.column("last_run")
-    }
-}
-
-/// The result columns of the report's rejection query.
-private struct RejectionColumns {
-    let profileId, originalTransactionId, reason, file, line, updatedAt, message, lastRun: Int32
-
-    init(_ statement: SQLiteStatement) throws(SQLiteError) {
-        profileId = try statement.column("profile_id")
-        originalTransactionId = try statement.column("original_transaction_id")
-        reason = try statement.column("reason")
-        file = try statement.column("file")
-        line = try statement.column("line")
-        updatedAt = try statement.column("updated_at")
-        message = try statement.column("message")
-        lastRun = try statement.column("last_run")
     }
 }

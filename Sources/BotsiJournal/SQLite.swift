@@ -171,9 +171,14 @@ final class SQLiteStatement {
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
     func text(_ column: Int32) -> String? {
+        bytes(column).map { String(decoding: $0, as: UTF8.self) }
+    }
+    /// The column's text as SQLite holds it, read in place (nil for NULL): valid until the next
+    /// step, reset or finalize, so a reader copies what it keeps. Not checked to be UTF-8.
+    func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8>? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+        // After column_text, as SQLite asks: the count is of the text form.
+        return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
     }
     func optionalInt(_ column: Int32) -> Int64? { isNull(column) ? nil : int(column) }
     var columnCount: Int32 { sqlite3_column_count(handle) }

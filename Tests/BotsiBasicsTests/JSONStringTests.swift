@@ -53,4 +53,21 @@ import Testing
             }
         }
     }
+
+    /// Bytes read from outside are written as their String would be: plain ones copied, escapes
+    /// escaped, and bytes that are not UTF-8 repaired as `String(decoding:)` repairs them.
+    @Test(
+        arguments: [
+            [], Array("plain-id_2000000000000002".utf8), Array("é€ ü".utf8), Array("a\"b\\c\n".utf8),
+            [0x41, 0x1B, 0x5B], [0xC2, 0x9B], [0xE2, 0x80, 0xAE], [0xE2, 0x80, 0xA8], [0x7F],
+            [0x41, 0xFF, 0x42], [0xC0, 0xAF], [0xE2, 0x82], [0x80], [0xC3], [0xED, 0xA0, 0x80], [0x00, 0x41],
+        ] as [[UInt8]])
+    func bytesAreWrittenAsTheirStringIs(_ sample: [UInt8]) {
+        var fromBytes: [UInt8] = []
+        sample.withUnsafeBufferPointer { JSONString.append(utf8: $0, to: &fromBytes) }
+        var fromString: [UInt8] = []
+        JSONString.append(String(decoding: sample, as: UTF8.self), to: &fromString)
+        #expect(fromBytes == fromString)
+        #expect(String(validating: fromBytes, as: UTF8.self) != nil)
+    }
 }

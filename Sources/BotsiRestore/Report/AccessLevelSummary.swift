@@ -15,9 +15,14 @@ struct AccessLevelSummary: Equatable {
         // The journal's own snapshots (compact, keys sorted, plain ASCII) are read by a scanner
         // made for that shape: Foundation's parser per row was most of a report's time. Any other
         // text goes through Foundation, which gives the same answer for what both can read.
-        let scanned = json.withUTF8 { bytes in
-            var scanner = SnapshotScanner(bytes: bytes)
-            return scanner.summary()
+        let scanned = json.withUTF8 { bytes -> AccessLevelSummary? in
+            var levels = ScannedLevels()
+            guard levels.scan(bytes) else { return nil }
+            var summary = AccessLevelSummary()
+            summary.active = levels.active.map { levels.text($0, of: bytes) }
+            summary.latestExpiry = levels.latestExpiry.map { levels.text($0, of: bytes) }
+            summary.willRenew = levels.willRenew
+            return summary
         }
         guard let summary = scanned ?? Self.parsed(json) else { return nil }
         self = summary
@@ -51,9 +56,45 @@ struct AccessLevelSummary: Equatable {
     }
 }
 
+/// The summary of a snapshot read by `SnapshotScanner`, as ranges of the snapshot's bytes: a
+/// report writes them on without a String per row. Reused from row to row.
+struct ScannedLevels {
+    /// The active levels' names, in order.
+    var active: [Range<Int>] = []
+    var latestExpiry: Range<Int>?
+    var willRenew: Bool?
+
+    /// False when the snapshot is not of the runner's shape: then read it with Foundation.
+    mutating func scan(_ json: UnsafeBufferPointer<UInt8>) -> Bool {
+        active.removeAll(keepingCapacity: true)
+        latestExpiry = nil
+        willRenew = nil
+        var scanner = SnapshotScanner(bytes: json)
+        return scanner.scan(into: &self)
+    }
+
+    func text(_ range: Range<Int>, of json: UnsafeBufferPointer<UInt8>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: json[range]), as: UTF8.self)
+    }
+
+    /// What `AccessLevelSummary.add` does, on ranges: the scanner's strings are ASCII, whose
+    /// byte order is the order Swift compares them in.
+    fileprivate mutating func add(
+        active name: Range<Int>, expiresAt: Range<Int>?, willRenew renew: Bool?, of json: UnsafeBufferPointer<UInt8>
+    ) {
+        active.append(name)
+        if let expiresAt {
+            let later =
+                latestExpiry.map { SnapshotScanner.isLess($0, expiresAt, in: json) } ?? !expiresAt.isEmpty
+            if later { latestExpiry = expiresAt }
+        }
+        if let renew { willRenew = (willRenew ?? false) || renew }
+    }
+}
+
 /// Reads a snapshot of the shape the runner writes: an object of objects whose names are in
 /// increasing order and whose members are `true`, `false`, `null` or strings, every string
-/// printable ASCII without escapes. Anything else gives nil, and the caller uses Foundation.
+/// printable ASCII without escapes. Anything else gives false, and the caller uses Foundation.
 /// (For ASCII, byte order is the order Swift sorts strings in, so the names need no sorting.)
 private struct SnapshotScanner {
     let bytes: UnsafeBufferPointer<UInt8>
@@ -67,45 +108,44 @@ private struct SnapshotScanner {
         case null
     }
 
-    mutating func summary() -> AccessLevelSummary? {
-        var summary = AccessLevelSummary()
-        guard take(UInt8(ascii: "{")) else { return nil }
+    mutating func scan(into summary: inout ScannedLevels) -> Bool {
+        guard take(UInt8(ascii: "{")) else { return false }
         var previous: Range<Int>?
         if !take(UInt8(ascii: "}")) {
             repeat {
-                guard let name = string(), take(UInt8(ascii: ":")), take(UInt8(ascii: "{")) else { return nil }
-                if let previous, !isLess(previous, name) { return nil }
+                guard let name = string(), take(UInt8(ascii: ":")), take(UInt8(ascii: "{")) else { return false }
+                if let previous, !Self.isLess(previous, name, in: bytes) { return false }
                 previous = name
                 var isActive: Value?
                 var expiresAt: Value?
                 var willRenew: Value?
                 if !take(UInt8(ascii: "}")) {
                     repeat {
-                        guard let key = string(), take(UInt8(ascii: ":")), let value = value() else { return nil }
+                        guard let key = string(), take(UInt8(ascii: ":")), let value = value() else { return false }
                         if equals(key, "isActive") {
-                            guard isActive == nil else { return nil }
+                            guard isActive == nil else { return false }
                             isActive = value
                         } else if equals(key, "expiresAt") {
-                            guard expiresAt == nil else { return nil }
+                            guard expiresAt == nil else { return false }
                             expiresAt = value
                         } else if equals(key, "willRenew") {
-                            guard willRenew == nil else { return nil }
+                            guard willRenew == nil else { return false }
                             willRenew = value
                         }
                     } while take(UInt8(ascii: ","))
-                    guard take(UInt8(ascii: "}")) else { return nil }
+                    guard take(UInt8(ascii: "}")) else { return false }
                 }
                 guard isActive == .bool(true) else { continue }
-                var expiry: String?
-                if case .string(let range) = expiresAt { expiry = text(range) }
+                var expiry: Range<Int>?
+                if case .string(let range) = expiresAt { expiry = range }
                 var renew: Bool?
                 if case .bool(let value) = willRenew { renew = value }
-                summary.add(active: text(name), expiresAt: expiry, willRenew: renew)
+                summary.add(active: name, expiresAt: expiry, willRenew: renew, of: bytes)
             } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "}")) else { return nil }
+            guard take(UInt8(ascii: "}")) else { return false }
         }
         skipSpace()
-        return at == bytes.count ? summary : nil
+        return at == bytes.count
     }
 
     private mutating func skipSpace() {
@@ -165,11 +205,7 @@ private struct SnapshotScanner {
         return true
     }
 
-    private func text(_ range: Range<Int>) -> String {
-        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-    }
-
-    private func isLess(_ lhs: Range<Int>, _ rhs: Range<Int>) -> Bool {
+    static func isLess(_ lhs: Range<Int>, _ rhs: Range<Int>, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         UnsafeBufferPointer(rebasing: bytes[lhs]).lexicographicallyPrecedes(UnsafeBufferPointer(rebasing: bytes[rhs]))
     }
 }

@@ -45,18 +45,23 @@ final class ReportOutput {
 
 /// Writes rows of fields as JSON lines, CSV or an aligned table: the part every report format
 /// shares, so `report`, `--changes` and `--conflicts` differ only in the fields they give. A row
-/// is one call per column, in the order of `columns`, then `endRow()`. Cells are written straight
-/// into the output's bytes; only cells that need escaping take the slower, general path.
+/// is one call per column, in the order of `columns`, then `endRow()`. Cells are bytes (a String
+/// is written as its UTF-8), copied straight into the output; only cells that need escaping, or
+/// bytes that are not plain UTF-8, take the slower, general path through a String.
 final class FieldRowWriter {
     let format: ReportFormat
     private let columns: [String]
     /// Per column: whether the table shows it.
     private let inTable: [Bool]
-    /// Per column: `{"name":` for the first, `,"name":` for the others.
-    private let jsonKeys: [[UInt8]]
+    /// Per column: `{"name":` for the first, `,"name":` for the others. Slices of one block that
+    /// lives as long as the writer: appending an array of arrays' element retained and released it,
+    /// a seventh of a JSON lines report's time.
+    private let jsonKeys: [UnsafeBufferPointer<UInt8>]
+    private let jsonKeyBlock: UnsafeMutableBufferPointer<UInt8>
     private let output: ReportOutput
     private let table: TextTable?
     @exclusivity(unchecked) private var column = 0
+    /// A table row's cells while the table is still sizing its columns from its first page.
     @exclusivity(unchecked) private var cells: [String] = []
 
     init(format: ReportFormat, columns: [String], tableColumns: [String], output: ReportOutput) {
@@ -64,12 +69,24 @@ final class FieldRowWriter {
         self.columns = columns
         let shown = Set(tableColumns)
         inTable = columns.map { shown.contains($0) }
-        jsonKeys = columns.enumerated().map { index, name in
+        let keys = columns.enumerated().map { index, name in
             Array(((index == 0 ? "{" : ",") + JSONString.quoted(name) + ":").utf8)
         }
+        jsonKeyBlock = .allocate(capacity: keys.reduce(0) { $0 + $1.count })
+        var start = 0
+        var slices: [UnsafeBufferPointer<UInt8>] = []
+        for key in keys {
+            let slice = UnsafeMutableBufferPointer(rebasing: jsonKeyBlock[start..<(start + key.count)])
+            _ = slice.initialize(from: key)
+            slices.append(UnsafeBufferPointer(slice))
+            start += key.count
+        }
+        jsonKeys = slices
         self.output = output
         table = format == .table ? TextTable(columns: tableColumns, output: output) : nil
     }
+
+    deinit { jsonKeyBlock.deallocate() }
 
     func header() {
         guard format == .csv else { return }
@@ -85,54 +102,50 @@ final class FieldRowWriter {
 
     /// A text cell; nil is JSON `null` and an empty CSV or table cell.
     func text(_ value: String?) {
+        guard var value else { return null() }
+        value.withUTF8 { cell($0, quoted: true) }
+    }
+
+    /// A text cell of bytes that may not be UTF-8 (read in place from the journal).
+    func text(_ value: UnsafeBufferPointer<UInt8>?) {
         guard let value else { return null() }
-        switch format {
-        case .jsonl:
-            output.bytes.append(contentsOf: jsonKeys[column])
-            JSONString.append(value, to: &output.bytes)
-        case .csv:
-            if column > 0 { output.bytes.append(UInt8(ascii: ",")) }
-            CSVText.append(value, to: &output.bytes)
-        case .table:
-            if inTable[column] { cells.append(value) }
-        }
-        column += 1
+        cell(value, quoted: true)
     }
 
     func number<Number: BinaryInteger>(_ value: Number?) {
         guard let value else { return null() }
-        // Digits straight into the output; a negative number is text (in CSV a `-` is defused).
-        guard format != .table, value >= 0, let magnitude = UInt64(exactly: value) else {
-            return literal(String(value))
+        // A negative number is text (in CSV a `-` is defused).
+        guard value >= 0, let magnitude = UInt64(exactly: value) else {
+            var digits = String(value)
+            return digits.withUTF8 { cell($0, quoted: false) }
         }
-        if format == .jsonl {
-            output.bytes.append(contentsOf: jsonKeys[column])
-        } else if column > 0 {
-            output.bytes.append(UInt8(ascii: ","))
-        }
-        Self.appendDecimal(magnitude, to: &output.bytes)
-        column += 1
+        Self.withDigits(magnitude) { cell($0, quoted: false) }
     }
 
-    private static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
-        let start = out.count
-        var rest = value
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        out[start...].reverse()
+    /// The decimal digits of `value`, from a buffer on the stack: no String per number.
+    private static func withDigits(_ value: UInt64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var start = buffer.count
+            var rest = value
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            body(UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
     }
 
     func bool(_ value: Bool?) {
         guard let value else { return null() }
-        literal(value ? "true" : "false")
+        var word = value ? "true" : "false"
+        word.withUTF8 { cell($0, quoted: false) }
     }
 
     /// JSON kept as it is in JSON lines; a text cell elsewhere.
-    func rawJSON(_ value: String?) {
+    func rawJSON(_ value: UnsafeBufferPointer<UInt8>?) {
         guard let value else { return null() }
-        if format == .jsonl { literal(value) } else { text(value) }
+        cell(value, quoted: false)
     }
 
     func endRow() {
@@ -146,23 +159,40 @@ final class FieldRowWriter {
             output.bytes.append(contentsOf: "\r\n".utf8)
             output.endLine()
         case .table:
-            table?.add(cells)
-            cells.removeAll(keepingCapacity: true)
+            guard let table else { return }
+            if table.isSized {
+                table.endRow()
+            } else {
+                table.add(cells)
+                cells.removeAll(keepingCapacity: true)
+            }
         }
     }
 
-    /// A number, `true`/`false` or raw JSON: written as it is in every format (it cannot start a
-    /// formula or hold a control, except raw JSON, which only JSON lines writes this way).
-    private func literal(_ value: String) {
+    /// One cell. `quoted: false` is a number, `true`/`false` or raw JSON, which JSON lines writes as
+    /// it is (numbers and words cannot hold anything to escape; raw JSON is the journal's own);
+    /// every other format escapes it as text, so no cell gets past the CSV or table rules.
+    private func cell(_ bytes: UnsafeBufferPointer<UInt8>, quoted: Bool) {
         switch format {
         case .jsonl:
             output.bytes.append(contentsOf: jsonKeys[column])
-            output.bytes.append(contentsOf: value.utf8)
+            if quoted {
+                JSONString.append(utf8: bytes, to: &output.bytes)
+            } else if ReportBytes.isASCII(bytes) || bytes.isValidUTF8 {
+                output.bytes.append(contentsOf: bytes)
+            } else {
+                output.bytes.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+            }
         case .csv:
             if column > 0 { output.bytes.append(UInt8(ascii: ",")) }
-            CSVText.append(value, to: &output.bytes)
+            CSVText.append(bytes, to: &output.bytes)
         case .table:
-            if inTable[column] { cells.append(value) }
+            guard inTable[column], let table else { break }
+            if table.isSized {
+                table.appendCell(bytes)
+            } else {
+                cells.append(String(decoding: bytes, as: UTF8.self))
+            }
         }
         column += 1
     }
@@ -175,7 +205,8 @@ final class FieldRowWriter {
         case .csv:
             if column > 0 { output.bytes.append(UInt8(ascii: ",")) }
         case .table:
-            if inTable[column] { cells.append("") }
+            cell(UnsafeBufferPointer(start: nil, count: 0), quoted: true)
+            return
         }
         column += 1
     }
@@ -189,11 +220,29 @@ enum ReportBytes {
     static let escapedEverywhere: UInt8 = 1
     /// `,` and `"`: a CSV cell holding one is quoted.
     static let quotedInCSV: UInt8 = 2
+    /// 80–FF: part of a multi-byte character, or of bytes that are not UTF-8 at all.
+    static let nonASCII: UInt8 = 4
 
     static let classes: [UInt8] = (0...255).map { byte -> UInt8 in
         var kind: UInt8 = 0
         if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2 { kind |= escapedEverywhere }
         if byte == 0x2C || byte == 0x22 { kind |= quotedInCSV }
+        if byte >= 0x80 { kind |= nonASCII }
         return kind
+    }
+
+    /// The classes of all the bytes, or-ed together.
+    static func kinds(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt8 {
+        classes.withUnsafeBufferPointer { classes in
+            var kinds: UInt8 = 0
+            for byte in bytes { kinds |= classes[Int(byte)] }
+            return kinds
+        }
+    }
+
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var high: UInt8 = 0
+        for byte in bytes { high |= byte }
+        return high < 0x80
     }
 }

@@ -20,6 +20,7 @@ public struct ReportWriter {
 
     public var format: ReportFormat { rows.format }
     private let rows: FieldRowWriter
+    private let snapshot = SnapshotCells()
 
     /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
@@ -41,7 +42,6 @@ public struct ReportWriter {
 
     /// One line: the cells in the order of `columns`.
     public func write(_ record: ReportRecord) {
-        let levels = AccessLevelSummary(json: record.accessLevels)
         rows.text(record.profileId)
         rows.text(record.originalTransactionId)
         rows.text(record.status.rawValue)
@@ -52,12 +52,58 @@ public struct ReportWriter {
         rows.text(record.updatedAt)
         rows.text(record.restoredAt)
         rows.text(record.profileState)
-        rows.text(levels.map(\.activeList))
-        rows.text(levels?.latestExpiry)
-        rows.bool(levels?.willRenew)
-        rows.rawJSON(record.accessLevels)
+        if var json = record.accessLevels {
+            json.withUTF8 { snapshot.write($0, to: rows) }
+        } else {
+            snapshot.write(nil, to: rows)
+        }
         rows.text(record.message)
         rows.endRow()
+    }
+
+    /// The same line from a row read in place (`Journal.forEachReportRow`): the journal's bytes
+    /// are written on without a String per cell.
+    public func write(_ row: ReportRowView) {
+        rows.text(row.profileId)
+        rows.text(row.originalTransactionId)
+        rows.text(row.status.rawValue)
+        rows.text(row.code)
+        rows.number(row.httpStatus)
+        rows.number(row.attempts)
+        rows.text(row.source)
+        rows.text(row.updatedAt)
+        rows.text(row.restoredAt)
+        rows.text(row.profileState)
+        snapshot.write(row.accessLevels, to: rows)
+        rows.text(row.message)
+        rows.endRow()
+    }
+}
+
+/// The snapshot's four cells (activeAccessLevels, expiresAt, willRenew, accessLevels), summarised
+/// from its bytes in place; the buffers are reused from row to row.
+private final class SnapshotCells {
+    private var levels = ScannedLevels()
+    private var names: [UInt8] = []
+
+    func write(_ json: UnsafeBufferPointer<UInt8>?, to rows: FieldRowWriter) {
+        if let json, levels.scan(json) {
+            names.removeAll(keepingCapacity: true)
+            for (index, name) in levels.active.enumerated() {
+                if index > 0 { names.append(UInt8(ascii: " ")) }
+                names.append(contentsOf: UnsafeBufferPointer(rebasing: json[name]))
+            }
+            names.withUnsafeBufferPointer { rows.text($0) }
+            rows.text(levels.latestExpiry.map { UnsafeBufferPointer(rebasing: json[$0]) })
+            rows.bool(levels.willRenew)
+        } else {
+            // Not the runner's shape (or no snapshot): Foundation reads it, as `AccessLevelSummary` does.
+            let summary = json.flatMap { AccessLevelSummary(parsing: String(decoding: $0, as: UTF8.self)) }
+            rows.text(summary.map(\.activeList))
+            rows.text(summary?.latestExpiry)
+            rows.bool(summary?.willRenew)
+        }
+        rows.rawJSON(json)
     }
 }
 
@@ -103,12 +149,18 @@ public enum CSVText {
         return quoted ? "\"" + String(value) + "\"" : String(value)
     }
 
-    /// Appends `cell(text)`. A cell without controls, non-ASCII lead bytes of escaped scalars or
-    /// a formula start (nearly all of them, snapshots' JSON included) is copied as it is, quoted
-    /// with its quotes doubled when it holds a comma or a quote; any other goes through `cell`.
+    /// Appends `cell(text)`.
     static func append(_ text: String, to out: inout [UInt8]) {
-        let copied = text.utf8.withContiguousStorageIfAvailable { appendPlain($0, to: &out) }
-        if copied != true { out.append(contentsOf: cell(text).utf8) }
+        var text = text
+        text.withUTF8 { append($0, to: &out) }
+    }
+
+    /// Appends `cell(String(decoding: bytes, as: UTF8.self))`. A cell of valid UTF-8 without
+    /// controls, lead bytes of escaped scalars or a formula start (nearly all of them, snapshots'
+    /// JSON included) is copied as it is, quoted with its quotes doubled when it holds a comma or a
+    /// quote; any other goes through `cell`.
+    static func append(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        if !appendPlain(bytes, to: &out) { out.append(contentsOf: cell(String(decoding: bytes, as: UTF8.self)).utf8) }
     }
 
     /// False, having appended nothing, when the cell needs more than quoting.
@@ -121,24 +173,16 @@ public enum CSVText {
         }
         // One look-up per byte: the bytes `cell` acts on (controls, DEL, the lead bytes of C1 and
         // bidi controls) send the cell there; commas and quotes only quote it.
-        var quotes = 0
-        var commas = 0
-        let special = ReportBytes.classes.withUnsafeBufferPointer { classes -> Bool in
-            for byte in bytes {
-                let kind = classes[Int(byte)]
-                if kind & ReportBytes.escapedEverywhere != 0 { return true }
-                if kind & ReportBytes.quotedInCSV != 0 {
-                    if byte == UInt8(ascii: "\"") { quotes += 1 } else { commas += 1 }
-                }
-            }
-            return false
-        }
-        if special { return false }
-        guard quotes + commas > 0 else {
+        let kinds = ReportBytes.kinds(bytes)
+        if kinds & ReportBytes.escapedEverywhere != 0 { return false }
+        if kinds & ReportBytes.nonASCII != 0 && !bytes.isValidUTF8 { return false }
+        guard kinds & ReportBytes.quotedInCSV != 0 else {
             out.append(contentsOf: bytes)
             return true
         }
         // Quoted, each quote doubled: sized once, then filled in place.
+        var quotes = 0
+        for byte in bytes where byte == UInt8(ascii: "\"") { quotes += 1 }
         let start = out.count
         out.append(contentsOf: repeatElement(UInt8(ascii: "\""), count: bytes.count + quotes + 2))
         out.withUnsafeMutableBufferPointer { buffer in

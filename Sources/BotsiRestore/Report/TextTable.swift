@@ -10,6 +10,10 @@ public final class TextTable {
     private let maxWidth: Int
     private var page: [[String]] = []
     private var widths: [Int]?
+    /// `widths` once known, and a run of spaces, in blocks the table owns: the cell-by-cell path
+    /// reads them without the retain and release an array in a class costs per access.
+    private var sizedWidths = UnsafeMutableBufferPointer<Int>(start: nil, count: 0)
+    private let spaces = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 128)
 
     public convenience init(
         columns: [String], pageSize: Int = 500, maxWidth: Int = 48, write: @escaping (String) -> Void
@@ -22,6 +26,12 @@ public final class TextTable {
         self.pageSize = pageSize
         self.maxWidth = maxWidth
         self.output = output
+        spaces.initialize(repeating: UInt8(ascii: " "))
+    }
+
+    deinit {
+        spaces.deallocate()
+        sizedWidths.deallocate()
     }
 
     public func add(_ cells: [String]) {
@@ -33,6 +43,35 @@ public final class TextTable {
         }
         page.append(cells)
         if page.count >= pageSize { flushPage() }
+    }
+
+    /// True once the first page has sized the columns: rows may then be written a cell at a time.
+    var isSized: Bool { widths != nil }
+    /// Where the row being written cell by cell starts in the output, and its next column.
+    private var rowStart = 0
+    private var nextColumn = 0
+
+    /// The next cell of a row written cell by cell (once `isSized`): what `add` writes for it,
+    /// without a String when the bytes are printable ASCII.
+    func appendCell(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard nextColumn < sizedWidths.count else { return }
+        if nextColumn == 0 { rowStart = output.bytes.count }
+        let width = sizedWidths[nextColumn]
+        let shown: Int
+        if ReportBytes.kinds(bytes) & (ReportBytes.escapedEverywhere | ReportBytes.nonASCII) == 0 {
+            shown = append(ascii: bytes, width: width)
+        } else {
+            shown = append(Self.printable(String(decoding: bytes, as: UTF8.self)), width: width)
+        }
+        if nextColumn < sizedWidths.count - 1 { pad(width - shown + 2) }
+        nextColumn += 1
+    }
+
+    /// Ends a row written cell by cell.
+    func endRow() {
+        if nextColumn == 0 { rowStart = output.bytes.count }
+        nextColumn = 0
+        endLine(from: rowStart)
     }
 
     /// Prints what is buffered (the header too, for an empty table).
@@ -48,6 +87,8 @@ public final class TextTable {
             }
         }
         self.widths = widths
+        sizedWidths = .allocate(capacity: widths.count)
+        _ = sizedWidths.initialize(from: widths)
         emit(columns, widths: widths)
         emit(widths.map { String(repeating: "-", count: $0) }, widths: widths)
         for row in page { emit(row, widths: widths) }
@@ -61,6 +102,11 @@ public final class TextTable {
             let shown = append(index < cells.count ? cells[index] : "", width: width)
             if index < widths.count - 1 { pad(width - shown + 2) }
         }
+        endLine(from: start)
+    }
+
+    /// Drops the line's trailing spaces and ends it.
+    private func endLine(from start: Int) {
         while output.bytes.count > start && output.bytes.last == UInt8(ascii: " ") { output.bytes.removeLast() }
         output.bytes.append(UInt8(ascii: "\n"))
         output.endLine()
@@ -70,15 +116,7 @@ public final class TextTable {
     private func append(_ cell: String, width: Int) -> Int {
         // ASCII (every byte one character, once `printable` has escaped the controls), in place.
         let ascii = cell.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
-            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
-            guard bytes.count > width else {
-                output.bytes.append(contentsOf: bytes)
-                return bytes.count
-            }
-            let kept = max(width - 1, 0)
-            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
-            output.bytes.append(contentsOf: "…".utf8)
-            return kept + 1
+            ReportBytes.isASCII(bytes) ? append(ascii: bytes, width: width) : nil
         }
         if let shown = ascii ?? nil { return shown }
         let count = cell.count
@@ -92,13 +130,24 @@ public final class TextTable {
         return kept + 1
     }
 
-    private static let spaces = [UInt8](repeating: UInt8(ascii: " "), count: 128)
+    /// Appends ASCII without controls, cut to `width` with `…` when wider; returns how many it shows.
+    private func append(ascii bytes: UnsafeBufferPointer<UInt8>, width: Int) -> Int {
+        guard bytes.count > width else {
+            output.bytes.append(contentsOf: bytes)
+            return bytes.count
+        }
+        let kept = max(width - 1, 0)
+        output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[0..<kept]))
+        output.bytes.append(contentsOf: "…".utf8)
+        return kept + 1
+    }
 
     private func pad(_ count: Int) {
-        if count <= Self.spaces.count {
-            output.bytes.append(contentsOf: Self.spaces[0..<count])
-        } else {
-            output.bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: count))
+        var rest = count
+        while rest > 0 {
+            let run = min(rest, spaces.count)
+            output.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: spaces[0..<run]))
+            rest -= run
         }
     }
 

@@ -3,6 +3,23 @@ internal import CSQLite
 import Foundation
 
 // The row writes of a run: admission, the in-flight mark, attempts and outcomes, rejections.
+
+/// The columns an in-flight mark replaces, as they were (kept verbatim, never interpreted).
+public struct InFlightMark: Sendable, Equatable {
+    let itemID: Int64
+    let status: String
+    let updatedAt: String
+    let sentRun: Int64?
+    let inFlightRun: Int64?
+
+    /// What `admit` writes for a new pair at `now`: a row taken up from the input is marked with
+    /// this known, and the mark need not read it back.
+    public static func admitted(itemID: Int64, at now: String) -> InFlightMark {
+        InFlightMark(
+            itemID: itemID, status: ItemStatus.pending.rawValue, updatedAt: now, sentRun: nil, inFlightRun: nil)
+    }
+}
+
 extension Journal {
     /// Records that this run read the pair at `source` and says whether to send it. Call it after
     /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
@@ -45,8 +62,16 @@ extension Journal {
     /// Marks a row in flight before its request goes out, so a crash leaves a trace of it. A
     /// pending row turns `in_flight`; a final row being resent (`keepsStatus`) keeps its status
     /// and gets the mark in `in_flight_run`, so that nothing but a definitive answer changes it.
-    public func markInFlight(itemID: Int64, runID: Int64, now: String, keepsStatus: Bool = false) throws(JournalError) {
+    /// Returns what the mark replaced (`known`, when the caller knows it, else read first): a row
+    /// marked ahead of need and then not sent (a stop, a throttle) is put back with
+    /// `unmarkInFlight` exactly as it was.
+    @discardableResult
+    public func markInFlight(
+        itemID: Int64, runID: Int64, now: String, keepsStatus: Bool = false, known: InFlightMark? = nil
+    ) throws(JournalError) -> InFlightMark {
         try wrap { () throws(SQLiteError) in
+            let mark: InFlightMark
+            if let known { mark = known } else { mark = try readMark(itemID) }
             if keepsStatus {
                 try statement("UPDATE items SET in_flight_run = ?, sent_run = ? WHERE id = ?")
                     .reset(.int(runID), .int(runID), .int(itemID)).run()
@@ -54,6 +79,34 @@ extension Journal {
                 try statement("UPDATE items SET status = 'in_flight', sent_run = ?, updated_at = ? WHERE id = ?")
                     .reset(.int(runID), .text(now), .int(itemID)).run()
             }
+            return mark
+        }
+    }
+
+    private func readMark(_ itemID: Int64) throws(SQLiteError) -> InFlightMark {
+        let read = try statement("SELECT status, updated_at, sent_run, in_flight_run FROM items WHERE id = ?")
+        try read.reset(.int(itemID))
+        // A statement left on its row holds a read that keeps every later commit in the WAL.
+        defer { read.rewind() }
+        guard try read.step() else {
+            throw SQLiteError(
+                code: SQLITE_NOTFOUND, message: "items row \(itemID) is gone: another program changed the journal",
+                sql: nil)
+        }
+        return InFlightMark(
+            itemID: itemID, status: read.text(0) ?? "", updatedAt: read.text(1) ?? "", sentRun: read.optionalInt(2),
+            inFlightRun: read.optionalInt(3))
+    }
+
+    /// Puts a row marked in flight but never sent back as `markInFlight` found it: status,
+    /// `updated_at`, `sent_run` and `in_flight_run`. Nothing was sent, so nothing else changed.
+    public func unmarkInFlight(_ mark: InFlightMark) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement("UPDATE items SET status = ?, updated_at = ?, sent_run = ?, in_flight_run = ? WHERE id = ?")
+                .reset(
+                    .text(mark.status), .text(mark.updatedAt), mark.sentRun.map { .int($0) } ?? .null,
+                    mark.inFlightRun.map { .int($0) } ?? .null, .int(mark.itemID)
+                ).run()
         }
     }
 

@@ -11,11 +11,20 @@ import Testing
         Scheduler(concurrency: concurrency, rate: rate, adaptive: adaptive)
     }
 
-    /// Sends what may go at `now`, by payload.
+    /// What the runner does at `now`: marks what may be marked, commits, and sends what may go.
+    /// Returns what went on the wire, by payload.
     private static func sendAll(_ scheduler: inout Scheduler, now: Double = 0) -> [String] {
+        while scheduler.nextSend(now: now) != nil {}
+        scheduler.marksCommitted()
         var sent: [String] = []
-        while let entry = scheduler.nextSend(now: now) { sent.append(entry.payload) }
+        while let entry = scheduler.nextLaunch() { sent.append(entry.payload) }
         return sent
+    }
+
+    private static func marked(_ scheduler: inout Scheduler, now: Double = 0) -> [String] {
+        var marked: [String] = []
+        while let entry = scheduler.nextSend(now: now) { marked.append(entry.payload) }
+        return marked
     }
 
     private static let ok = RestoreReply.nothingToRestore(message: nil)
@@ -27,7 +36,7 @@ import Testing
         scheduler.add(profileId: "p2", transactionId: "t1", payload: "t1-second")
         scheduler.add(profileId: "p3", transactionId: "t3", payload: "independent")
         #expect(Self.sendAll(&scheduler) == ["p1-first", "independent"])
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
         scheduler.settle(first)
         #expect(Self.sendAll(&scheduler) == ["p1-second", "t1-second"])
     }
@@ -36,11 +45,67 @@ import Testing
         var scheduler = Self.scheduler(concurrency: 2)
         let sequences = (0..<5).map { scheduler.add(profileId: "p\($0)", transactionId: "t\($0)", payload: "\($0)") }
         #expect(Self.sendAll(&scheduler) == ["0", "1"])
-        #expect(scheduler.inFlight == 2)
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        #expect(scheduler.counts.inFlight == 2)
+        #expect(scheduler.reserved == 2, "two more marked ahead of need")
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
         scheduler.settle(sequences[0])
         #expect(Self.sendAll(&scheduler) == ["2"])
         #expect(scheduler.counts.inFlight == 2)
+    }
+
+    @Test func rowsAreMarkedAheadOfNeedAndAFreedSlotTakesTheOldestCommittedOne() {
+        var scheduler = Self.scheduler(concurrency: 4)
+        #expect(scheduler.reserveLimit == 2)
+        for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.marked(&scheduler) == ["0", "1", "2", "3", "4", "5"], "the concurrency limit and the reserve")
+        #expect(scheduler.nextLaunch() == nil, "nothing goes before its mark is committed")
+        scheduler.marksCommitted()
+        var launched: [String] = []
+        while let entry = scheduler.nextLaunch() { launched.append(entry.payload) }
+        #expect(launched == ["0", "1", "2", "3"])
+        #expect(Self.marked(&scheduler).isEmpty)
+        // A reply frees a slot: the oldest committed row goes without a new mark or commit.
+        #expect(
+            scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0).isEmpty,
+            "nothing paces the sends: the reserve stays")
+        #expect(scheduler.nextLaunch()?.payload == "4")
+        #expect(scheduler.nextLaunch() == nil)
+        #expect(Self.marked(&scheduler) == ["6"], "the reserve is topped up")
+        #expect(scheduler.nextLaunch() == nil, "5 stays in the reserve; 6 is not committed")
+    }
+
+    @Test func aPacedRunMarksNothingAheadOfTheNextSlot() {
+        var scheduler = Self.scheduler(concurrency: 4, rate: 10)
+        for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 5) == ["0"])
+        #expect(scheduler.reserved == 0)
+    }
+
+    @Test func aRetryAfterHoldTakesTheReserveBackInOrder() {
+        var scheduler = Self.scheduler(concurrency: 4)
+        for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 10) == ["0", "1", "2", "3"])
+        #expect(scheduler.reserved == 2)
+        let withdrawn = scheduler.replied(
+            .retryable(code: "http_429", httpStatus: 429, retryAfter: 5, message: nil), duration: 0.01, rateLimit: nil,
+            now: 10)
+        #expect(withdrawn == ["5", "4"], "newest first, for the journal to unmark")
+        #expect(scheduler.reserved == 0)
+        #expect(scheduler.nextLaunch() == nil)
+        for _ in 0..<3 { _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 10) }
+        #expect(Self.marked(&scheduler, now: 16).first == "4", "they go first again when the hold ends")
+    }
+
+    @Test func aStopTakesBackWhatWasMarkedAndNotSent() {
+        var scheduler = Self.scheduler(concurrency: 2)
+        for index in 0..<5 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler) == ["0", "1"])
+        let stopped = scheduler.stop()
+        #expect(stopped.unsent == ["3", "2"])
+        #expect(stopped.waiting.isEmpty)
+        #expect(scheduler.inFlight == 2, "only the two on the wire")
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        #expect(scheduler.nextLaunch() == nil)
     }
 
     @Test func aRateSpacesSendsAndTheNextWakeIsThePacersNextSlot() {
@@ -70,7 +135,7 @@ import Testing
         }
         #expect(Self.sendAll(&scheduler).count == 4)
         for (row, deadline) in zip(rows, [30.0, 10, 20, 20]) {
-            scheduler.replied(
+            _ = scheduler.replied(
                 .retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil), duration: 0.01,
                 rateLimit: nil, now: 1)
             scheduler.retry(row, at: deadline)
@@ -91,7 +156,7 @@ import Testing
         let first = scheduler.add(profileId: "p", transactionId: "1", payload: "first")
         scheduler.add(profileId: "p", transactionId: "2", payload: "second")
         #expect(Self.sendAll(&scheduler) == ["first"])
-        scheduler.replied(
+        _ = scheduler.replied(
             .retryable(code: "timeout", httpStatus: nil, retryAfter: nil, message: nil), duration: 30, rateLimit: nil,
             now: 0)
         scheduler.retry(first, at: 2)
@@ -107,7 +172,7 @@ import Testing
         scheduler.retry(rows[1], at: 10)
         scheduler.retry(rows[0], at: 20)
         scheduler.add(profileId: "d", transactionId: "d", payload: "not sent yet")
-        #expect(scheduler.stop() == ["a", "b"], "the waiting rows, in the order taken up, for the stop rule")
+        #expect(scheduler.stop().waiting == ["a", "b"], "the waiting rows, in the order taken up, for the stop rule")
         #expect(scheduler.waitingToRetry == 0)
         #expect(scheduler.nextWake(now: 0) == nil)
         #expect(scheduler.releaseDueRetries(now: 100).isEmpty)
@@ -134,7 +199,7 @@ import Testing
         #expect(Self.sendAll(&scheduler, now: 10) == ["a"])
         #expect(scheduler.counts.throttledRate == nil)
         scheduler.add(profileId: "b", transactionId: "2", payload: "b")
-        scheduler.replied(
+        _ = scheduler.replied(
             .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.01,
             rateLimit: nil,
             now: 10)
@@ -150,7 +215,7 @@ import Testing
         for index in 0..<4 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
         #expect(Self.sendAll(&scheduler, now: 1) == ["0", "1", "2", "3"])
         for index in 4..<6 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
         // The four unpaced sends are charged at the stated ~9.9/s: nothing more for ~0.4 s.
         #expect(Self.sendAll(&scheduler, now: 1.3).isEmpty)
         #expect(Self.sendAll(&scheduler, now: 1.45) == ["4"])

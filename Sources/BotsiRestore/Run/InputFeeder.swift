@@ -16,6 +16,10 @@ struct RunRow {
     var lastWasTimeout = false
     /// The code of the last retryable error, journaled with the row while it waits.
     var lastCode: String?
+    /// Its journal columns as they stand before its next in-flight mark, when known without
+    /// reading them (a row just admitted, one put back); while it is marked and not sent, what
+    /// the mark replaced.
+    var beforeMark: InFlightMark?
 }
 
 /// A row taken up to be sent, with the keys the ordering rule goes by.
@@ -171,7 +175,7 @@ struct InputFeeder {
                     profileId: row.profileId, transactionId: row.originalTransactionId,
                     row: RunRow(
                         itemID: itemID, source: source, attemptsBefore: attempts, status: .pending,
-                        readerIndex: readerIndex))
+                        readerIndex: readerIndex, beforeMark: .admitted(itemID: itemID, at: now)))
             }
         }
         return nil

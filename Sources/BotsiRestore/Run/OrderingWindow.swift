@@ -61,6 +61,20 @@ struct OrderingWindow<Payload> {
         enqueueIfReady(sequence)
     }
 
+    /// A row taken but not sent goes back to the front of the ready rows: next to be taken.
+    mutating func putBack(_ sequence: Int64) {
+        guard var entry = entries[sequence], entry.isBusy else { return }
+        entry.isBusy = false
+        entry.isQueuedReady = true
+        entries[sequence] = entry
+        if readyHead > 0 {
+            readyHead -= 1
+            ready[readyHead] = sequence
+        } else {
+            ready.insert(sequence, at: 0)
+        }
+    }
+
     subscript(sequence: Int64) -> Entry? {
         get { entries[sequence] }
         set { entries[sequence] = newValue }

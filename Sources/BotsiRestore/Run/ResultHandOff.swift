@@ -7,10 +7,10 @@ import Synchronization
 final class ResultHandOff: Sendable {
     private let arrivals = Mutex<[RestoreResult]>([])
     private let queue: DispatchQueue
-    private let handle: @Sendable (RestoreResult) -> Void
+    private let handle: @Sendable ([RestoreResult]) -> Void
 
-    /// `handle` runs on `queue`, once per result, in arrival order.
-    init(queue: DispatchQueue, handle: @escaping @Sendable (RestoreResult) -> Void) {
+    /// `handle` runs on `queue`, once per batch, with the results in arrival order.
+    init(queue: DispatchQueue, handle: @escaping @Sendable ([RestoreResult]) -> Void) {
         self.queue = queue
         self.handle = handle
     }
@@ -28,7 +28,7 @@ final class ResultHandOff: Sendable {
                 arrivals.removeAll(keepingCapacity: true)
                 return batch
             }
-            for result in batch { handle(result) }
+            handle(batch)
         }
     }
 }

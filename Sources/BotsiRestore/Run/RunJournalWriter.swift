@@ -84,10 +84,17 @@ struct RunJournalWriter {
 
     /// How a row is marked decides what a kill does to it; the table says which rows keep their
     /// status through one.
-    func markInFlight(_ row: RunRow, now: String) throws(JournalError) {
+    func markInFlight(_ row: RunRow, now: String) throws(JournalError) -> InFlightMark {
         try beginBatch()
         let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
-        try journal.markInFlight(itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus)
+        return try journal.markInFlight(
+            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: row.beforeMark)
+    }
+
+    /// A row marked in flight that will not be sent now goes back as it was.
+    func unmark(_ mark: InFlightMark) throws(JournalError) {
+        try beginBatch()
+        try journal.unmarkInFlight(mark)
     }
 
     /// Records a reply's attempt and what `decision` writes to its row. Returns the row's status

@@ -32,8 +32,6 @@ public final class Runner: @unchecked Sendable {
     private var summary = RunSummary()
     private var stopReason: StopReason?
     private var isFinished = false
-    /// Rows marked in flight in the open batch: sent once it is committed.
-    private var pendingSends: [RestoreRequest] = []
     private var pumpScheduled = false
     private var housekeepingTimer: DispatchSourceTimer?
     private var wakeTimer: WakeTimer?
@@ -138,40 +136,83 @@ public final class Runner: @unchecked Sendable {
         }
     }
 
-    /// Marks in the open batch every row the scheduler lets go now; `flush` sends them.
+    /// Marks in the open batch every row the scheduler lets go now or keeps in its reserve;
+    /// `flush` sends them.
     private func dispatchReady() throws(JournalError) {
         guard let writer, stopReason == nil else { return }
         var timestamp: String?
         while let entry = scheduler.nextSend(now: monotonicSeconds()) {
             let now = timestamp ?? Timestamp.string(Date())
             timestamp = now
-            try writer.markInFlight(entry.payload, now: now)
-            feeder?.noteFirstSend(of: entry.payload)
-            pendingSends.append(
-                RestoreRequest(
-                    tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
+            let mark = try writer.markInFlight(entry.payload, now: now)
+            // A row admitted this run came with its columns known; one owed or retried had them read.
+            if entry.payload.beforeMark == nil { scheduler[payloadOf: entry.sequence]?.beforeMark = mark }
         }
     }
 
     /// Commits the batch, then sends: a row is marked in flight on disk before its request leaves.
     private func flush() throws(JournalError) {
         try writer?.commitBatch()
-        guard !pendingSends.isEmpty, let client else { return }
-        for request in pendingSends { client.submit(request) }
-        pendingSends.removeAll(keepingCapacity: true)
+        scheduler.marksCommitted()
+        sendCommitted()
+    }
+
+    /// Sends committed rows while the scheduler has free slots.
+    private func sendCommitted() {
+        guard let client else { return }
+        while let entry = scheduler.nextLaunch() {
+            feeder?.noteFirstSend(of: entry.payload)
+            client.submit(
+                RestoreRequest(
+                    tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
+        }
+    }
+
+    /// Rows marked in flight and not sent go back in the journal as they were.
+    private func unmark(_ rows: [RunRow]) throws(JournalError) {
+        for row in rows {
+            if let mark = row.beforeMark { try writer?.unmark(mark) }
+        }
     }
 
     // MARK: Replies
 
+    /// A batch of replies from the curl thread. First every freed slot goes to a row whose mark is
+    /// committed, so that the last reply of a batch does not wait for the others' journal writes;
+    /// then each reply is decided and recorded.
+    private func handle(_ results: [RestoreResult]) {
+        guard !isFinished else { return }
+        let now = monotonicSeconds()
+        let replies = results.filter { scheduler[payloadOf: $0.tag] != nil }
+        // A reply that asked to slow down takes the reserve back; one that may stop the run sends
+        // nothing more until it is decided.
+        do {
+            for result in replies {
+                try unmark(
+                    scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now))
+            }
+        } catch {
+            failJournal(error)
+            return
+        }
+        if !replies.contains(where: { if case .fatal = $0.reply { return true } else { return false } }) {
+            sendCommitted()
+        }
+        for result in replies where !isFinished { record(result) }
+        schedulePump()
+    }
+
     /// The table decides, the writer records, then the row leaves the window or waits to be retried.
-    private func handle(_ result: RestoreResult) {
-        guard !isFinished, let writer, var row = scheduler[payloadOf: result.tag] else { return }
-        scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: monotonicSeconds())
+    private func record(_ result: RestoreResult) {
+        guard let writer, var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
         row.attemptsThisRun += 1
+        // The reply's write changes the row: its next mark reads what stands then.
+        row.beforeMark = nil
         let decision = decider.decide(result.reply, row: row, isStopping: stopReason != nil)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
             stop(StopReason(fatal: reason, message: message))
+            guard !isFinished else { return }
         }
         var message = result.reply.message
         if decision.reply == .budgetExhausted {
@@ -197,9 +238,7 @@ public final class Runner: @unchecked Sendable {
             }
         } catch {
             failJournal(error)
-            return
         }
-        schedulePump()
     }
 
     // MARK: Stopping and finishing
@@ -209,23 +248,24 @@ public final class Runner: @unchecked Sendable {
         stopReason = reason
         summary.stopMessage = reason.message
         summary.stopCause = reason.cause?.rawValue
-        // Rows waiting out a backoff are done for this run; the table says what a stop writes to
-        // them (nothing: their last error is on record, a final row keeps its status).
-        let waiting = scheduler.stop()
-        guard let cause = reason.cause else { return }
-        for row in waiting {
-            let action = OutcomePolicy.action(for: .stop(cause), row: OutcomePolicy.RowClass(row.status))
-            do {
+        // Rows marked and not sent go back as they were. Rows waiting out a backoff, and those
+        // of them that had been marked again, are done for this run; the table says what a stop
+        // writes to them (nothing: their last error is on record, a final row keeps its status).
+        let (unsent, waiting) = scheduler.stop()
+        do {
+            try unmark(unsent)
+            guard let cause = reason.cause else { return }
+            for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {
+                let action = OutcomePolicy.action(for: .stop(cause), row: OutcomePolicy.RowClass(row.status))
                 try writer?.applyStopRule(action.write, to: row)
-            } catch {
-                failJournal(error)
-                return
             }
+        } catch {
+            failJournal(error)
         }
     }
 
     private func finishIfDone() {
-        guard !isFinished, scheduler.inFlight == 0, pendingSends.isEmpty else { return }
+        guard !isFinished, scheduler.inFlight == 0 else { return }
         if stopReason == nil && !(inputDone && scheduler.isEmpty) { return }
         // The counts the summary, its `runs` line and the exit status rest on, from the journal.
         summary.nextCommand = RunAdvice.runCommand(options, inputs: inputDone ? [] : options.inputs)

@@ -2,6 +2,7 @@ import BotsiAPI
 
 /// What the progress line shows about sending.
 struct SendCounts: Equatable {
+    /// Requests on the wire (not the rows marked ahead of need).
     var inFlight: Int
     var waitingToRetry: Int
     /// The adaptive send-rate limit while throttled.
@@ -15,11 +16,25 @@ struct SendCounts: Equatable {
 /// fed by the replies, and the rows waiting out a backoff, kept in one deadline heap. It only
 /// decides; the runner journals, sends and arms one timer for `nextWake(now:)`.
 ///
+/// A row goes out in three steps: `nextSend` hands it out to be marked in flight in the journal,
+/// `marksCommitted` says those marks are on disk, and `nextLaunch` lets it onto the wire when a
+/// slot is free. While nothing paces the sends, up to `reserveLimit` rows beyond the concurrency
+/// limit are marked ahead of need, so that a reply's freed slot is refilled at once rather than
+/// after the next commit.
+///
 /// Pure: no clock, no curl, no journal. Every instant is passed in as monotonic seconds.
 struct SendScheduler<Payload> {
     private var window = OrderingWindow<Payload>()
     private var nextSequence: Int64 = 0
+    /// Rows handed out by `nextSend`: marked in flight, on the wire or not sent yet.
     private(set) var inFlight = 0
+    /// Of those, requests on the wire.
+    private(set) var launched = 0
+    /// Rows marked and not sent yet, oldest first; the first `unsentCommitted` have their mark
+    /// on disk and may go.
+    private var unsent: [Int64] = []
+    private var unsentHead = 0
+    private var unsentCommitted = 0
     /// Rows waiting out a backoff, each with a timer in `retryTimers`.
     private var waiting: Set<Int64> = []
     private var retryTimers = DeadlineHeap()
@@ -34,10 +49,14 @@ struct SendScheduler<Payload> {
     /// Rows held at most: enough to find ready ones behind long runs of one profile, bounded so
     /// that memory stays flat however long the input.
     let windowLimit: Int
+    /// Rows marked ahead of need at most: a quarter of the concurrency (at least 2, at most 64),
+    /// enough for the replies that arrive while one batch commits.
+    let reserveLimit: Int
 
     init(concurrency: Int, rate: Double?, adaptive: Bool) {
         throttle = AdaptiveThrottle(enabled: adaptive, rateCap: rate, concurrencyCap: concurrency)
         windowLimit = max(concurrency * 16, 1024)
+        reserveLimit = max(2, min(64, concurrency / 4))
     }
 
     /// Rows held: not sent yet, in flight, or waiting to be retried.
@@ -45,10 +64,12 @@ struct SendScheduler<Payload> {
     var isEmpty: Bool { window.isEmpty }
     var roomLeft: Int { max(0, windowLimit - window.count) }
     var waitingToRetry: Int { waiting.count }
+    /// Rows marked in flight and not sent yet.
+    var reserved: Int { unsent.count - unsentHead }
 
     var counts: SendCounts {
         SendCounts(
-            inFlight: inFlight, waitingToRetry: waiting.count,
+            inFlight: launched, waitingToRetry: waiting.count,
             throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil,
             concurrencyLimit: throttle.concurrency, throttleEvents: throttle.events)
     }
@@ -77,23 +98,72 @@ struct SendScheduler<Payload> {
 
     // MARK: Sending
 
-    /// The next row to send at `now`, counted in flight; nil when none may go now (none ready,
-    /// the concurrency limit reached, the pacer says wait, or the run stopped).
+    /// The next row to mark in flight at `now`; nil when none may be marked now (none ready, the
+    /// concurrency limit and the reserve reached, the pacer says wait, or the run stopped).
     mutating func nextSend(now: Double) -> OrderingWindow<Payload>.Entry? {
         guard !isStopped else { return nil }
-        while inFlight < throttle.concurrency, window.readyCount > 0 {
+        while inFlight < throttle.concurrency + reserveAllowed(now: now), window.readyCount > 0 {
             guard pacer.take(now: now, rate: throttle.effectiveRate) else { return nil }
             guard let sequence = window.takeReady(), let entry = window[sequence] else { continue }
             inFlight += 1
+            unsent.append(sequence)
             return entry
         }
         return nil
     }
 
+    /// Every mark handed out so far is committed: those rows may go on the wire.
+    mutating func marksCommitted() { unsentCommitted = reserved }
+
+    /// The oldest committed row, counted on the wire, while a slot is free; nil after a stop.
+    mutating func nextLaunch() -> OrderingWindow<Payload>.Entry? {
+        guard !isStopped, launched < throttle.concurrency, unsentCommitted > 0 else { return nil }
+        let sequence = unsent[unsentHead]
+        unsentHead += 1
+        unsentCommitted -= 1
+        if unsentHead == unsent.count {
+            unsent.removeAll(keepingCapacity: true)
+            unsentHead = 0
+        }
+        launched += 1
+        return window[sequence]
+    }
+
+    /// Takes back the marked rows that may not wait unsent at `now` (the pacer or a Retry-After
+    /// hold took over; after a stop, all), newest first: each goes back to the front of the
+    /// ready rows, in the order they were taken. Returns their payloads, for the journal to unmark.
+    private mutating func withdrawReserve(now: Double) -> [Payload] {
+        let excess = isStopped ? reserved : reserved - reserveAllowed(now: now)
+        var withdrawn: [Payload] = []
+        for _ in 0..<max(0, excess) {
+            guard let sequence = unsent.popLast() else { break }
+            inFlight -= 1
+            window.putBack(sequence)
+            if let payload = window[sequence]?.payload { withdrawn.append(payload) }
+        }
+        unsentCommitted = min(unsentCommitted, reserved)
+        return withdrawn
+    }
+
+    /// Rows may be marked ahead of need only while nothing paces the sends: a paced row goes
+    /// when the pacer says, never early from a reserve.
+    private func reserveAllowed(now: Double) -> Int {
+        throttle.effectiveRate == nil && now >= pacer.nextSendAt ? reserveLimit : 0
+    }
+
     /// A reply arrived: its row is no longer in flight, and what it says about the service's
-    /// limits feeds the pacer and the throttle.
-    mutating func replied(_ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
+    /// limits feeds the pacer and the throttle. When that means the sends are paced or held now,
+    /// the reserve is taken back: returns those rows, for the journal to unmark.
+    mutating func replied(
+        _ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double
+    ) -> [Payload] {
+        feed(reply, duration: duration, rateLimit: rateLimit, now: now)
+        return withdrawReserve(now: now)
+    }
+
+    private mutating func feed(_ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
         inFlight -= 1
+        launched -= 1
         if !reply.isThrottling {
             acceptedMeter.record(now: now)
             latencyAverage = latencyAverage * 0.9 + duration * 0.1
@@ -162,16 +232,18 @@ struct SendScheduler<Payload> {
         return throttle.effectiveRate != before
     }
 
-    /// Stops sending. The rows waiting out a backoff are done for this run: they leave the window
-    /// and are returned (in the order they were taken up) for the stop rule. Rows in flight stay
-    /// until their replies; rows not sent yet stay held, unsent.
-    mutating func stop() -> [Payload] {
-        guard !isStopped else { return [] }
+    /// Stops sending. Rows marked and not sent are taken back (`unsent`, for the journal to
+    /// unmark). The rows waiting out a backoff are done for this run: they leave the window and
+    /// are returned (`waiting`, in the order they were taken up) for the stop rule. Rows on the
+    /// wire stay until their replies; rows not sent yet stay held, unsent.
+    mutating func stop() -> (unsent: [Payload], waiting: [Payload]) {
+        guard !isStopped else { return ([], []) }
         isStopped = true
+        let unsentRows = withdrawReserve(now: 0)
         let rows = waiting.sorted().compactMap { window.remove($0)?.payload }
         waiting.removeAll()
         retryTimers.removeAll()
-        return rows
+        return (unsentRows, rows)
     }
 }
 

@@ -53,6 +53,29 @@ extension ModelSequence {
                         "\(pair): \(seen.requests) requests reached Botsi but \(seen.attempts) attempts were journaled")
                 )
             }
+            // A row marked in flight ahead of need and then not sent goes back exactly as it was:
+            // a run that was not killed leaves every row it did not send untouched (a row a killed
+            // run left marked is put right by recovery, which the table judges).
+            if itemBefore == nil, let itemAfter, !seen.sent, !observation.killed,
+                itemAfter.updatedAt != itemAfter.createdAt || itemAfter.sentRun != nil || itemAfter.inFlightRun != nil
+            {
+                violations.append(
+                    Violation(
+                        nil,
+                        "new row \(pair) was not sent but is not as admitted: created_at \(itemAfter.createdAt ?? "-"), updated_at \(itemAfter.updatedAt ?? "-"), sent_run \(itemAfter.sentRun ?? "-"), in_flight_run \(itemAfter.inFlightRun ?? "-")"
+                    ))
+            }
+            if let itemBefore, let itemAfter, !seen.sent, !observation.killed, itemBefore.status != "in_flight",
+                itemBefore.inFlightRun == nil,
+                itemAfter.updatedAt != itemBefore.updatedAt || itemAfter.sentRun != itemBefore.sentRun
+                    || itemAfter.inFlightRun != itemBefore.inFlightRun
+            {
+                violations.append(
+                    Violation(
+                        nil,
+                        "\(pair) was not sent but its in-flight marks changed: updated_at \(itemBefore.updatedAt ?? "-") -> \(itemAfter.updatedAt ?? "-"), sent_run \(itemBefore.sentRun ?? "-") -> \(itemAfter.sentRun ?? "-"), in_flight_run \(itemBefore.inFlightRun ?? "-") -> \(itemAfter.inFlightRun ?? "-")"
+                    ))
+            }
             if let violation = table.judge(
                 pair: pair, before: itemBefore, after: itemAfter, traffic: seen, run: run, killed: observation.killed,
                 selection: selection)

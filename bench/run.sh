@@ -83,14 +83,22 @@ else
     report_journal="$work/report.sqlite"
 fi
 rows=$(sqlite3 -readonly "$report_journal" "SELECT (SELECT count(*) FROM items) + (SELECT count(*) FROM rejections)")
+# As before the rerun: the journal's writeback must not land in the reports' own fsync.
+sync
 report_line() { # label elapsed rss_kb
     echo "$1 over $rows rows: ${2}s = $(python3 -c "print(round($rows/max($2, 0.01)))") rows/s, peak RSS $(($3 / 1024)) MB"
 }
+# Each format twice: into a file with --output (written beside it, fsync'd and renamed into place,
+# so a crash never leaves half a report) and to standard output, as sqlite3's export below writes.
 for format in jsonl csv table; do
     /usr/bin/time -f "%e %M" -o "$work/time" "$bin" report --journal "$report_journal" --format "$format" \
         --output "$work/report.$format" 2>"$work/report-$format.err" || { cat "$work/report-$format.err" >&2; exit 1; }
     read -r elapsed rss <"$work/time"
-    report_line "report --format $format" "$elapsed" "$rss"
+    report_line "report --format $format --output F" "$elapsed" "$rss"
+    /usr/bin/time -f "%e %M" -o "$work/time" "$bin" report --journal "$report_journal" --format "$format" \
+        >"$work/report-stdout.$format" 2>"$work/report-$format.err" || { cat "$work/report-$format.err" >&2; exit 1; }
+    read -r elapsed rss <"$work/time"
+    report_line "report --format $format > F" "$elapsed" "$rss"
 done
 /usr/bin/time -f "%e %M" -o "$work/time" sqlite3 -readonly -csv "$report_journal" \
     "SELECT profile_id, original_transaction_id, status, code, http_status, attempts, last_source, updated_at,

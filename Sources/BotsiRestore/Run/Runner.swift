@@ -195,7 +195,7 @@ public final class Runner: @unchecked Sendable {
             failJournal(error)
             return
         }
-        if !replies.contains(where: { if case .fatal = $0.reply { return true } else { return false } }) {
+        if !replies.contains(where: \.reply.isFatal) {
             sendCommitted()
         }
         for result in replies where !isFinished { record(result) }

@@ -248,6 +248,12 @@ struct SendScheduler<Payload> {
 }
 
 extension RestoreReply {
+    /// 401, 403, `No ios settings found` or a TLS failure: a reply that may stop the run.
+    var isFatal: Bool {
+        if case .fatal = self { return true }
+        return false
+    }
+
     /// 429, or a 503 (which may be a burst of overload): replies that say "slow down".
     var isThrottling: Bool {
         if case .retryable(_, let status, _, _) = self { return status == 429 || status == 503 }

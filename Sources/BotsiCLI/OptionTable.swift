@@ -60,7 +60,10 @@ extension ReportCommand {
                     help: "table aligns columns for a terminal; CSV cells starting with = + - @ tab or CR are "
                         + "prefixed with '"
                 ) { $0.format = $1 },
-                .value("--output", short: "o", .path("FILE"), help: "write there (mode 0600) instead of stdout") {
+                .value(
+                    "--output", short: "o", .path("FILE"),
+                    help: "write there (mode 0600) instead of stdout; - is stdout"
+                ) {
                     $0.output = $1
                 },
             ])

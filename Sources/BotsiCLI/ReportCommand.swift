@@ -132,7 +132,7 @@ enum ReportCommand: Command {
     }
 }
 
-/// stdout, or a file with mode 0600 (reports hold customer ids), written beside its target and
+/// stdout (no `--output`, or `--output -`), or a file with mode 0600 (reports hold customer ids), written beside its target and
 /// renamed over it only when whole: never through a link, into a device, or over the journal.
 final class ReportSink {
     private let file: OutputFile?
@@ -140,7 +140,8 @@ final class ReportSink {
 
     /// `journal` is the path of the journal the output must never replace, under any of its names.
     init(path: String?, journal: String? = nil) throws(FileError) {
-        guard let path else {
+        // `-` is standard output, as for every tool that takes an output file.
+        guard let path, path != "-" else {
             file = nil
             return
         }

@@ -89,6 +89,19 @@ import Testing
         #expect(!text.contains("old contents"))
     }
 
+    @Test func reportOutputDashIsStandardOutput() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        let journal = workspace.file("j.sqlite")
+        try run(workspace.csv("in.csv", rows: [("p1", "2000000000000002")]), journal: journal, simulator, in: workspace)
+        let result = try botsi(
+            ["report", "--journal", journal, "--format", "csv", "--output", "-"], key: nil, in: workspace)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("profileId,originalTransactionId,status"))
+        #expect(result.stdout.contains("p1,2000000000000002,restored"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("-")), "no file named '-'")
+    }
+
     @Test func mergeAndChangesFromTheCommandLine() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

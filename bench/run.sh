@@ -7,6 +7,7 @@
 #
 #   bash bench/run.sh [THROUGHPUT_ROWS] [BIG_ROWS]      (defaults 100000 and 1000000)
 #   BENCH_PARTS=reports bash bench/run.sh                (the report step alone)
+#   BENCH_PARTS=changes bash bench/run.sh                (report --changes beside the plain report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 throughput_rows=${1:-100000}
@@ -74,6 +75,48 @@ read -r elapsed user sys rss < <(measure rerun "$bin" run "$work/big.csv" --jour
 echo "rerun over $big_rows finished rows: ${elapsed}s = $(python3 -c "print(round($big_rows/$elapsed))") rows/s skipped, peak RSS $((rss / 1024)) MB"
 else
     start_simulator 0
+fi
+
+# report --changes (issue 21, item 3): every --since-run/--run form beside the plain CSV report of
+# the same journal, whose four runs change a share of the rows between them (a run against a
+# failing server leaves rows pending, a plain run restores them, a refresh keeps or restores).
+if [ "$parts" = all ] || [ "$parts" = changes ]; then
+    changes_rows=${CHANGES_ROWS:-50000}
+    python3 bench/make_input.py "$changes_rows" >"$work/changes.csv"
+    "$bin" simulate --port 0 --latency 0 --key bench-key --fault-rate 0.3 --faults 500 --seed 7 \
+        >"$work/sim-faulty.out" 2>&1 &
+    for _ in $(seq 100); do
+        faulty_url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/sim-faulty.out" | head -n1 || true)
+        [ -n "$faulty_url" ] && break
+        sleep 0.1
+    done
+    changes_run() { # base url, then extra options
+        measure changes-run "$bin" run "$work/changes.csv" --journal "$work/changes.sqlite" --base-url "$1" \
+            --key-env BENCH_KEY --concurrency 64 --max-attempts 1 --quiet "${@:2}" >/dev/null
+    }
+    changes_run "$faulty_url"
+    changes_run "$sim_url"
+    changes_run "$faulty_url" --refresh-older-than 0s
+    changes_run "$sim_url" --refresh-older-than 0s
+    sync
+    timed() { # prints the median elapsed of three runs of the command
+        for _ in 1 2 3; do
+            /usr/bin/time -f "%e" -o "$work/time" "$@" >/dev/null 2>"$work/changes.err" || {
+                cat "$work/changes.err" >&2; exit 1; }
+            cat "$work/time"
+        done | sort -n | sed -n 2p
+    }
+    plain=$(timed "$bin" report --journal "$work/changes.sqlite" --format csv)
+    echo "report --format csv over $changes_rows rows (4 runs): ${plain}s (median of 3)"
+    for form in "" "--since-run 1 --run 4" "--since-run 1 --run 2" "--since-run 2" "--run 3"; do
+        # shellcheck disable=SC2086
+        changed=$("$bin" report --journal "$work/changes.sqlite" --changes $form --format csv | tail -n +2 | wc -l)
+        # shellcheck disable=SC2086
+        elapsed=$(timed "$bin" report --journal "$work/changes.sqlite" --changes $form --format csv)
+        echo "report --changes ${form:-(last run against the one before)}: ${elapsed}s for $changed changed rows" \
+            "= $(python3 -c "print(round($elapsed/max($plain, 0.01), 2))") of the plain report"
+    done
+    [ "$parts" = changes ] && exit 0
 fi
 
 # Reports (issue 9): every `report` format over a journal of REPORT_ROWS rows (default 300,000),

@@ -50,45 +50,51 @@ extension Journal {
         since earlier: Int64, until later: Int64, _ body: (RowChange) throws -> Void
     ) throws {
         let definitive = ItemStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        // Each touched row's two states are picked by a lookup into `attempts_item` (a row has few
+        // attempts), so the query is linear in the rows touched. A join of two ranked sets of every
+        // touched row's attempts was quadratic: SQLite scanned one whole set per row of the other.
+        func pick(upTo run: String) -> String {
+            """
+            SELECT p.id FROM attempts p WHERE p.item_id = t.item_id AND p.run_id <= \(run)
+            ORDER BY p.outcome IN (\(definitive)) DESC, p.run_id DESC, p.id DESC LIMIT 1
+            """
+        }
         let sql = """
             WITH touched AS (
                 SELECT DISTINCT item_id FROM attempts WHERE run_id > ?1 AND run_id <= ?2
             ),
-            graded AS (
-                SELECT a.*, a.outcome IN (\(definitive)) AS definitive
-                FROM attempts a JOIN touched t ON t.item_id = a.item_id
-                WHERE a.run_id <= ?2
+            picked AS (
+                SELECT t.item_id AS item_id, (\(pick(upTo: "?2"))) AS after_id, (\(pick(upTo: "?1"))) AS before_id
+                FROM touched t
             ),
-            ranked AS (
-                SELECT item_id, run_id, started_at, http_status, code,
-                    CASE WHEN definitive THEN outcome ELSE 'pending' END AS status,
-                    profile_state, access_levels,
-                    row_number() OVER (
-                        PARTITION BY item_id ORDER BY definitive DESC, run_id DESC, id DESC
-                    ) AS position_after,
-                    row_number() OVER (
-                        PARTITION BY item_id, run_id <= ?1 ORDER BY definitive DESC, run_id DESC, id DESC
-                    ) AS position_in_half
-                FROM graded
-            ),
-            after AS (SELECT * FROM ranked WHERE position_after = 1),
-            before AS (SELECT * FROM ranked WHERE run_id <= ?1 AND position_in_half = 1)
+            sides AS (
+                SELECT p.item_id AS item_id,
+                    CASE WHEN f.outcome IN (\(definitive)) THEN f.outcome ELSE 'pending' END AS f_status,
+                    f.code AS f_code, f.http_status AS f_http_status, f.run_id AS f_run, f.started_at AS f_started_at,
+                    f.profile_state AS f_profile_state, f.access_levels AS f_access_levels,
+                    b.id AS b_id,
+                    CASE WHEN b.outcome IN (\(definitive)) THEN b.outcome ELSE 'pending' END AS b_status,
+                    b.code AS b_code, b.http_status AS b_http_status, b.run_id AS b_run, b.started_at AS b_started_at,
+                    b.profile_state AS b_profile_state, b.access_levels AS b_access_levels
+                FROM picked p
+                JOIN attempts f ON f.id = p.after_id
+                LEFT JOIN attempts b ON b.id = p.before_id
+            )
             SELECT i.id AS id, i.profile_id AS profile_id, i.original_transaction_id AS original_transaction_id,
                 i.last_source AS last_source,
-                b.status AS before_status, b.code AS before_code, b.http_status AS before_http_status,
-                b.run_id AS before_run, b.started_at AS before_started_at, b.profile_state AS before_profile_state,
-                b.access_levels AS before_access_levels,
-                f.status AS after_status, f.code AS after_code, f.http_status AS after_http_status,
-                f.run_id AS after_run, f.started_at AS after_started_at, f.profile_state AS after_profile_state,
-                f.access_levels AS after_access_levels
-            FROM after f
-            JOIN items i ON i.id = f.item_id
-            LEFT JOIN before b ON b.item_id = f.item_id
-            WHERE b.item_id IS NULL
-                OR b.status IS NOT f.status
-                OR b.code IS NOT f.code
-                OR (f.status = 'restored'
-                    AND (b.profile_state IS NOT f.profile_state OR b.access_levels IS NOT f.access_levels))
+                CASE WHEN s.b_id IS NULL THEN NULL ELSE s.b_status END AS before_status, s.b_code AS before_code,
+                s.b_http_status AS before_http_status, s.b_run AS before_run, s.b_started_at AS before_started_at,
+                s.b_profile_state AS before_profile_state, s.b_access_levels AS before_access_levels,
+                s.f_status AS after_status, s.f_code AS after_code, s.f_http_status AS after_http_status,
+                s.f_run AS after_run, s.f_started_at AS after_started_at, s.f_profile_state AS after_profile_state,
+                s.f_access_levels AS after_access_levels
+            FROM sides s
+            JOIN items i ON i.id = s.item_id
+            WHERE s.b_id IS NULL
+                OR s.b_status IS NOT s.f_status
+                OR s.b_code IS NOT s.f_code
+                OR (s.f_status = 'restored'
+                    AND (s.b_profile_state IS NOT s.f_profile_state OR s.b_access_levels IS NOT s.f_access_levels))
             ORDER BY i.id
             """
         try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }

@@ -63,33 +63,11 @@ extension Journal {
         after: Int64, limit: Int, selection: OwedSelection, runID: Int64
     ) throws(JournalError) -> [OwedRow] {
         let columns = "id, profile_id, original_transaction_id, status, attempts, last_source"
-        let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
-        let sql: String
-        if selection.statuses == [.pending] && !refreshing {
-            // The plain run: the partial index `items_pending` holds exactly these rows, in id order
-            // (named, or the planner may pick `items_status` and sort every pending row per batch).
-            sql = """
-                SELECT \(columns) FROM items INDEXED BY items_pending
-                WHERE status = 'pending' AND id > ?1 AND last_run != ?3 ORDER BY id LIMIT ?2
-                """
-        } else {
-            // Failures and refreshable rows may be most of the journal: walk it in id order once,
-            // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
-            var conditions = ["+status IN (\(Self.list(selection.statuses)))"]
-            if refreshing {
-                conditions.append("(+status IN (\(Self.list(selection.refreshStatuses))) AND answered_at < ?4)")
-            }
-            sql = """
-                SELECT \(columns) FROM items
-                WHERE id > ?1 AND last_run != ?3 AND (\(conditions.joined(separator: " OR ")))
-                ORDER BY id LIMIT ?2
-                """
-        }
+        let sql = Self.owedQuery(columns: columns, selection: selection) + " ORDER BY id LIMIT ?2"
         return try wrap { () throws(SQLiteError) in
             let statement = try statement(built: sql)
-            var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
-            if refreshing, let cutoff = selection.answeredBefore { values.append(.text(Timestamp.string(cutoff))) }
-            try statement.reset(binding: values)
+            try statement.reset(
+                binding: Self.owedValues(after: after, limit: limit, selection: selection, runID: runID))
             var rows: [OwedRow] = []
             while try statement.step() {
                 rows.append(
@@ -102,6 +80,51 @@ extension Journal {
             statement.rewind()
             return rows
         }
+    }
+
+    /// How many rows `owedRows` would still hand out after `after`: what a run that stopped first
+    /// leaves owed.
+    public func owedRowCount(after: Int64, selection: OwedSelection, runID: Int64) throws(JournalError) -> Int {
+        // One row of a count: the limit (-1, none) only keeps the parameters those of `owedRows`.
+        let sql = Self.owedQuery(columns: "count(*)", selection: selection) + " LIMIT ?2"
+        return try wrap { () throws(SQLiteError) in
+            let statement = try statement(built: sql)
+            try statement.reset(binding: Self.owedValues(after: after, limit: -1, selection: selection, runID: runID))
+            defer { statement.rewind() }
+            return try statement.step() ? Int(statement.int(0)) : 0
+        }
+    }
+
+    /// The owed rows after `?1` not claimed by run `?3` (`?4`: the refresh cutoff).
+    private static func owedQuery(columns: String, selection: OwedSelection) -> String {
+        let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
+        if selection.statuses == [.pending] && !refreshing {
+            // The plain run: the partial index `items_pending` holds exactly these rows, in id order
+            // (named, or the planner may pick `items_status` and sort every pending row per batch).
+            return """
+                SELECT \(columns) FROM items INDEXED BY items_pending
+                WHERE status = 'pending' AND id > ?1 AND last_run != ?3
+                """
+        }
+        // Failures and refreshable rows may be most of the journal: walk it in id order once,
+        // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
+        var conditions = ["+status IN (\(list(selection.statuses)))"]
+        if refreshing {
+            conditions.append("(+status IN (\(list(selection.refreshStatuses))) AND answered_at < ?4)")
+        }
+        return """
+            SELECT \(columns) FROM items
+            WHERE id > ?1 AND last_run != ?3 AND (\(conditions.joined(separator: " OR ")))
+            """
+    }
+
+    private static func owedValues(after: Int64, limit: Int, selection: OwedSelection, runID: Int64) -> [SQLiteValue] {
+        var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
+        if selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty, let cutoff = selection.answeredBefore
+        {
+            values.append(.text(Timestamp.string(cutoff)))
+        }
+        return values
     }
 
     private static func list(_ statuses: Set<ItemStatus>) -> String {

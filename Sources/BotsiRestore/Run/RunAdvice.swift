@@ -1,13 +1,21 @@
+import BotsiBasics
 import Foundation
 
 /// What to do after a run, in words that name the journal and give a command that does what they
 /// say: the same service, key variable, CA and shard as the run, so it sends what the journal owes.
 public enum RunAdvice {
     /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
-    /// owes; with them it also reads them (finished rows are skipped).
-    public static func runCommand(_ options: RunOptions, inputs: [String] = []) -> String {
+    /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
+    /// final rows the run chose (`--retry-failed`, `--refresh-older-than`, `--release-held`), for a
+    /// run that stopped before it took them all up.
+    public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
+        if selection {
+            if options.retryFailed { words.append("--retry-failed") }
+            if let age = options.refreshOlderThan { words += ["--refresh-older-than", Basics.durationOption(age)] }
+            if options.releaseHeld { words.append("--release-held") }
+        }
         if !inputs.isEmpty {
             if let format = options.format { words += ["--format", format] }
             if let column = options.profileColumn { words += ["--profile-column", column] }

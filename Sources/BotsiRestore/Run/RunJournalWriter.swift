@@ -175,6 +175,20 @@ struct RunJournalWriter {
         }
     }
 
+    /// A run whose record was started but that could not begin sending (its client did not
+    /// start): recorded as stopped with that exit status and message, and the journal closed.
+    func endBeforeSending(exitCode: Int32, message: String) {
+        var summary = RunSummary()
+        summary.exitCode = exitCode
+        summary.stopMessage = message
+        if dryRun {
+            rollback()
+        } else {
+            try? finishRun(stopped: true, exitCode: exitCode, inputs: [], summary: summary)
+        }
+        journal.close()
+    }
+
     // MARK: JSON columns
 
     private static func optionsJSON(_ options: RunOptions) -> String {

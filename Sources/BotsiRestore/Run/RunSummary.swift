@@ -11,6 +11,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var codes: [String: Int] = [:]
     /// Rows the journal owed from earlier runs that this run took up (sent first).
     public var owedRows = 0
+    /// Rows the journal owed that this run did not take up because it stopped first: still owed.
+    public var owedNotTakenUp = 0
     /// Final rows this run resent without getting a definitive answer: they kept their status.
     public var kept = 0
     /// Rows refused by the input checks, by reason.
@@ -112,6 +114,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append("  \(parts[0])\(code): \(value)")
         }
         if notSent > 0 { lines.append("  of the pending rows, not sent before the run stopped: \(notSent)") }
+        if owedNotTakenUp > 0 {
+            lines.append("  owed by the journal, not taken up before the run stopped: \(owedNotTakenUp)")
+        }
         if kept > 0 {
             lines.append("  resent without a definitive answer, kept their earlier status: \(kept)")
         }
@@ -188,17 +193,22 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         let fix = cause.flatMap(RunAdvice.fixFirst)
         let unread = stopMessage != nil && !inputComplete
-        guard pending > 0 || unread, let nextCommand else {
+        let owed = pending + owedNotTakenUp
+        guard owed > 0 || unread, let nextCommand else {
             if let fix { lines.append(fix) }
             return lines
         }
         var what: [String] = []
-        if pending > 0 { what.append("send the \(pending) pending rows") }
+        if owedNotTakenUp > 0 {
+            what.append("send the \(owed) rows the journal still owes")
+        } else if pending > 0 {
+            what.append("send the \(pending) pending rows")
+        }
         if unread { what.append("read the input the run did not finish") }
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""
         lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")
-        if pending > 0 {
+        if owed > 0 {
             lines.append(
                 "see the pending rows with: \(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "pending"]))"
             )

@@ -44,6 +44,9 @@ final class InputPump: Sendable {
         var current: (index: Int, name: String)?
         /// The thread waits for the run to take events from a full buffer.
         var waitingForRoom = false
+        /// The run found the buffer empty and waits to be told of the next event: only then does
+        /// the thread hop onto the run's queue (a hop per record would cost more than the record).
+        var runWaiting = true
 
         var buffered: Int { events.count - head }
     }
@@ -81,11 +84,13 @@ final class InputPump: Sendable {
         if waiting { onArrival() }
     }
 
-    /// Up to `limit` events, oldest first; empty when none is buffered now.
+    /// Up to `limit` events, oldest first; empty when none is buffered now, and then the run is
+    /// told (`onArrival`) when the next one is.
     func take(limit: Int) -> [InputEvent] {
         guard limit > 0 else { return [] }
         let taken = shared.withLock { shared -> (events: [InputEvent], wake: Bool) in
             let count = min(limit, shared.buffered)
+            if count == 0 && !shared.exhausted { shared.runWaiting = true }
             let slice = Array(shared.events[shared.head..<(shared.head + count)])
             shared.head += count
             if shared.head == shared.events.count {
@@ -167,6 +172,7 @@ final class InputPump: Sendable {
             for reader in readers { reader.close() }
             let notify = shared.withLock { shared in
                 shared.exhausted = true
+                shared.runWaiting = false
                 return shared.onArrival
             }
             notify?()
@@ -220,7 +226,9 @@ final class InputPump: Sendable {
             } else {
                 shared.bytesOfCurrent = bytesRead
             }
-            return (true, wasEmpty ? shared.onArrival : nil)
+            let notify = wasEmpty && shared.runWaiting
+            if notify { shared.runWaiting = false }
+            return (true, notify ? shared.onArrival : nil)
         }
         notify?()
         return accepted

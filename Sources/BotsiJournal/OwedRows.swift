@@ -42,13 +42,13 @@ public struct InFlightRecovery: Sendable, Equatable {
 
 /// Rows a run worked on, by their status and code at its end.
 public struct RunRowCount: Sendable, Equatable {
-    public var status: String
+    public var status: ItemStatus
     public var code: String?
     public var count: Int
     /// How many of them this run did not send (it stopped first).
     public var notSent: Int
 
-    public init(status: String, code: String?, count: Int, notSent: Int) {
+    public init(status: ItemStatus, code: String?, count: Int, notSent: Int) {
         self.status = status
         self.code = code
         self.count = count
@@ -142,22 +142,31 @@ extension Journal {
     /// The rows run `runID` worked on (its new input rows and the owed rows it claimed), by their
     /// status and code now. What the run's summary and its `runs` line show.
     public func rowCounts(runID: Int64) throws(JournalError) -> [RunRowCount] {
-        try wrap { () throws(SQLiteError) in
+        let rows = try wrap { () throws(SQLiteError) in
             let statement = try statement(
                 """
-                SELECT status, code, count(*), sum(sent_run IS NOT ?1) FROM items WHERE last_run = ?1
+                SELECT status, code, count(*), sum(sent_run IS NOT ?1), min(id) FROM items WHERE last_run = ?1
                 GROUP BY status, code ORDER BY status, code
                 """)
             try statement.reset(.int(runID))
-            var counts: [RunRowCount] = []
+            var counts: [(String?, String?, Int, Int, Int64)] = []
             while try statement.step() {
                 counts.append(
-                    RunRowCount(
-                        status: statement.text(0) ?? "", code: statement.text(1), count: Int(statement.int(2)),
-                        notSent: Int(statement.int(3))))
+                    (
+                        statement.text(0), statement.text(1), Int(statement.int(2)), Int(statement.int(3)),
+                        statement.int(4)
+                    ))
             }
             return counts
         }
+        var counts: [RunRowCount] = []
+        for (status, code, count, notSent, row) in rows {
+            counts.append(
+                RunRowCount(
+                    status: try decodeEnum(ItemStatus.self, status, table: "items", column: "status", row: row),
+                    code: code, count: count, notSent: notSent))
+        }
+        return counts
     }
 
     /// The attempts run `runID` made, by outcome.

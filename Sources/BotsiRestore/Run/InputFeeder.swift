@@ -29,6 +29,19 @@ struct TakenRow {
     let row: RunRow
 }
 
+/// What the input side counted in a slice: reported to the run, which owns the summary.
+struct InputCounts {
+    var rowsRead = 0
+    var owedRows = 0
+    var duplicates = 0
+    var newRows = 0
+    var wouldHold = 0
+    var otherShards = 0
+    var rejectedByReason: [RejectionReason: Int] = [:]
+    var alreadyFinished: [ItemStatus: Int] = [:]
+    var inputNotes: [String] = []
+}
+
 /// How far the run has read its inputs, for progress.
 struct InputPosition: Equatable {
     var bytesRead: Int64
@@ -47,6 +60,7 @@ struct InputFeeder {
     struct Slice {
         var rows: [TakenRow] = []
         var end = End.inputDone
+        var counts = InputCounts()
 
         enum End: Equatable {
             /// Every input is read and every owed row taken up.
@@ -91,9 +105,7 @@ struct InputFeeder {
     }
 
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
-    mutating func readSlice(
-        room: Int, writer: RunJournalWriter, summary: inout RunSummary
-    ) throws(JournalError) -> Slice {
+    mutating func readSlice(room: Int, writer: RunJournalWriter) throws(JournalError) -> Slice {
         var slice = Slice()
         let now = Timestamp.string(Date())
         var budget = Self.sliceSize
@@ -106,7 +118,7 @@ struct InputFeeder {
             guard let row = try writer.nextOwed(from: &owed) else { continue }
             budget -= 1
             try writer.claim(row)
-            summary.owedRows += 1
+            slice.counts.owedRows += 1
             if row.status.isFinal { tookUpFinalRows = true }
             room -= 1
             slice.rows.append(
@@ -136,16 +148,16 @@ struct InputFeeder {
                 budget -= 1
                 switch event {
                 case .record(let record, let input):
-                    summary.rowsRead += 1
+                    slice.counts.rowsRead += 1
                     rowsReadByInput[input] += 1
-                    if let taken = try admit(record, input: input, now: now, writer: writer, summary: &summary) {
+                    if let taken = try admit(record, input: input, now: now, writer: writer, counts: &slice.counts) {
                         room -= 1
                         slice.rows.append(taken)
                     }
                 case .finished(_, let record, let noRows):
                     finishedInputs.append(record)
                     if let empty = noRows {
-                        summary.inputNotes.append(
+                        slice.counts.inputNotes.append(
                             (empty.isWarning ? "warning: " : "") + empty.message(input: record.path))
                     }
                 case .damaged(let input, let message):
@@ -164,29 +176,29 @@ struct InputFeeder {
     /// One input record: journaled as a rejection, or admitted (and, when the journal says so,
     /// taken up to be sent). Rows of other shards are only counted.
     private func admit(
-        _ record: InputRecord, input: Int, now: String, writer: RunJournalWriter, summary: inout RunSummary
+        _ record: InputRecord, input: Int, now: String, writer: RunJournalWriter, counts: inout InputCounts
     ) throws(JournalError) -> TakenRow? {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
-            summary.otherShards += 1
+            counts.otherShards += 1
         case .rejected(let rejected):
-            summary.rejectedByReason[rejected.reason.rawValue, default: 0] += 1
+            counts.rejectedByReason[rejected.reason, default: 0] += 1
             try writer.recordRejection(rejected, file: names[input], now: now)
         case .row(let row) where !isMine(row.profileId):
-            summary.otherShards += 1
+            counts.otherShards += 1
         case .row(let row):
             let source = "\(names[input]):\(row.line)"
             switch try writer.admit(row, source: source, now: now, holdConflicts: holdConflicts) {
             case .held:
                 // Recorded `held`, never sent; the journal's counts show it at the end.
-                summary.newRows += 1
-                if writer.dryRun { summary.wouldHold += 1 }
+                counts.newRows += 1
+                if writer.dryRun { counts.wouldHold += 1 }
             case .duplicate:
-                summary.duplicates += 1
+                counts.duplicates += 1
             case .finished(let status):
-                summary.alreadyFinished[status.rawValue, default: 0] += 1
+                counts.alreadyFinished[status, default: 0] += 1
             case .send(let itemID, let attempts, _):
-                summary.newRows += 1
+                counts.newRows += 1
                 return TakenRow(
                     profileId: row.profileId, transactionId: row.originalTransactionId,
                     row: RunRow(

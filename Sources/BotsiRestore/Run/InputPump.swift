@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiInput
 import BotsiJournal
 import Dispatch

@@ -37,7 +37,7 @@ public enum RunAdvice {
     }
 
     /// What must change before another run can get anywhere, for the causes that need a fix first.
-    static func fixFirst(_ cause: OutcomePolicy.StopCause) -> String? {
+    static func fixFirst(_ cause: StopCause) -> String? {
         switch cause {
         case .unauthorized, .forbidden:
             return "fix the key first (the raw key of this app, without \"Bearer \", in the variable the run reads)"
@@ -45,6 +45,8 @@ public enum RunAdvice {
             return "set up the app's App Store connection (iOS settings) in Botsi first"
         case .tlsFailure:
             return "fix the TLS problem first (check --base-url; for a private CA pass --cacert FILE)"
+        case .journalFailure:
+            return "make the journal writable first (free disk space, permissions, the file system)"
         case .failureThreshold, .windowEnd, .signal, .inputDamaged:
             return nil
         }

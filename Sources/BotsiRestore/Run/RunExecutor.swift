@@ -1,8 +1,8 @@
 import Dispatch
 
 /// The run's serial executor: a Dispatch queue whose isolation the runtime checks. The run's state
-/// lives in the `RunLoop` actor that runs on it; curl, timer and signal callbacks enter it with
-/// `RunLoop.enter`, which hops onto the queue and asserts it is there: `assumeIsolated` calls
+/// lives in the `ActiveRun` actor that runs on it; curl, timer and signal callbacks enter it with
+/// `ActiveRun.enter`, which hops onto the queue and asserts it is there: `assumeIsolated` calls
 /// `checkIsolated`, which traps when run state is touched off the queue. (A `DispatchSerialQueue`
 /// cannot be an executor on Linux, hence this small one.)
 final class RunExecutor: SerialExecutor {

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiFiles
 import BotsiInput
 import BotsiJournal
@@ -71,4 +72,11 @@ enum RunSetup {
             throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
         }
     }
+}
+
+/// A run that could not start: bad options, unusable input, or a journal that cannot be used.
+public struct RunSetupError: Error, CustomStringConvertible, Sendable {
+    public let exitCode: Int32
+    public let message: String
+    public var description: String { message }
 }

@@ -6,7 +6,7 @@ import Foundation
 import Synchronization
 
 /// Runs one job: sets up its parts — the inputs (opened on their own thread), the journal with
-/// the run's record, the client — and hands them, whole, to a `RunLoop`, the isolated run that
+/// the run's record, the client — and hands them, whole, to an `ActiveRun`, the isolated run that
 /// reads, sends and journals until it is done. A stop (SIGINT/SIGTERM) may come at any moment:
 /// while the inputs open it ends the run at once with nothing recorded; once the journal holds the
 /// run's record it is carried into the run, which then sends nothing and records itself stopped.
@@ -14,7 +14,7 @@ public final class Runner: Sendable {
     /// Setting up, then handed over to the run; a stop during setup waits here for the run.
     private enum Stage {
         case settingUp(stop: Int32?)
-        case running(RunLoop)
+        case running(ActiveRun)
     }
 
     private let options: RunOptions
@@ -43,7 +43,7 @@ public final class Runner: Sendable {
     /// Asks the run to stop dispatching, let in-flight requests end and journal (SIGINT/SIGTERM).
     /// Safe from any thread, at any moment.
     public func requestStop(signal: Int32) {
-        let loop = stage.withLock { stage -> RunLoop? in
+        let loop = stage.withLock { stage -> ActiveRun? in
             switch stage {
             case .settingUp(let stop):
                 stage = .settingUp(stop: stop ?? signal)
@@ -115,7 +115,7 @@ public final class Runner: Sendable {
         let parts = RunParts(
             writer: journal.writer, feeder: feeder, pump: pump, sender: sender, totalBytes: totalBytes,
             recovered: journal.recovered)
-        let loop = RunLoop(
+        let loop = ActiveRun(
             parts: parts, options: options, startedAt: startedAt,
             executor: RunExecutor(label: "botsi-restore.run"), progressInterval: progressInterval,
             onProgress: onProgress
@@ -129,7 +129,7 @@ public final class Runner: Sendable {
             stage = .running(loop)
             return stop
         }
-        loop.enter { $0.start(stoppingFor: stop.map(StopReason.signal)) }
+        loop.enter { $0.start(stoppingFor: stop.map(RunStop.signal)) }
         finished.wait()
         return result.withLock { $0 } ?? RunSummary()
     }
@@ -143,13 +143,13 @@ public final class Runner: Sendable {
 
     /// A stop while the inputs were still opening: nothing was read, recorded or sent.
     private func stoppedBeforeStart(signal: Int32) -> RunSummary {
-        let reason = StopReason.signal(signal)
+        let stop = RunStop.signalBeforeStart(signal)
         var summary = RunSummary()
         summary.dryRun = options.dryRun
-        summary.stopMessage =
-            "\(reason.message) before the run began, while the input was opening; nothing was recorded or sent"
-        summary.stopCause = reason.cause?.rawValue
-        summary.exitCode = reason.exitCode
+        summary.stopMessage = stop.message
+        summary.stopCause = stop.cause
+        summary.stoppedAt = Timestamp.string(Date())
+        summary.exitCode = stop.exitCode
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
         summary.nextCommand = RunAdvice.runCommand(options, inputs: options.inputs)
         return summary

@@ -105,6 +105,12 @@ struct JournalTables: Equatable {
         return tables
     }
 
+    /// Rows of any query, read-only, every value as text: what a test reads that the tables above
+    /// do not hold (a run's attempts, say).
+    static func rows(_ path: String, _ sql: String) throws -> [[String?]] {
+        try Database(path: path, readOnly: true).rows(sql)
+    }
+
     /// A read-only connection; every value is read as text (or nil for NULL).
     private final class Database {
         private var handle: OpaquePointer?

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiJournal
 import Dispatch
 import Foundation
@@ -7,7 +8,7 @@ import Foundation
 /// requests in flight finish), or finished (recorded; nothing more happens).
 enum RunPhase: Equatable {
     case running
-    case stopping(StopReason)
+    case stopping(RunStop)
     case finished
 }
 
@@ -33,9 +34,9 @@ struct RunParts {
 /// executor, so the compiler refuses any touch from elsewhere and the runtime traps one that
 /// slips past it (`RunExecutor.checkIsolated`). It ties Input, API and Journal together as wiring
 /// only: `InputFeeder` hands it rows, `SendScheduler` says which to send when, `ReplyDecider` (the
-/// lifecycle table) decides each reply, `FailureThreshold` and `StopReason` decide stopping,
+/// lifecycle table) decides each reply, `FailureThreshold` and `RunStop` decide stopping,
 /// `ProgressTracker` tells progress, and `RunJournalWriter` performs every write.
-actor RunLoop {
+actor ActiveRun {
     nonisolated let executor: RunExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
@@ -83,17 +84,20 @@ actor RunLoop {
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
+        // Idle until the run starts; a source must be resumed before it may be released.
+        housekeeping.schedule(deadline: .distantFuture)
+        housekeeping.resume()
         wakeTimer = WakeTimer(queue: executor.queue)
     }
 
     /// Runs `body` on the run's executor, from any thread: how callbacks enter the run.
-    nonisolated func enter(_ body: @escaping @Sendable (isolated RunLoop) -> Void) {
+    nonisolated func enter(_ body: @escaping @Sendable (isolated ActiveRun) -> Void) {
         executor.queue.async { self.assumeIsolated(body) }
     }
 
     /// Connects the run to its input thread, its client and its timers, then sends; a stop that
     /// came during setup (`stop`) is in force before anything is read or sent.
-    func start(stoppingFor stop: StopReason?) {
+    func start(stoppingFor stop: RunStop?) {
         if let stop { self.stop(stop) }
         input.attach { [weak self] in self?.enter { $0.scheduleStep() } }
         if case .client(_, let handOff) = sender {
@@ -144,7 +148,8 @@ actor RunLoop {
 
     private func readSlice() throws(JournalError) {
         let room = options.dryRun ? Int.max : scheduler.roomLeft
-        let slice = try feeder.readSlice(room: room, writer: writer, summary: &summary)
+        let slice = try feeder.readSlice(room: room, writer: writer)
+        summary.add(slice.counts)
         for taken in slice.rows {
             if options.dryRun {
                 summary.wouldSend += 1
@@ -154,7 +159,7 @@ actor RunLoop {
         }
         switch slice.end {
         case .sliceFull: scheduleStep()
-        case .damaged(let message): stop(.inputFailure(message: message))
+        case .damaged(let message): stop(.inputDamaged(message: message))
         case .inputDone, .noRoom, .waitingForInput: break
         }
     }
@@ -234,7 +239,7 @@ actor RunLoop {
         row.beforeMark = nil
         let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
-            stop(StopReason(fatal: reason, message: message))
+            stop(.fatal(reason, message: message))
             guard !isFinished else { return }
         }
         var message = result.reply.message
@@ -247,7 +252,7 @@ actor RunLoop {
             let (status, answered) = try writer.recordReply(result, decision: decision, row: row, message: message)
             switch decision.action.next {
             case .done:
-                summary.count(status: status.rawValue, code: answered ? code : nil)
+                summary.count(status: status, code: answered ? code : nil)
                 if !answered { summary.kept += 1 }
                 scheduler.settle(result.tag)
                 // A final row resent without an answer counts as a row that ran out of attempts.
@@ -266,11 +271,12 @@ actor RunLoop {
 
     // MARK: Stopping and finishing
 
-    private func stop(_ reason: StopReason) {
+    private func stop(_ reason: RunStop) {
         guard phase == .running else { return }
         phase = .stopping(reason)
         summary.stopMessage = reason.message
-        summary.stopCause = reason.cause?.rawValue
+        summary.stopCause = reason.cause
+        summary.stoppedAt = Timestamp.string(Date())
         // Nothing more is read: the input thread may be blocked in a read, and is not waited for.
         input.cancel()
         // Rows marked and not sent go back as they were. Rows waiting out a backoff, and those
@@ -279,9 +285,8 @@ actor RunLoop {
         let (unsent, waiting) = scheduler.stop()
         do {
             try unmark(unsent)
-            guard let cause = reason.cause else { return }
             for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {
-                let action = OutcomePolicy.action(for: .stop(cause), row: OutcomePolicy.RowClass(row.status))
+                let action = OutcomePolicy.action(for: .stop(reason.cause), row: OutcomePolicy.RowClass(row.status))
                 try writer.applyStopRule(action.write, to: row)
             }
         } catch {
@@ -289,7 +294,7 @@ actor RunLoop {
         }
     }
 
-    private var stopReason: StopReason? {
+    private var stopReason: RunStop? {
         if case .stopping(let reason) = phase { return reason }
         return nil
     }
@@ -299,7 +304,7 @@ actor RunLoop {
         if !isStopping && !(feeder.isDone && scheduler.isEmpty) { return }
         // The counts the summary, its `runs` line and the exit status rest on, from the journal.
         do {
-            try writer.countRows(into: &summary, keptPossible: feeder.tookUpFinalRows)
+            summary.take(try writer.rowCounts(keptPossible: feeder.tookUpFinalRows))
             if isStopping && !options.dryRun { summary.owedNotTakenUp = try feeder.owedNotTakenUp(writer: writer) }
         } catch {
             failJournal(error)
@@ -313,6 +318,7 @@ actor RunLoop {
     private func failJournal(_ error: JournalError) {
         guard !isFinished else { return }
         summary.stopMessage = error.description
+        summary.stopCause = .journalFailure
         if case .client(let client, _) = sender { client.shutdown() }
         writer.rollback()
         summary.notSent = scheduler.count
@@ -360,9 +366,8 @@ actor RunLoop {
                 loop.step()
             }
         }
-        housekeeping.schedule(deadline: .now() + 0.25, repeating: 0.25)
         housekeeping.setEventHandler { [weak self] in self?.enter { $0.housekeep() } }
-        housekeeping.resume()
+        housekeeping.schedule(deadline: .now() + 0.25, repeating: 0.25)
     }
 
     private func housekeep() {

@@ -3,6 +3,7 @@ import BotsiFiles
 import BotsiRestore
 import Dispatch
 import Foundation
+import Synchronization
 
 /// What `run`'s options fill in: the runner's options and how this process reports.
 struct RunSettings: Equatable {
@@ -211,12 +212,9 @@ final class SignalWatcher {
         for source in sources { source.cancel() }
     }
 
-    private final class Counter: @unchecked Sendable {
-        // Only touched on the signal queue.
-        private var value = 0
-        func increment() -> Int {
-            value += 1
-            return value
-        }
+    /// Signals counted as they arrive.
+    private final class Counter: Sendable {
+        private let value = Atomic(0)
+        func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
     }
 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 internal import CCurl
 import Dispatch
 import Foundation
@@ -240,7 +241,7 @@ final class Transfer {
             return byteCount
         }
         if byteCount < 512, rateLimitFields.count < 16, line.count > 10,
-            lowercasedASCII(line[0]) == UInt8(ascii: "r") || lowercasedASCII(line[0]) == UInt8(ascii: "x"),
+            ASCIICase.lowercased(line[0]) == UInt8(ascii: "r") || ASCIICase.lowercased(line[0]) == UInt8(ascii: "x"),
             let colon = line.firstIndex(of: UInt8(ascii: ":"))
         {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
@@ -252,7 +253,7 @@ final class Transfer {
         }
         let name = "retry-after:".utf8
         guard byteCount > name.count, byteCount < 512,
-            zip(line, name).allSatisfy({ lowercasedASCII($0) == $1 })
+            zip(line, name).allSatisfy({ ASCIICase.lowercased($0) == $1 })
         else { return byteCount }
         let value = String(decoding: line.dropFirst(name.count), as: UTF8.self)
         retryAfter = value.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -306,10 +307,6 @@ final class Transfer {
 
 /// Far above any real reply's header section, far below what would hurt memory.
 private let maxHeaderBytes = 256 << 10
-
-private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
-    byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
-}
 
 private func milliseconds(_ seconds: Double) -> Int {
     Int(min(max(seconds * 1000, 1), 1e9).rounded())

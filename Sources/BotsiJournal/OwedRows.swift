@@ -85,23 +85,38 @@ extension Journal {
                 ORDER BY id LIMIT ?2
                 """
         }
-        return try wrap { () throws(SQLiteError) in
+        // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
+        // still a reader never guesses one (docs/journal.md).
+        typealias Found = (
+            itemID: Int64, profileId: String, transactionId: String, status: String?, attempts: Int64, source: String
+        )
+        let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
             var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
             if refreshing, let cutoff = selection.answeredBefore { values.append(.text(Timestamp.string(cutoff))) }
             try statement.reset(binding: values)
-            var rows: [OwedRow] = []
+            var rows: [Found] = []
             while try statement.step() {
                 rows.append(
-                    OwedRow(
-                        itemID: statement.int(0), profileId: statement.text(1) ?? "",
-                        originalTransactionId: statement.text(2) ?? "",
-                        status: ItemStatus(rawValue: statement.text(3) ?? "") ?? .pending,
-                        attempts: Int(statement.int(4)), source: statement.text(5) ?? ""))
+                    (
+                        statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.text(3),
+                        statement.int(4), statement.text(5) ?? ""
+                    ))
             }
             statement.rewind()
             return rows
         }
+        var rows: [OwedRow] = []
+        rows.reserveCapacity(found.count)
+        for row in found {
+            rows.append(
+                OwedRow(
+                    itemID: row.itemID, profileId: row.profileId, originalTransactionId: row.transactionId,
+                    status: try decodeEnum(
+                        ItemStatus.self, row.status, table: "items", column: "status", row: row.itemID),
+                    attempts: Int(row.attempts), source: row.source))
+        }
+        return rows
     }
 
     private static func list(_ statuses: Set<ItemStatus>) -> String {

@@ -46,7 +46,7 @@ enum RunSetup {
                 switch error.kind {
                 case .fileMissing, .unreadable: code = ExitCode.noInput
                 case .unknownFormat: code = ExitCode.usage
-                case .notTabular, .missingColumns: code = ExitCode.dataError
+                case .notTabular, .missingColumns, .damaged: code = ExitCode.dataError
                 }
                 for reader in readers { reader.close() }
                 throw RunSetupError(exitCode: code, message: error.message)

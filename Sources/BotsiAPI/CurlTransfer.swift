@@ -51,7 +51,9 @@ final class RequestTemplate: @unchecked Sendable {
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
                 curl_slist_free_all(list)
-                throw ClientError("libcurl could not allocate the request headers; the machine may be out of memory.")
+                throw ClientError(
+                    "libcurl could not allocate the request headers; the machine may be out of memory.",
+                    kind: .localResource)
             }
             list = appended
         }
@@ -86,7 +88,8 @@ final class Transfer {
 
     init(template: RequestTemplate) throws(ClientError) {
         guard let easy = curl_easy_init() else {
-            throw ClientError("libcurl could not create a handle; the machine may be out of memory.")
+            throw ClientError(
+                "libcurl could not create a handle; the machine may be out of memory.", kind: .localResource)
         }
         self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -172,6 +175,11 @@ final class Transfer {
     private func check(_ code: CURLcode, _ what: String) throws(ClientError) {
         guard code == CURLE_OK else {
             let reason = String(cString: curl_easy_strerror(code))
+            if code == CURLE_OUT_OF_MEMORY {
+                throw ClientError(
+                    "libcurl ran out of memory setting \(what) (\(reason)); free memory and run again.",
+                    kind: .localResource)
+            }
             throw ClientError("libcurl refused \(what) (\(reason)); check the client settings.")
         }
     }

@@ -251,7 +251,9 @@ final class MultiDriver {
                     + "Said once per run."))
     }
 
-    private func tearDown() {
+    /// Frees every handle and descriptor; the last thing `run` does, or `RestoreClient.init` when the thread
+    /// could not start.
+    func tearDown() {
         // Easy handles leave the multi handle before they are cleaned up, and the multi handle goes last.
         for transfer in active.values {
             let removed = curl_multi_remove_handle(multi, transfer.easy)

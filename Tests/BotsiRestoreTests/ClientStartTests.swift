@@ -1,0 +1,80 @@
+import BotsiAPI
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+
+/// A client that cannot start for want of a local resource exits 71 (EX_OSERR) and names it, not
+/// 64 as if the command line were wrong (issue 18, item 7). Each case runs in a child process of its
+/// own (an exit test), where the descriptor limit can be lowered without touching other tests.
+@Suite struct ClientStartTests {
+    @Test func noDescriptorLeftForTheClientsEpollSetExits71NamingIt() async {
+        let result = await #expect(processExitsWith: .exitCode(71), observing: [\.standardErrorContent]) {
+            // The lowest free descriptor becomes the limit: the next one anything asks for fails with EMFILE.
+            let free = dup(2)
+            close(free)
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = rlim_t(free)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            var options = RunOptions()
+            options.baseURL = "http://127.0.0.1:9"
+            do {
+                let client = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
+                client.shutdown()
+                exit(0)
+            } catch let error as RunSetupError {
+                FileHandle.standardError.write(Data((error.message + "\n").utf8))
+                exit(error.exitCode)
+            } catch {
+                exit(1)
+            }
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("epoll") && stderr.contains("Too many open files"), "\(stderr)")
+        #expect(stderr.contains("ulimit -n"), "\(stderr)")
+    }
+
+    @Test func noMemoryForTheClientsThreadExits71NamingIt() async {
+        let result = await #expect(processExitsWith: .exitCode(71), observing: [\.standardErrorContent]) {
+            var options = RunOptions()
+            options.baseURL = "http://127.0.0.1:9"
+            // libcurl set up first (a PUT to a closed port starts no thread, which could leave a
+            // stack behind for reuse), so that the thread's stack is what is left to map.
+            _ = TextPut.put(url: "http://127.0.0.1:9/", body: "", contentType: "text/plain", timeout: 1)
+            // The address space as it is now plus 2 MiB: less than a thread's 8 MiB stack.
+            let pages =
+                (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ").first
+                .flatMap { Int($0) } ?? 0
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+            limit.rlim_cur = rlim_t(pages * Int(getpagesize()) + (2 << 20))
+            setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+            do {
+                let client = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
+                client.shutdown()
+                exit(0)
+            } catch let error as RunSetupError {
+                FileHandle.standardError.write(Data((error.message + "\n").utf8))
+                exit(error.exitCode)
+            } catch {
+                exit(1)
+            }
+        }
+        let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(stderr.contains("thread"), "\(stderr)")
+    }
+
+    @Test func aBadConfigurationIsStillAUsageError() throws {
+        var options = RunOptions()
+        options.baseURL = "http://example.com"
+        #expect(throws: RunSetupError.self) {
+            _ = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
+        }
+        do {
+            _ = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
+        } catch {
+            #expect(error.exitCode == ExitCode.usage, "\(error.message)")
+        }
+    }
+}

@@ -71,6 +71,8 @@ final class RequestTemplate: @unchecked Sendable {
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// errno of the last socket(2) that failed for this transfer (0: none), written by the shim.
+    let socketError: UnsafeMutablePointer<Int32>
     let maxBodyBytes: Int
     var body: [UInt8] = []
     var retryAfter: String?
@@ -94,6 +96,8 @@ final class Transfer {
         self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        socketError = .allocate(capacity: 1)
+        socketError.initialize(to: 0)
         maxBodyBytes = template.configuration.maxResponseBytes
         // From here on deinit frees the handle, even if configuring it throws.
         try configure(template)
@@ -102,6 +106,7 @@ final class Transfer {
     deinit {
         curl_easy_cleanup(easy)
         errorBuffer.deallocate()
+        socketError.deallocate()
     }
 
     private func configure(_ template: RequestTemplate) throws(ClientError) {
@@ -146,6 +151,7 @@ final class Transfer {
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "TCP keep-alive")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
+        try check(ccurl_easy_open_sockets_recording_errors(easy, socketError), "the socket opener")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
         try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, template.headers), "the request headers")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata), "the private pointer")
@@ -196,6 +202,7 @@ final class Transfer {
         sends = 0
         resendRefused = false
         errorBuffer[0] = 0
+        socketError.pointee = 0
         let payload = restoreRequestBody(
             profileId: request.profileId, originalTransactionId: request.originalTransactionId)
         // The size goes first: COPYPOSTFIELDS copies exactly that many bytes.
@@ -299,7 +306,8 @@ final class Transfer {
             }
         } else {
             reply = classifyTransportFailure(
-                code: code, detail: String(cString: errorBuffer), httpStatus: httpStatus)
+                code: code, detail: String(cString: errorBuffer), httpStatus: httpStatus,
+                socketError: socketError.pointee)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- startedUptime) / 1e9
         let tag = request?.tag ?? -1
@@ -322,10 +330,17 @@ private func milliseconds(_ seconds: Double) -> Int {
 
 /// Maps a failed transfer's CURLcode onto the outcome table. TLS failures stop the run: retrying
 /// cannot fix a certificate, and sending the key anywhere unverified is not an option.
-func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?) -> RestoreReply {
+func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?, socketError: Int32 = 0) -> RestoreReply
+{
     let reason = String(cString: curl_easy_strerror(code))
     let detailText = detail.trimmingCharacters(in: .whitespacesAndNewlines)
-    let text = cleanMessage(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    var text = cleanMessage(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    // Out of descriptors, a socket cannot even be made: curl says "Couldn't connect", as for a
+    // server that refuses. Say whose limit it is.
+    if socketError == EMFILE || socketError == ENFILE {
+        text +=
+            " — no socket could be made: \(localResourceReason(socketError)); a limit of this machine, not the server"
+    }
     switch code {
     case CURLE_OPERATION_TIMEDOUT:
         return .retryable(code: "timeout", httpStatus: httpStatus, retryAfter: nil, message: text)

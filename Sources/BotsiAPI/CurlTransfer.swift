@@ -154,7 +154,6 @@ final class Transfer {
         try check(ccurl_easy_open_sockets_recording_errors(easy, socketError), "the socket opener")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
         try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, template.headers), "the request headers")
-        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata), "the private pointer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata), "the body buffer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata), "the header buffer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userdata), "the send counter")

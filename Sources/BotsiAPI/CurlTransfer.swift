@@ -66,6 +66,27 @@ final class RequestTemplate: @unchecked Sendable {
     }
 }
 
+/// Sets the route `connectionRoute` or `publishingRoute` decided on an easy handle: the one way
+/// every request the tool makes is routed. An empty proxy means none, whatever http_proxy, ALL_PROXY
+/// and the like say; an empty NOPROXY stops libcurl from reading NO_PROXY itself; a proxy is always
+/// a CONNECT tunnel; `pinned` (the route's `CURLOPT_RESOLVE` list) answers localhost. Returns the
+/// option libcurl refused, if one was.
+func applyRoute(
+    _ route: ConnectionRoute, pinned: UnsafeMutablePointer<curl_slist>?, to easy: UnsafeMutableRawPointer
+) -> (code: CURLcode, what: String)? {
+    var code = ccurl_easy_setopt_string(easy, CURLOPT_PROXY, route.curlProxy)
+    guard code == CURLE_OK else { return (code, "the proxy") }
+    code = ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, "")
+    guard code == CURLE_OK else { return (code, "the proxy exceptions") }
+    code = ccurl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1)
+    guard code == CURLE_OK else { return (code, "the proxy tunnel") }
+    if let pinned {
+        code = ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinned)
+        guard code == CURLE_OK else { return (code, "the localhost addresses") }
+    }
+    return nil
+}
+
 /// One easy handle with the buffers libcurl writes into. Reused from a pool so that connections and
 /// TLS sessions stay warm. Owned by the driver thread only.
 final class Transfer {
@@ -119,13 +140,8 @@ final class Transfer {
         try check(
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(configuration.connectTimeout)),
             "the connect timeout")
-        // The route was decided by connectionRoute: an empty proxy means none, whatever http_proxy,
-        // ALL_PROXY and the like say, and an empty NOPROXY stops libcurl from reading NO_PROXY itself.
-        try check(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, template.route.curlProxy), "the proxy")
-        try check(ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, ""), "the proxy exceptions")
-        try check(ccurl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1), "the proxy tunnel")
-        if let pinned = template.pinnedAddresses {
-            try check(ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinned), "the localhost addresses")
+        if let (code, what) = applyRoute(template.route, pinned: template.pinnedAddresses, to: easy) {
+            try check(code, what)
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)), "TLS 1.2 at least")
         let verify = configuration.insecureSkipTLSVerify ? 0 : 1

@@ -14,6 +14,8 @@ final class MetricsReporter: Sendable {
     let pushURL: String?
     let journalPath: String
     let rateOption: Double?
+    /// The run's proxy options: the push takes the route the run's requests would.
+    let proxy: ProxySetting
     let interval: Double
     let warn: @Sendable (String) -> Void
     private let lastWrite = Mutex<Double?>(nil)
@@ -32,6 +34,7 @@ final class MetricsReporter: Sendable {
         self.pushURL = pushURL
         journalPath = options.journalPath
         rateOption = options.rate
+        proxy = ProxySetting(proxy: options.proxy, noProxy: options.noProxy)
         self.interval = interval
         self.warn = warn
     }
@@ -71,7 +74,8 @@ final class MetricsReporter: Sendable {
             if let pushURL {
                 let target = Self.pushTarget(base: pushURL, journalName: journalName)
                 if let failure = TextPut.put(
-                    url: target, body: text, contentType: "text/plain; version=0.0.4", timeout: Self.pushTimeout)
+                    url: target, body: text, contentType: "text/plain; version=0.0.4", timeout: Self.pushTimeout,
+                    proxy: proxy)
                 {
                     warn(
                         "warning: could not push the metrics to the Pushgateway (--metrics-push): \(failure); "

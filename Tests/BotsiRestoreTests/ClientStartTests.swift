@@ -41,7 +41,7 @@ import Testing
             options.baseURL = "http://127.0.0.1:9"
             // libcurl set up first (a PUT to a closed port starts no thread, which could leave a
             // stack behind for reuse), so that the thread's stack is what is left to map.
-            _ = TextPut.put(url: "http://127.0.0.1:9/", body: "", contentType: "text/plain", timeout: 1)
+            _ = TextPut.put(url: "http://127.0.0.1:9/", body: "", contentType: "text/plain", timeout: 1, proxy: .none)
             // The address space as it is now plus 2 MiB: less than a thread's 8 MiB stack.
             let pages =
                 (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ").first

@@ -79,11 +79,12 @@ enum RunCommand: Command {
         return options
     }
 
-    /// A metrics file that could never be written is refused before the run, not warned about after it.
+    /// A metrics file that could never be written, or would replace the journal or an input, is
+    /// refused before the run, not warned about after it.
     static func checkMetricsOptions(_ settings: RunSettings) throws(UsageError) {
         if let file = settings.metricsFile {
-            var protected = ProtectedFiles()
-            protected.add(journalAt: settings.options.journalPath)
+            let protected = MetricsReporter.protectedFiles(
+                journal: settings.options.journalPath, inputs: settings.options.inputs)
             do {
                 _ = try OutputFile.checkTarget(file, role: "metrics file", protecting: protected)
             } catch {

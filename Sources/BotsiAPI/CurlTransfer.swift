@@ -349,7 +349,7 @@ func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?, 
 {
     let reason = String(cString: curl_easy_strerror(code))
     let detailText = detail.trimmingCharacters(in: .whitespacesAndNewlines)
-    var text = cleanMessage(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    var text = VisibleText.oneLine(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
     // Out of descriptors, a socket cannot even be made: curl says "Couldn't connect", as for a
     // server that refuses. Say whose limit it is.
     if socketError == EMFILE || socketError == ENFILE {

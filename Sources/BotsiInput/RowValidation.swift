@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// A field as a reader found it, before validation.
 enum FieldInput {
     /// The column or key is not there (a short CSV record, a JSON object without the key).
@@ -61,21 +63,9 @@ enum RowValidation {
         return String(String.UnicodeScalarView(scalars.prefix(maxRawValueScalars))) + "…"
     }
 
-    /// The value quoted for a message: control characters escaped, cut to 64 scalars.
+    /// The value quoted for a message: controls and invisible characters escaped, cut to 64 scalars.
     static func display(_ text: String) -> String {
-        var result = "'"
-        for (count, scalar) in text.unicodeScalars.enumerated() {
-            if count == 64 {
-                result += "…"
-                break
-            }
-            if scalar.properties.generalCategory == .control {
-                result += scalar.value == 0 ? "\\0" : "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "'"
+        VisibleText.quoted(text)
     }
 
     private static func display(_ bytes: UnsafeBufferPointer<UInt8>) -> String {

@@ -18,8 +18,8 @@ public struct OwedSelection: Sendable, Equatable {
 /// A row the journal owes, as a run picks it up.
 public struct OwedRow: Sendable, Equatable {
     public var itemID: Int64
-    public var profileId: String
-    public var originalTransactionId: String
+    public var profileID: String
+    public var originalTransactionID: String
     public var status: ItemStatus
     /// Attempts earlier runs made.
     public var attempts: Int
@@ -88,7 +88,7 @@ extension Journal {
         // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
         // still a reader never guesses one (docs/journal.md).
         typealias Found = (
-            itemID: Int64, profileId: String, transactionId: String, status: String?, attempts: Int64, source: String
+            itemID: Int64, profileID: String, transactionID: String, status: String?, attempts: Int64, source: String
         )
         let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
@@ -111,7 +111,7 @@ extension Journal {
         for row in found {
             rows.append(
                 OwedRow(
-                    itemID: row.itemID, profileId: row.profileId, originalTransactionId: row.transactionId,
+                    itemID: row.itemID, profileID: row.profileID, originalTransactionID: row.transactionID,
                     status: try decodeEnum(
                         ItemStatus.self, row.status, table: "items", column: "status", row: row.itemID),
                     attempts: Int(row.attempts), source: row.source))

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiTestSupport
 import Dispatch
 import Foundation
 import Testing
@@ -50,13 +51,8 @@ import Testing
                         done.signal()
                     })
             else { exit(2) }
-            // Every descriptor below the limit is taken: the request's socket gets EMFILE.
-            let free = dup(2)
-            close(free)
-            var limit = rlimit()
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            limit.rlim_cur = rlim_t(free)
-            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            // The request's socket gets EMFILE.
+            ResourceLimits.leaveNoDescriptorFree()
             client.submit(RestoreRequest(tag: 1, profileId: "p", originalTransactionId: "1"))
             guard done.wait(timeout: .now() + 30) == .success else { exit(3) }
             FileHandle.standardError.write(Data(message.get().utf8))

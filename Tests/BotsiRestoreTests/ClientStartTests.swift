@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiTestSupport
 import Foundation
 import Testing
 
@@ -10,25 +11,8 @@ import Testing
 @Suite struct ClientStartTests {
     @Test func noDescriptorLeftForTheClientsEpollSetExits71NamingIt() async {
         let result = await #expect(processExitsWith: .exitCode(71), observing: [\.standardErrorContent]) {
-            // The lowest free descriptor becomes the limit: the next one anything asks for fails with EMFILE.
-            let free = dup(2)
-            close(free)
-            var limit = rlimit()
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            limit.rlim_cur = rlim_t(free)
-            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-            var options = RunOptions()
-            options.baseURL = "http://127.0.0.1:9"
-            do {
-                let client = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
-                client.shutdown()
-                exit(0)
-            } catch let error as RunSetupError {
-                FileHandle.standardError.write(Data((error.message + "\n").utf8))
-                exit(error.exitCode)
-            } catch {
-                exit(1)
-            }
+            ResourceLimits.leaveNoDescriptorFree()
+            ClientStartTests.startAClientAndExit()
         }
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("epoll") && stderr.contains("Too many open files"), "\(stderr)")
@@ -37,32 +21,30 @@ import Testing
 
     @Test func noMemoryForTheClientsThreadExits71NamingIt() async {
         let result = await #expect(processExitsWith: .exitCode(71), observing: [\.standardErrorContent]) {
-            var options = RunOptions()
-            options.baseURL = "http://127.0.0.1:9"
             // libcurl set up first (a PUT to a closed port starts no thread, which could leave a
             // stack behind for reuse), so that the thread's stack is what is left to map.
             _ = TextPut.put(url: "http://127.0.0.1:9/", body: "", contentType: "text/plain", timeout: 1, proxy: .none)
-            // The address space as it is now plus 2 MiB: less than a thread's 8 MiB stack.
-            let pages =
-                (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ").first
-                .flatMap { Int($0) } ?? 0
-            var limit = rlimit()
-            getrlimit(Int32(RLIMIT_AS.rawValue), &limit)
-            limit.rlim_cur = rlim_t(pages * Int(getpagesize()) + (2 << 20))
-            setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
-            do {
-                let client = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
-                client.shutdown()
-                exit(0)
-            } catch let error as RunSetupError {
-                FileHandle.standardError.write(Data((error.message + "\n").utf8))
-                exit(error.exitCode)
-            } catch {
-                exit(1)
-            }
+            // 2 MiB more: less than a thread's 8 MiB stack.
+            ResourceLimits.leaveAddressSpace(2 << 20)
+            ClientStartTests.startAClientAndExit()
         }
         let stderr = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(stderr.contains("thread"), "\(stderr)")
+    }
+
+    /// In the exit test's process: starts a client as a run does, and exits 0, or with the exit
+    /// status the run would, its message on stderr.
+    static func startAClientAndExit() -> Never {
+        var options = RunOptions()
+        options.baseURL = "http://127.0.0.1:9"
+        do {
+            let client = try RunSetup.startClient(options, apiKey: "key", toolVersion: "test") { _ in }
+            client.shutdown()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data((error.message + "\n").utf8))
+            exit(error.exitCode)
+        }
     }
 
     @Test func aBadConfigurationIsStillAUsageError() throws {

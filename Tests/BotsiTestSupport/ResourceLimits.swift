@@ -1,0 +1,26 @@
+import Foundation
+
+/// Lowers this process's own limits, for exit tests (which run in a child process of their own):
+/// never call it in the process that runs the other tests.
+public enum ResourceLimits {
+    /// Every descriptor below the limit is taken: the next one anything asks for fails with EMFILE.
+    public static func leaveNoDescriptorFree() {
+        let free = dup(2)
+        close(free)
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = rlim_t(free)
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// The address space as it is now plus `bytes`.
+    public static func leaveAddressSpace(_ bytes: Int) {
+        let pages =
+            (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ").first
+            .flatMap { Int($0) } ?? 0
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+        limit.rlim_cur = rlim_t(pages * Int(getpagesize()) + bytes)
+        setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
+    }
+}

@@ -228,7 +228,7 @@ final class Transfer {
             ccurl_easy_setopt_pointer(
                 easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
         }
-        startedAt = Date()
+        startedAt = request.submittedAt
         startedUptime = DispatchTime.now().uptimeNanoseconds
         return copied == CURLE_OK
     }

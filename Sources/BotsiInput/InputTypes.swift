@@ -102,7 +102,7 @@ public struct InputRow: Sendable, Hashable {
 }
 
 /// Why a row is never sent. The raw values are the journal's `code` column.
-public enum RejectionReason: String, Sendable, CaseIterable {
+public enum RejectionReason: String, Sendable, CaseIterable, Codable, CodingKeyRepresentable {
     case missingProfileId = "missing_profile_id"
     case missingTransactionId = "missing_transaction_id"
     case invalidProfileId = "invalid_profile_id"

@@ -293,10 +293,9 @@ public final class Journal {
         }
     }
 
-    /// Records the end of a run. `countsJSON` is its summary as the runner encodes it (a JSON
-    /// object; readers use the fields of `RunCounts`).
+    /// Records the end of a run: its state, exit status, inputs and counts.
     public func finishRun(
-        _ runID: Int64, endedAt: Date, state: RunState, exitCode: Int32, inputs: [RunInput], countsJSON: String
+        _ runID: Int64, endedAt: Date, state: RunState, exitCode: Int32, inputs: [RunInput], counts: RunCounts
     ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
@@ -304,7 +303,7 @@ public final class Journal {
             )
             .reset(
                 .text(Timestamp.string(endedAt)), .text(state.rawValue), .int(Int64(exitCode)),
-                .text(ColumnJSON.encode(inputs)), .text(countsJSON), .int(runID)
+                .text(ColumnJSON.encode(inputs)), .text(ColumnJSON.encode(counts)), .int(runID)
             ).run()
         }
     }

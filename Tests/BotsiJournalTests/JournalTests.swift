@@ -138,11 +138,11 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         try settle(journal, item: 1, .restored)
         #expect(
             try journal.rowCounts(runID: second) == [
-                RunRowCount(status: "pending", code: nil, count: 1, notSent: 1),
-                RunRowCount(status: "restored", code: nil, count: 1, notSent: 0),
+                RunRowCount(status: .pending, code: nil, count: 1, notSent: 1),
+                RunRowCount(status: .restored, code: nil, count: 1, notSent: 0),
             ])
         #expect(
-            try journal.rowCounts(runID: first) == [RunRowCount(status: "pending", code: nil, count: 2, notSent: 2)])
+            try journal.rowCounts(runID: first) == [RunRowCount(status: .pending, code: nil, count: 2, notSent: 2)])
         _ = item
     }
 

@@ -4,6 +4,15 @@ import BotsiInput
 import BotsiJournal
 import Foundation
 
+/// The journal's counts of the rows a run worked on, at its end.
+struct RowCounts {
+    var statuses: [ItemStatus: Int] = [:]
+    var codes: [StatusCode: Int] = [:]
+    var notSent = 0
+    var kept = 0
+    var conflicts = ConflictCounts(groups: 0, rows: 0)
+}
+
 /// Every journal write a run makes, on the runner's queue. Writes gather in one open batch
 /// (`BEGIN IMMEDIATE`) that `commitBatch` ends; the runner commits before it sends, so a row is
 /// marked in flight on disk before its request leaves (docs/journal.md). The other roles decide;
@@ -156,12 +165,23 @@ struct RunJournalWriter {
         try journal.recordProgress(runID, record)
     }
 
-    /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
-    func countRows(into summary: inout RunSummary, keptPossible: Bool) throws(JournalError) {
+    /// The counts the summary, its `runs` line and the exit status rest on, from the journal: the
+    /// rows run `runID` worked on (its new input rows and the owed rows it took up), by their
+    /// status now. `keptPossible`: the run took up final rows, so some resends may have been kept
+    /// without an answer.
+    func rowCounts(keptPossible: Bool) throws(JournalError) -> RowCounts {
+        var counts = RowCounts()
         // A dry run's admissions are in its open transaction: it counts the groups it would meet.
-        summary.conflicts = try journal.conflictCounts(runID: runID)
-        guard !dryRun else { return }
-        try summary.countRows(of: runID, in: journal, keptPossible: keptPossible)
+        counts.conflicts = try journal.conflictCounts(runID: runID)
+        guard !dryRun else { return counts }
+        for count in try journal.rowCounts(runID: runID) {
+            let status = count.status
+            counts.statuses[status, default: 0] += count.count
+            counts.codes[StatusCode(status, count.code), default: 0] += count.count
+            if status == .pending || status == .inFlight { counts.notSent += count.notSent }
+        }
+        counts.kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+        return counts
     }
 
     /// Ends the run's record: how it ended, its inputs and its counts.
@@ -171,8 +191,22 @@ struct RunJournalWriter {
         try journal.transaction { () throws(JournalError) in
             try journal.finishRun(
                 runID, endedAt: Date(), state: stopped ? .stopped : .finished, exitCode: exitCode, inputs: inputs,
-                countsJSON: Self.countsJSON(summary))
+                counts: summary.record)
         }
+    }
+
+    /// A run whose record was started but that could not begin sending (its client did not
+    /// start): recorded as stopped with that exit status and message, and the journal closed.
+    func endBeforeSending(exitCode: Int32, message: String) {
+        var summary = RunSummary()
+        summary.exitCode = exitCode
+        summary.stopMessage = message
+        if dryRun {
+            rollback()
+        } else {
+            try? finishRun(stopped: true, exitCode: exitCode, inputs: [], summary: summary)
+        }
+        journal.close()
     }
 
     // MARK: JSON columns
@@ -181,12 +215,6 @@ struct RunJournalWriter {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(options)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
-    private static func countsJSON(_ summary: RunSummary) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(summary)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private static func profileRecord(_ snapshot: ProfileSnapshot) -> ProfileRecord {

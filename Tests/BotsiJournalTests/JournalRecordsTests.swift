@@ -24,7 +24,7 @@ import Testing
         let admission = try journal.transaction { () throws(JournalError) in
             try journal.admit(profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: run, now: "x")
         }
-        guard case .send(let item, _, _) = admission else { throw CancellationError() }
+        guard case .send(let item, _) = admission else { throw CancellationError() }
         return (run, item)
     }
 

@@ -44,7 +44,7 @@ actor ActiveRun {
     private let startedAt: Date
     private let onProgress: (@Sendable (RunProgress) -> Void)?
     private let onFinish: @Sendable (RunSummary) -> Void
-    private let writer: RunJournalWriter
+    private var writer: RunJournalWriter
     private let input: InputPump
     private let sender: RunParts.Sender
     private let totalBytes: Int64?
@@ -148,7 +148,7 @@ actor ActiveRun {
 
     private func readSlice() throws(JournalError) {
         let room = options.dryRun ? Int.max : scheduler.roomLeft
-        let slice = try feeder.readSlice(room: room, writer: writer)
+        let slice = try feeder.readSlice(room: room, writer: &writer)
         summary.add(slice.counts)
         for taken in slice.rows {
             if options.dryRun {
@@ -172,9 +172,7 @@ actor ActiveRun {
         while let entry = scheduler.nextSend(now: monotonicSeconds()) {
             let now = timestamp ?? Timestamp.string(Date())
             timestamp = now
-            let mark = try writer.markInFlight(entry.payload, now: now)
-            // A row admitted this run came with its columns known; one owed or retried had them read.
-            if entry.payload.beforeMark == nil { scheduler[payloadOf: entry.sequence]?.beforeMark = mark }
+            try writer.markInFlight(entry.payload, now: now)
         }
     }
 
@@ -190,6 +188,7 @@ actor ActiveRun {
         guard case .client(let client, _) = sender else { return }
         while let entry = scheduler.nextLaunch() {
             feeder.noteFirstSend(of: entry.payload)
+            writer.sent(entry.payload)
             client.submit(
                 RestoreRequest(
                     tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
@@ -198,9 +197,7 @@ actor ActiveRun {
 
     /// Rows marked in flight and not sent go back in the journal as they were.
     private func unmark(_ rows: [RunRow]) throws(JournalError) {
-        for row in rows {
-            if let mark = row.beforeMark { try writer.unmark(mark) }
-        }
+        for row in rows { try writer.unmark(row) }
     }
 
     // MARK: Replies
@@ -235,8 +232,6 @@ actor ActiveRun {
         guard var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
         row.attemptsThisRun += 1
-        // The reply's write changes the row: its next mark reads what stands then.
-        row.beforeMark = nil
         let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
             stop(.fatal(reason, message: message))

@@ -16,10 +16,6 @@ struct RunRow {
     var lastWasTimeout = false
     /// The code of the last retryable error, journaled with the row while it waits.
     var lastCode: String?
-    /// Its journal columns as they stand before its next in-flight mark, when known without
-    /// reading them (a row just admitted, one put back); while it is marked and not sent, what
-    /// the mark replaced.
-    var beforeMark: InFlightMark?
 }
 
 /// A row taken up to be sent, with the keys the ordering rule goes by.
@@ -105,7 +101,7 @@ struct InputFeeder {
     }
 
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
-    mutating func readSlice(room: Int, writer: RunJournalWriter) throws(JournalError) -> Slice {
+    mutating func readSlice(room: Int, writer: inout RunJournalWriter) throws(JournalError) -> Slice {
         var slice = Slice()
         let now = Timestamp.string(Date())
         var budget = Self.sliceSize
@@ -150,7 +146,7 @@ struct InputFeeder {
                 case .record(let record, let input):
                     slice.counts.rowsRead += 1
                     rowsReadByInput[input] += 1
-                    if let taken = try admit(record, input: input, now: now, writer: writer, counts: &slice.counts) {
+                    if let taken = try admit(record, input: input, now: now, writer: &writer, counts: &slice.counts) {
                         room -= 1
                         slice.rows.append(taken)
                     }
@@ -176,7 +172,7 @@ struct InputFeeder {
     /// One input record: journaled as a rejection, or admitted (and, when the journal says so,
     /// taken up to be sent). Rows of other shards are only counted.
     private func admit(
-        _ record: InputRecord, input: Int, now: String, writer: RunJournalWriter, counts: inout InputCounts
+        _ record: InputRecord, input: Int, now: String, writer: inout RunJournalWriter, counts: inout InputCounts
     ) throws(JournalError) -> TakenRow? {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
@@ -197,13 +193,12 @@ struct InputFeeder {
                 counts.duplicates += 1
             case .finished(let status):
                 counts.alreadyFinished[status, default: 0] += 1
-            case .send(let itemID, let attempts, _):
+            case .send(let itemID, _):
                 counts.newRows += 1
                 return TakenRow(
                     profileId: row.profileId, transactionId: row.originalTransactionId,
                     row: RunRow(
-                        itemID: itemID, source: source, attemptsBefore: attempts, status: .pending,
-                        readerIndex: input, beforeMark: .admitted(itemID: itemID, at: now)))
+                        itemID: itemID, source: source, attemptsBefore: 0, status: .pending, readerIndex: input))
             }
         }
         return nil

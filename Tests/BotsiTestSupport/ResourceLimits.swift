@@ -24,3 +24,10 @@ public enum ResourceLimits {
         setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
     }
 }
+
+/// Whether scripts/sanitize.sh runs the tests (it sets BOTSI_UNDER_SANITIZER, as the rate tests
+/// read it): a sanitizer maps terabytes of shadow memory, so a lowered address-space limit stops
+/// its runtime, not the code under test.
+public enum Sanitizer {
+    public static var isActive: Bool { ProcessInfo.processInfo.environment["BOTSI_UNDER_SANITIZER"] != nil }
+}

@@ -16,6 +16,8 @@ struct ReportSettings: JournalReading {
     var changes = false
     var sinceRun: String?
     var conflicts = false
+    /// `--columns`: the columns to write, in this order; nil for every one.
+    var columns: [String]?
 }
 
 enum ReportCommand: Command {
@@ -32,6 +34,7 @@ enum ReportCommand: Command {
     static func initialSettings() -> ReportSettings { ReportSettings() }
 
     static func run(_ settings: ReportSettings) throws -> Int32 {
+        try checkColumns(settings)
         if settings.conflicts { return try conflicts(settings) }
         if settings.changes { return try changes(settings) }
         if settings.sinceRun != nil {
@@ -43,10 +46,24 @@ enum ReportCommand: Command {
             if let run = settings.run {
                 filter.runID = try resolveRun(run, journal: journal)
             }
-            let writer = ReportWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ReportWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachReportRow(filter) { writer.write($0) }
             writer.finish()
+        }
+    }
+
+    /// `--columns` names only columns the chosen report has: refused before any output is opened.
+    private static func checkColumns(_ settings: ReportSettings) throws(UsageError) {
+        guard let chosen = settings.columns else { return }
+        let known =
+            settings.conflicts ? ConflictWriter.columns : settings.changes ? ChangeWriter.columns : ReportWriter.columns
+        for name in chosen where !known.contains(name) {
+            let hint = Basics.nearest(to: name, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+            throw UsageError(
+                message: "--columns: the report has no column '\(name)'\(hint); its columns are "
+                    + known.joined(separator: ", "))
         }
     }
 
@@ -67,7 +84,8 @@ enum ReportCommand: Command {
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "
                         + "run \(later) has no earlier run \(earlier)")
             }
-            let writer = ChangeWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ChangeWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
             writer.finish()
@@ -84,7 +102,8 @@ enum ReportCommand: Command {
                 ("--since", settings.since != nil),
             ], with: "--conflicts")
         return try withReportOutput(settings) { journal, sink in
-            let writer = ConflictWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ConflictWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachConflict { writer.write($0) }
             writer.finish()

@@ -6,6 +6,8 @@ public enum ExitCode {
     public static let noInput: Int32 = 66
     public static let unavailable: Int32 = 69
     public static let software: Int32 = 70
+    /// EX_OSERR: the machine could not give the run a resource (memory, descriptors, a thread).
+    public static let osError: Int32 = 71
     public static let cannotCreate: Int32 = 73
     public static let temporaryFailure: Int32 = 75
     public static let permission: Int32 = 77

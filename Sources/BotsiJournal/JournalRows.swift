@@ -84,7 +84,7 @@ extension Journal {
         profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
         holdConflicts: Bool = false
     ) throws(JournalError) -> Admission {
-        try wrap { () throws(SQLiteError) in
+        let found = try wrap { () throws(SQLiteError) -> AdmitLookup in
             let lookup = try statement(
                 "SELECT id, status, last_run FROM items WHERE profile_id = ? AND original_transaction_id = ?"
             )
@@ -105,13 +105,26 @@ extension Journal {
                     .int(runID), .text(now), .text(now)
                 ).run()
                 let itemID = connection.lastInsertRowID
-                return held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now))
+                return .admitted(
+                    held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now)))
             }
-            let status = ItemStatus(rawValue: lookup.text(1) ?? "") ?? .pending
-            // A known row costs no write: a rerun over a journal of finished rows only reads,
-            // which is what makes it fast.
-            return lookup.int(2) == runID ? .duplicate : .finished(status)
+            return .known(itemID: lookup.int(0), status: lookup.text(1), lastRun: lookup.int(2))
         }
+        switch found {
+        case .admitted(let admission):
+            return admission
+        case .known(let itemID, let text, let lastRun):
+            // A known row costs no write: a rerun over a journal of finished rows only reads,
+            // which is what makes it fast. A status this version does not know is refused, not guessed.
+            let status = try decodeEnum(ItemStatus.self, text, table: "items", column: "status", row: itemID)
+            return lastRun == runID ? .duplicate : .finished(status)
+        }
+    }
+
+    /// What `admit` found: a pair it has just inserted, or one the journal held.
+    private enum AdmitLookup {
+        case admitted(Admission)
+        case known(itemID: Int64, status: String?, lastRun: Int64)
     }
 
     /// Marks a row in flight before its request goes out, so a crash leaves a trace of it. A

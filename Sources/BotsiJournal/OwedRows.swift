@@ -18,8 +18,8 @@ public struct OwedSelection: Sendable, Equatable {
 /// A row the journal owes, as a run picks it up.
 public struct OwedRow: Sendable, Equatable {
     public var itemID: Int64
-    public var profileId: String
-    public var originalTransactionId: String
+    public var profileID: String
+    public var originalTransactionID: String
     public var status: ItemStatus
     /// Attempts earlier runs made.
     public var attempts: Int
@@ -64,22 +64,37 @@ extension Journal {
     ) throws(JournalError) -> [OwedRow] {
         let columns = "id, profile_id, original_transaction_id, status, attempts, last_source"
         let sql = Self.owedQuery(columns: columns, selection: selection) + " ORDER BY id LIMIT ?2"
-        return try wrap { () throws(SQLiteError) in
+        // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
+        // still a reader never guesses one (docs/journal.md).
+        typealias Found = (
+            itemID: Int64, profileID: String, transactionID: String, status: String?, attempts: Int64, source: String
+        )
+        let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
             try statement.reset(
                 binding: Self.owedValues(after: after, limit: limit, selection: selection, runID: runID))
-            var rows: [OwedRow] = []
+            var rows: [Found] = []
             while try statement.step() {
                 rows.append(
-                    OwedRow(
-                        itemID: statement.int(0), profileId: statement.text(1) ?? "",
-                        originalTransactionId: statement.text(2) ?? "",
-                        status: ItemStatus(rawValue: statement.text(3) ?? "") ?? .pending,
-                        attempts: Int(statement.int(4)), source: statement.text(5) ?? ""))
+                    (
+                        statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.text(3),
+                        statement.int(4), statement.text(5) ?? ""
+                    ))
             }
             statement.rewind()
             return rows
         }
+        var rows: [OwedRow] = []
+        rows.reserveCapacity(found.count)
+        for row in found {
+            rows.append(
+                OwedRow(
+                    itemID: row.itemID, profileID: row.profileID, originalTransactionID: row.transactionID,
+                    status: try decodeEnum(
+                        ItemStatus.self, row.status, table: "items", column: "status", row: row.itemID),
+                    attempts: Int(row.attempts), source: row.source))
+        }
+        return rows
     }
 
     /// How many rows `owedRows` would still hand out after `after`: what a run that stopped first

@@ -155,6 +155,31 @@ import Testing
         #expect(throws: JournalError.self) { try journal.attemptOutcomesByRun() }
     }
 
+    /// The writer's readers refuse to guess too: a later run that reads the pair again stops on its
+    /// unknown status instead of taking it for `pending` (issue 18, item 7).
+    @Test func admittingAPairWhoseStatusIsUnknownIsAClearErrorNamingItsRow() throws {
+        let directory = Workspace()
+        let journal = try newJournal(directory)
+        defer { journal.close() }
+        let (_, item) = try startRunAdmittingOneRow(journal)
+        try journal.connection.execute("UPDATE items SET status = 'paused' WHERE id = \(item)")
+        let later = try startRun(journal)
+        let error = #expect(throws: JournalError.self) {
+            try journal.transaction { () throws(JournalError) in
+                try journal.admit(
+                    profileId: "p", originalTransactionId: "1", source: "in.csv:2", runID: later, now: "y")
+            }
+        }
+        guard case .unknownValue(_, let table, let column, let row, let value)? = error else {
+            Issue.record("expected unknownValue, got \(String(describing: error))")
+            return
+        }
+        #expect((table, column, row, value) == ("items", "status", item, "paused"))
+        // Nothing was admitted in its place.
+        let count = try journal.connection.prepare("SELECT count(*), max(status) FROM items")
+        #expect(try count.step() && count.int(0) == 1 && count.text(1) == "paused")
+    }
+
     @Test func aStatementRefusesTheWrongNumberOfValues() throws {
         let directory = Workspace()
         let journal = try newJournal(directory)

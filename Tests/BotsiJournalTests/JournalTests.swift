@@ -25,7 +25,7 @@ private func owed(_ journal: Journal, _ selection: OwedSelection, run: Int64 = 0
     while true {
         let rows = try journal.owedRows(after: after, limit: batch, selection: selection, runID: run)
         guard let last = rows.last else { return ids }
-        ids += rows.map(\.profileId)
+        ids += rows.map(\.profileID)
         after = last.itemID
     }
 }

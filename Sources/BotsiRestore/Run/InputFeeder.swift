@@ -119,7 +119,7 @@ struct InputFeeder {
             room -= 1
             slice.rows.append(
                 TakenRow(
-                    profileId: row.profileId, transactionId: row.originalTransactionId,
+                    profileId: row.profileID, transactionId: row.originalTransactionID,
                     row: RunRow(
                         itemID: row.itemID, source: row.source, attemptsBefore: row.attempts, status: row.status,
                         readerIndex: nil)))

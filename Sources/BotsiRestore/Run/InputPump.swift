@@ -153,7 +153,7 @@ final class InputPump: Sendable {
                 switch error.kind {
                 case .fileMissing, .unreadable: code = ExitCode.noInput
                 case .unknownFormat: code = ExitCode.usage
-                case .notTabular, .missingColumns: code = ExitCode.dataError
+                case .notTabular, .missingColumns, .damaged: code = ExitCode.dataError
                 }
                 publishOpening(.failed(RunSetupError(exitCode: code, message: error.message)))
                 return nil

@@ -35,7 +35,7 @@ struct OwedRowFeeder {
             }
             let row = batch[position]
             position += 1
-            if mode.owns(profileId: row.profileId) { return row }
+            if mode.owns(profileId: row.profileID) { return row }
         }
         return nil
     }

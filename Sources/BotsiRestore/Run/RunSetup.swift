@@ -69,7 +69,9 @@ enum RunSetup {
         do {
             return try RestoreClient(configuration: configuration, onResult: deliver)
         } catch {
-            throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
+            // Memory, descriptors, a thread, libcurl's set-up: the machine's, not the command line's.
+            let code = error.kind == .localResource ? ExitCode.osError : ExitCode.usage
+            throw RunSetupError(exitCode: code, message: error.message)
         }
     }
 }

@@ -49,7 +49,7 @@ extension Journal {
     public func forEachChange(
         since earlier: Int64, until later: Int64, _ body: (RowChange) throws -> Void
     ) throws {
-        let definitive = ItemStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let definitive = ItemStatus.sqlList(ItemStatus.allCases.filter(\.isFinal))
         // Each touched row's two states are picked by a lookup into `attempts_item` (a row has few
         // attempts), so the query is linear in the rows touched. A join of two ranked sets of every
         // touched row's attempts was quadratic: SQLite scanned one whole set per row of the other.
@@ -69,19 +69,21 @@ extension Journal {
             ),
             sides AS (
                 SELECT p.item_id AS item_id,
-                    CASE WHEN f.outcome IN (\(definitive)) THEN f.outcome ELSE 'pending' END AS f_status,
+                    CASE WHEN f.outcome IN (\(definitive)) THEN f.outcome ELSE 0 END AS f_status,
                     f.code AS f_code, f.http_status AS f_http_status, f.run_id AS f_run, f.started_at AS f_started_at,
-                    f.profile_state AS f_profile_state, f.access_levels AS f_access_levels,
+                    fs.profile_state AS f_profile_state, fs.access_levels AS f_access_levels,
                     b.id AS b_id,
-                    CASE WHEN b.outcome IN (\(definitive)) THEN b.outcome ELSE 'pending' END AS b_status,
+                    CASE WHEN b.outcome IN (\(definitive)) THEN b.outcome ELSE 0 END AS b_status,
                     b.code AS b_code, b.http_status AS b_http_status, b.run_id AS b_run, b.started_at AS b_started_at,
-                    b.profile_state AS b_profile_state, b.access_levels AS b_access_levels
+                    bs.profile_state AS b_profile_state, bs.access_levels AS b_access_levels
                 FROM picked p
                 JOIN attempts f ON f.id = p.after_id
+                LEFT JOIN snapshots fs ON fs.id = f.snapshot_id
                 LEFT JOIN attempts b ON b.id = p.before_id
+                LEFT JOIN snapshots bs ON bs.id = b.snapshot_id
             )
             SELECT i.id AS id, i.profile_id AS profile_id, i.original_transaction_id AS original_transaction_id,
-                i.last_source AS last_source,
+                (SELECT path FROM inputs WHERE inputs.id = i.last_input) || ':' || i.last_line AS last_source,
                 CASE WHEN s.b_id IS NULL THEN NULL ELSE s.b_status END AS before_status, s.b_code AS before_code,
                 s.b_http_status AS before_http_status, s.b_run AS before_run, s.b_started_at AS before_started_at,
                 s.b_profile_state AS before_profile_state, s.b_access_levels AS before_access_levels,
@@ -93,7 +95,7 @@ extension Journal {
             WHERE s.b_id IS NULL
                 OR s.b_status IS NOT s.f_status
                 OR s.b_code IS NOT s.f_code
-                OR (s.f_status = 'restored'
+                OR (s.f_status = \(ItemStatus.restored.journalCode)
                     AND (s.b_profile_state IS NOT s.f_profile_state OR s.b_access_levels IS NOT s.f_access_levels))
             ORDER BY i.id
             """
@@ -108,12 +110,16 @@ extension Journal {
         }
         let id = try wrap { () throws(SQLiteError) in try statement.column("id") }
         func state(_ column: StateColumns) throws(JournalError) -> RowState {
-            RowState(
-                status: try decodeEnum(
-                    ItemStatus.self, statement.text(column.status), table: "attempts", column: "outcome",
-                    row: statement.int(id)),
+            let code = statement.int(column.status)
+            guard let status = ItemStatus(journalCode: code) else {
+                throw .unknownValue(
+                    path: path, table: "attempts", column: "outcome", row: statement.int(id), value: "\(code)")
+            }
+            return RowState(
+                status: status,
                 code: statement.text(column.code), httpStatus: statement.optionalInt(column.httpStatus).map(Int.init),
-                runID: statement.int(column.run), attemptedAt: statement.text(column.startedAt) ?? "",
+                runID: statement.int(column.run),
+                attemptedAt: Timestamp.string(milliseconds: statement.int(column.startedAt)),
                 profileState: statement.text(column.profileState), accessLevels: statement.text(column.accessLevels))
         }
         let profileId = try wrap { () throws(SQLiteError) in try statement.column("profile_id") }

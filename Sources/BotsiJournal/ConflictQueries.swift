@@ -48,25 +48,33 @@ extension Journal {
         return found
     }
 
-    /// The groups among the rows run `runID` worked on, from the journal (as its other counts).
-    public func conflictCounts(runID: Int64) throws(JournalError) -> ConflictCounts {
-        // Another row of the same transaction has another profile (the pair is unique), so the
-        // probe compares ids, which `items_transaction` holds, and never reads the table.
+    /// Whether another row (so another profile: a pair is one row) claims the transaction: a
+    /// lookup of two ids in `items_transaction`, which never reads the table.
+    public func isShared(_ originalTransactionId: String, byOtherThan profileId: String) throws(JournalError) -> Bool {
         try wrap { () throws(SQLiteError) in
-            let statement = try statement(
+            let probe = try statement(
                 """
-                WITH claimed AS (
-                    SELECT DISTINCT a.original_transaction_id AS id FROM items AS a WHERE a.last_run = ?1
-                    AND EXISTS (SELECT 1 FROM items AS b INDEXED BY items_transaction
-                        WHERE b.original_transaction_id = a.original_transaction_id AND b.id != a.id))
-                SELECT (SELECT count(*) FROM claimed),
-                    (SELECT count(*) FROM claimed JOIN items INDEXED BY items_transaction
-                        ON items.original_transaction_id = claimed.id)
+                SELECT count(*) FROM (SELECT 1 FROM items INDEXED BY items_transaction
+                    WHERE original_transaction_id = ? LIMIT 2)
                 """)
-            try statement.reset(.int(runID))
-            guard try statement.step() else { return ConflictCounts(groups: 0, rows: 0) }
-            let counts = ConflictCounts(groups: Int(statement.int(0)), rows: Int(statement.int(1)))
-            statement.rewind()
+            try probe.reset(.text(originalTransactionId))
+            defer { probe.rewind() }
+            return try probe.step() && probe.int(0) > 1
+        }
+    }
+
+    /// The groups of `transactions` (the shared ones among a run's rows) and their rows in the
+    /// journal: one lookup per group, whatever the size of the run.
+    public func conflictCounts(transactions: Set<String>) throws(JournalError) -> ConflictCounts {
+        try wrap { () throws(SQLiteError) in
+            let rows = try statement(
+                "SELECT count(*) FROM items INDEXED BY items_transaction WHERE original_transaction_id = ?")
+            var counts = ConflictCounts(groups: transactions.count, rows: 0)
+            for transaction in transactions {
+                try rows.reset(.text(transaction))
+                if try rows.step() { counts.rows += Int(rows.int(0)) }
+                rows.rewind()
+            }
             return counts
         }
     }
@@ -78,7 +86,9 @@ extension Journal {
             try self.statement(
                 """
                 SELECT a.id AS id, a.original_transaction_id AS original_transaction_id, a.profile_id AS profile_id,
-                    a.status AS status, a.code AS code, a.first_source AS first_source, a.last_source AS last_source,
+                    a.status AS status, a.code AS code,
+                    (SELECT path FROM inputs WHERE inputs.id = a.first_input) || ':' || a.first_line AS first_source,
+                    (SELECT path FROM inputs WHERE inputs.id = a.last_input) || ':' || a.last_line AS last_source,
                     a.attempts AS attempts, a.updated_at AS updated_at,
                     (SELECT count(*) FROM items AS c INDEXED BY items_transaction
                         WHERE c.original_transaction_id = a.original_transaction_id) AS profiles
@@ -97,9 +107,11 @@ extension Journal {
             let transaction = statement.text(column.transaction) ?? ""
             claim = transaction == current ? claim + 1 : 1
             current = transaction
-            let status = try decodeEnum(
-                ItemStatus.self, statement.text(column.status), table: "items", column: "status",
-                row: statement.int(column.id))
+            let code = statement.int(column.status)
+            guard let status = ItemStatus(journalCode: code) else {
+                throw .unknownValue(
+                    path: path, table: "items", column: "status", row: statement.int(column.id), value: "\(code)")
+            }
             body(
                 ConflictRecord(
                     originalTransactionId: transaction, profiles: Int(statement.int(column.profiles)), claim: claim,
@@ -107,7 +119,7 @@ extension Journal {
                     code: statement.text(column.code),
                     firstSource: statement.text(column.firstSource) ?? "",
                     lastSource: statement.text(column.lastSource) ?? "", attempts: Int(statement.int(column.attempts)),
-                    updatedAt: statement.text(column.updatedAt) ?? ""))
+                    updatedAt: Timestamp.string(milliseconds: statement.int(column.updatedAt))))
         }
     }
 }

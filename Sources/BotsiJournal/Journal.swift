@@ -28,8 +28,10 @@ public enum Admission: Equatable, Sendable {
     /// A pair the journal did not hold, recorded `pending`: send it. `mark` is what the journal
     /// wrote, so that marking the row in flight need not read it back.
     case send(itemID: Int64, mark: InFlightMark)
-    /// The same pair already appeared earlier in this run, from its input or as an owed row.
+    /// The same pair already appeared earlier in this run's input.
     case duplicate
+    /// A row this run took up as owed, met again in its input: sent once, as owed.
+    case owedMetAgain
     /// The journal holds the pair and this run did not select it as owed: nothing to do. A run
     /// selects every row it owes before it reads its input, so the status is a final one (or `held`).
     case finished(ItemStatus)
@@ -65,6 +67,9 @@ public final class Journal {
     private var statements: [UInt: SQLiteStatement] = [:]
     /// Statements whose text is put together at run time (once per run, not per row).
     private var builtStatements: [String: SQLiteStatement] = [:]
+    /// The latest snapshots written or found, by hash (`snapshotID`), and the inputs' numbers.
+    var snapshotIDs: [Int64: (id: Int64, profile: ProfileRecord)] = [:]
+    var inputIDs: [String: Int64] = [:]
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -181,7 +186,14 @@ public final class Journal {
         if version < Schema.currentVersion {
             try connection.execute("BEGIN IMMEDIATE")
             do {
-                for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
+                if tableCount == 0 {
+                    // A new journal: created at the current schema at once.
+                    try connection.execute(SchemaV5.create)
+                } else {
+                    try checkSpaceToUpgrade(from: version)
+                    for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
+                    try upgradeToV5()
+                }
                 try connection.execute("PRAGMA application_id=\(Schema.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Schema.currentVersion)")
                 if commit { try connection.execute("COMMIT") }
@@ -190,6 +202,23 @@ public final class Journal {
                 throw error
             }
         }
+    }
+
+    /// An upgrade writes the journal's rows again before it drops the old ones: it needs about the
+    /// file's size free beside it, checked first, so that it does not fail half-way for want of space.
+    private func checkSpaceToUpgrade(from version: Int64) throws {
+        var file = stat()
+        var disk = statvfs()
+        guard stat(self.file.path, &file) == 0, statvfs(self.file.path, &disk) == 0 else { return }
+        let free = Int64(disk.f_bavail) * Int64(disk.f_frsize)
+        let needed = Int64(file.st_size) + (16 << 20)
+        guard free < needed else { return }
+        throw JournalError.cannotOpen(
+            path: path,
+            reason:
+                "upgrading it from schema \(version) to \(Schema.currentVersion) needs about \(needed >> 20) MB free beside it "
+                + "and \(free >> 20) MB are; free space there (or move the journal to a larger disk, keeping a copy "
+                + "with cp while no run holds it), then run again — nothing was changed")
     }
 
     /// Statements are prepared once and reused: the hot path binds and steps only.
@@ -267,12 +296,15 @@ public final class Journal {
         startedAt: Date, toolVersion: String, host: String, pid: Int32, optionsJSON: String
     ) throws(JournalError) -> Int64 {
         try wrap { () throws(SQLiteError) in
+            // The uid names the run wherever the file is copied: merging copies counts it once.
             try statement(
-                "INSERT INTO runs (started_at, tool_version, host, pid, options, inputs) VALUES (?, ?, ?, ?, ?, '[]')"
+                """
+                INSERT INTO runs (uid, started_at, tool_version, host, pid, options, inputs) VALUES (?, ?, ?, ?, ?, ?, '[]')
+                """
             )
             .reset(
-                .text(Timestamp.string(startedAt)), .text(toolVersion), .text(host), .int(Int64(pid)),
-                .text(optionsJSON)
+                .text(UUID().uuidString.lowercased()), .text(Timestamp.string(startedAt)), .text(toolVersion),
+                .text(host), .int(Int64(pid)), .text(optionsJSON)
             ).run()
             return connection.lastInsertRowID
         }
@@ -293,6 +325,25 @@ public final class Journal {
         }
     }
 
+    /// A sample of the run's pacing (the same instant twice keeps the later one).
+    public func recordSample(_ sample: RunSample) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            try statement(
+                """
+                INSERT INTO run_samples (run_id, at, rows_read, requests, in_flight, send_rate_limit, concurrency)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run_id, at) DO UPDATE SET rows_read = excluded.rows_read, requests = excluded.requests,
+                    in_flight = excluded.in_flight, send_rate_limit = excluded.send_rate_limit,
+                    concurrency = excluded.concurrency
+                """
+            ).reset(
+                .int(sample.runID), .int(sample.at), .int(Int64(sample.rowsRead)), .int(Int64(sample.requests)),
+                .int(Int64(sample.inFlight)), sample.sendRateLimit.map { .double($0) } ?? .null,
+                .int(Int64(sample.concurrency))
+            ).run()
+        }
+    }
+
     /// How far the run has got, for `status` while it runs.
     public func recordProgress(_ runID: Int64, _ progress: RunProgressRecord) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
@@ -306,7 +357,7 @@ public final class Journal {
     /// is safe to repeat); final rows that were being resent lose their mark and stay as they were.
     public func recoverInFlight() throws(JournalError) -> InFlightRecovery {
         try wrap { () throws(SQLiteError) in
-            try statement("UPDATE items SET status = 'pending' WHERE status = 'in_flight'").reset().run()
+            try statement("UPDATE items SET status = 0 WHERE status = 1").reset().run()
             let pending = connection.changes
             try statement("UPDATE items SET in_flight_run = NULL WHERE in_flight_run IS NOT NULL").reset().run()
             return InFlightRecovery(pending: pending, final: connection.changes)

@@ -70,156 +70,318 @@ extension Journal {
         }
     }
 
+    /// A run as a shard recorded it.
+    private struct ShardRun {
+        var shard: Int
+        var id: Int64
+        var uid: String
+        var startedAt: String
+        var ended: Bool
+        var values: [SQLiteValue]
+    }
+
     private func copy(shards: [(name: String, path: String)]) throws(SQLiteError) -> MergeSummary {
         var summary = MergeSummary()
-        try connection.execute(
-            """
-            CREATE TEMP TABLE merge_runs (
-                shard INTEGER NOT NULL, old_id INTEGER NOT NULL, new_id INTEGER,
-                started_at TEXT NOT NULL, ended_at TEXT, state TEXT NOT NULL, exit_code INTEGER,
-                tool_version TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
-                options TEXT NOT NULL, inputs TEXT NOT NULL, counts TEXT NOT NULL,
-                PRIMARY KEY (shard, old_id)
-            )
-            """)
-        // Pass 1: every shard's runs, so that all can be numbered in order of start time.
+        // Pass 1: every shard's runs. A run found in several shards (a journal copied, then each
+        // copy run on: their shared history) is one run, counted once: its uid says so.
+        var runs: [ShardRun] = []
         for (index, shard) in shards.enumerated() {
             try attachShard(shard.path)
             defer { try? connection.execute("DETACH DATABASE shard") }
-            try connection.prepare(
+            let read = try connection.prepare(
                 """
-                INSERT INTO temp.merge_runs (shard, old_id, started_at, ended_at, state, exit_code, tool_version, host,
-                    pid, options, inputs, counts)
-                SELECT ?1, id, started_at, ended_at, state, exit_code, tool_version, host, pid,
+                SELECT id, uid, started_at, ended_at, state, exit_code, tool_version, host, pid,
                     json_set(CASE WHEN json_valid(options) THEN options ELSE '{}' END,
-                        '$.mergedFrom', json_object('journal', ?2, 'run', id)),
-                    inputs, counts
-                FROM shard.runs
-                """
-            ).reset(.int(Int64(index)), .text(shard.name)).run()
-        }
-        try connection.execute("BEGIN IMMEDIATE")
-        do {
-            try connection.execute(
-                """
-                UPDATE temp.merge_runs SET new_id = numbered.position
-                FROM (SELECT shard, old_id, row_number() OVER (ORDER BY started_at, shard, old_id) AS position
-                      FROM temp.merge_runs) AS numbered
-                WHERE numbered.shard = merge_runs.shard AND numbered.old_id = merge_runs.old_id;
-                INSERT INTO main.runs (id, started_at, ended_at, state, exit_code, tool_version, host, pid, options,
-                    inputs, counts)
-                SELECT new_id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts
-                FROM temp.merge_runs ORDER BY new_id;
+                        '$.mergedFrom', json_object('journal', ?1, 'run', id)),
+                    inputs, counts, progress
+                FROM shard.runs ORDER BY id
                 """)
+            try read.reset(.text(shard.name))
+            while try read.step() {
+                runs.append(
+                    ShardRun(
+                        shard: index, id: read.int(0), uid: read.text(1) ?? "", startedAt: read.text(2) ?? "",
+                        ended: !read.isNull(3),
+                        values: [
+                            .text(read.text(1) ?? ""), .text(read.text(2) ?? ""), .optionalText(read.text(3)),
+                            .text(read.text(4) ?? ""), read.optionalInt(5).map { .int($0) } ?? .null,
+                            .text(read.text(6) ?? ""), .text(read.text(7) ?? ""), .int(read.int(8)),
+                            .text(read.text(9) ?? "{}"), .text(read.text(10) ?? "[]"), .text(read.text(11) ?? "{}"),
+                            .text(read.text(12) ?? "{}"),
+                        ]))
+            }
+        }
+        // One record per uid: the one that recorded its end, else the first seen.
+        var chosen: [String: ShardRun] = [:]
+        for run in runs where chosen[run.uid].map({ !$0.ended && run.ended }) ?? true { chosen[run.uid] = run }
+        let ordered = chosen.values.sorted { ($0.startedAt, $0.shard, $0.id) < ($1.startedAt, $1.shard, $1.id) }
+        var newID: [String: Int64] = [:]
+        try connection.execute("BEGIN IMMEDIATE")
+        do throws(SQLiteError) {
+            let insert = try connection.prepare(
+                """
+                INSERT INTO runs (id, uid, started_at, ended_at, state, exit_code, tool_version, host, pid, options,
+                    inputs, counts, progress)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                """)
+            for (position, run) in ordered.enumerated() {
+                newID[run.uid] = Int64(position + 1)
+                try insert.reset(binding: [.int(Int64(position + 1))] + run.values)
+                try insert.run()
+            }
             try connection.execute("COMMIT")
         } catch {
             if connection.isInTransaction { try? connection.execute("ROLLBACK") }
             throw error
         }
-        summary.runs = Int(try connection.scalarInt("SELECT count(*) FROM main.runs") ?? 0)
+        summary.runs = ordered.count
+        var runMap: [Int: [Int64: Int64]] = [:]
+        for run in runs { runMap[run.shard, default: [:]][run.id] = newID[run.uid] }
 
         // Pass 2: rows, attempts and rejections, one shard per transaction.
         for (index, shard) in shards.enumerated() {
             try attachShard(shard.path)
             defer { try? connection.execute("DETACH DATABASE shard") }
             try connection.execute("BEGIN IMMEDIATE")
-            do {
-                summary.pairsInSeveralShards += try copyRows(shard: Int64(index))
+            do throws(SQLiteError) {
+                var copier = try ShardCopier(journal: self, runs: runMap[index] ?? [:])
+                summary.pairsInSeveralShards += try copier.copyItems()
+                try copier.copyAttempts()
+                try copier.copyRejections()
                 try connection.execute("COMMIT")
             } catch {
                 if connection.isInTransaction { try? connection.execute("ROLLBACK") }
                 throw error
             }
         }
+        // Each attempt once: a row's count is its attempts as merged.
+        try connection.execute(
+            """
+            BEGIN IMMEDIATE;
+            UPDATE items SET attempts = (SELECT count(*) FROM attempts WHERE attempts.item_id = items.id);
+            COMMIT;
+            """)
         summary.items = Int(try connection.scalarInt("SELECT count(*) FROM main.items") ?? 0)
         summary.attempts = Int(try connection.scalarInt("SELECT count(*) FROM main.attempts") ?? 0)
         summary.rejections = Int(try connection.scalarInt("SELECT count(*) FROM main.rejections") ?? 0)
-        try connection.execute("DROP TABLE temp.merge_runs")
         return summary
     }
 
     private func attachShard(_ path: String) throws(SQLiteError) {
         try connection.prepare("ATTACH DATABASE ? AS shard").reset(.text(path)).run()
     }
+}
 
-    /// Copies the attached shard's rows; returns how many of its pairs were already present.
-    private func copyRows(shard: Int64) throws(SQLiteError) -> Int {
-        // The merged number of the shard's run in `column`; ?1 is the shard's index.
-        func mapped(_ column: String) -> String {
-            "(SELECT new_id FROM temp.merge_runs WHERE shard = ?1 AND old_id = \(column))"
+/// Copies one attached shard's rows into the merged journal, mapping its runs, inputs and
+/// snapshots to the merged journal's. A pair both hold keeps the record the lifecycle would keep:
+/// a final status over one that is not (a row's final status changes only by a new definitive
+/// answer), of two final ones the later answer, of two others the later update.
+private struct ShardCopier {
+    let journal: Journal
+    let runs: [Int64: Int64]
+    private var inputs: [Int64: Int64] = [:]
+    private var snapshots: [Int64: Int64] = [:]
+
+    init(journal: Journal, runs: [Int64: Int64]) throws(SQLiteError) {
+        self.journal = journal
+        self.runs = runs
+        let read = try journal.connection.prepare("SELECT id, path FROM shard.inputs")
+        while try read.step() {
+            do {
+                inputs[read.int(0)] = try journal.inputID(path: read.text(1) ?? "")
+            } catch {
+                throw SQLiteError(code: 1, message: error.description, sql: nil)
+            }
         }
-        let overlapping = try connection.prepare(
+    }
+
+    private func run(_ id: Int64?) -> SQLiteValue { id.flatMap { runs[$0] }.map { .int($0) } ?? .null }
+
+    private mutating func snapshot(_ id: Int64?) throws(SQLiteError) -> SQLiteValue {
+        guard let id else { return .null }
+        if let known = snapshots[id] { return .int(known) }
+        let read = try journal.connection.prepare(
+            "SELECT profile_state, access_levels FROM shard.snapshots WHERE id = ?")
+        try read.reset(.int(id))
+        guard try read.step() else { return .null }
+        let merged = try journal.snapshotID(ProfileRecord(state: read.text(0), accessLevelsJSON: read.text(1)))
+        if snapshots.count >= 65_536 { snapshots.removeAll(keepingCapacity: true) }
+        snapshots[id] = merged
+        return .int(merged)
+    }
+
+    /// The merged row of a pair, with what the winner rule compares.
+    private func mergedRow(hash: Int64, profile: String, transaction: String) throws(SQLiteError)
+        -> (id: Int64, status: Int64, answeredAt: Int64?, updatedAt: Int64, createdAt: Int64)?
+    {
+        let find = try journal.statement(
             """
-            SELECT count(*) FROM shard.items s JOIN main.items o
-                ON o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
+            SELECT id, status, answered_at, updated_at, created_at FROM main.items
+            WHERE pair_hash = ? AND profile_id = ? AND original_transaction_id = ?
             """)
-        let overlap = try overlapping.step() ? Int(overlapping.int(0)) : 0
-        // A pair already merged from an earlier shard: the record updated last wins...
-        try connection.prepare(
+        try find.reset(.int(hash), .text(profile), .text(transaction))
+        defer { find.rewind() }
+        guard try find.step() else { return nil }
+        return (find.int(0), find.int(1), find.optionalInt(2), find.int(3), find.int(4))
+    }
+
+    /// Returns how many of the shard's pairs the merged journal held already.
+    mutating func copyItems() throws(SQLiteError) -> Int {
+        let read = try journal.connection.prepare(
             """
-            UPDATE main.items AS o SET status = s.status, code = s.code, http_status = s.http_status,
-                message = s.message, last_source = s.last_source, last_run = \(mapped("s.last_run")),
-                sent_run = \(mapped("s.sent_run")), updated_at = s.updated_at, restored_at = s.restored_at,
-                profile_state = s.profile_state, access_levels = s.access_levels, answered_at = s.answered_at
-            FROM shard.items AS s
-            WHERE o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
-                AND s.updated_at > o.updated_at
+            SELECT pair_hash, profile_id, original_transaction_id, status, code, http_status, message, first_input,
+                first_line, last_input, last_line, first_run, last_run, read_run, sent_run, in_flight_run, created_at,
+                updated_at, answered_at, restored_at, snapshot_id
+            FROM shard.items ORDER BY id
+            """)
+        let insert = try journal.connection.prepare(
             """
-        ).reset(.int(shard)).run()
-        // ...and counts the attempts of both, first seen where it was seen first.
-        try connection.prepare(
+            INSERT INTO main.items (pair_hash, profile_id, original_transaction_id, status, code, http_status, message,
+                first_input, first_line, last_input, last_line, first_run, last_run, read_run, sent_run, in_flight_run,
+                created_at, updated_at, answered_at, restored_at, snapshot_id)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+            """)
+        let replace = try journal.connection.prepare(
             """
-            UPDATE main.items AS o SET attempts = o.attempts + s.attempts,
-                first_source = CASE WHEN s.created_at < o.created_at THEN s.first_source ELSE o.first_source END,
-                first_run = CASE WHEN s.created_at < o.created_at THEN \(mapped("s.first_run")) ELSE o.first_run END,
-                created_at = min(o.created_at, s.created_at)
-            FROM shard.items AS s
-            WHERE o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
+            UPDATE main.items SET status = ?2, code = ?3, http_status = ?4, message = ?5, last_input = ?6,
+                last_line = ?7, last_run = ?8, read_run = ?9, sent_run = ?10, in_flight_run = ?11, updated_at = ?12,
+                answered_at = ?13, restored_at = ?14, snapshot_id = ?15
+            WHERE id = ?1
+            """)
+        let earliest = try journal.connection.prepare(
+            "UPDATE main.items SET created_at = ?2, first_input = ?3, first_line = ?4, first_run = ?5 WHERE id = ?1")
+        var overlap = 0
+        while try read.step() {
+            let hash = read.int(0)
+            let profile = read.text(1) ?? ""
+            let transaction = read.text(2) ?? ""
+            let status = read.int(3)
+            let firstInput = SQLiteValue.int(inputs[read.int(7)] ?? 0)
+            let lastInput = SQLiteValue.int(inputs[read.int(9)] ?? 0)
+            let snapshot = try snapshot(read.optionalInt(20))
+            let createdAt = read.int(16)
+            let updatedAt = read.int(17)
+            let answeredAt = read.optionalInt(18)
+            guard let merged = try mergedRow(hash: hash, profile: profile, transaction: transaction) else {
+                try insert.reset(
+                    binding: [
+                        .int(hash), .text(profile), .text(transaction), .int(status), .optionalText(read.text(4)),
+                        read.optionalInt(5).map { .int($0) } ?? .null, .optionalText(read.text(6)), firstInput,
+                        .int(read.int(8)), lastInput, .int(read.int(10)), run(read.int(11)), run(read.int(12)),
+                        run(read.optionalInt(13)), run(read.optionalInt(14)), run(read.optionalInt(15)), .int(createdAt),
+                        .int(updatedAt), answeredAt.map { .int($0) } ?? .null,
+                        read.optionalInt(19).map { .int($0) } ?? .null, snapshot,
+                    ])
+                try insert.run()
+                continue
+            }
+            overlap += 1
+            if Self.replaces(
+                status: status, answeredAt: answeredAt, updatedAt: updatedAt, over: merged.status,
+                answeredAt: merged.answeredAt, updatedAt: merged.updatedAt)
+            {
+                try replace.reset(
+                    binding: [
+                        .int(merged.id), .int(status), .optionalText(read.text(4)),
+                        read.optionalInt(5).map { .int($0) } ?? .null, .optionalText(read.text(6)), lastInput,
+                        .int(read.int(10)), run(read.int(12)), run(read.optionalInt(13)), run(read.optionalInt(14)),
+                        run(read.optionalInt(15)), .int(updatedAt), answeredAt.map { .int($0) } ?? .null,
+                        read.optionalInt(19).map { .int($0) } ?? .null, snapshot,
+                    ])
+                try replace.run()
+            }
+            if createdAt < merged.createdAt {
+                try earliest.reset(
+                    binding: [.int(merged.id), .int(createdAt), firstInput, .int(read.int(8)), run(read.int(11))])
+                try earliest.run()
+            }
+        }
+        return overlap
+    }
+
+    /// The lifecycle's rule for two records of one pair: a final status is kept against one that
+    /// is not, whatever their times; of two final ones, the later definitive answer; else the
+    /// later update.
+    static func replaces(
+        status: Int64, answeredAt: Int64?, updatedAt: Int64, over heldStatus: Int64, answeredAt heldAnswer: Int64?,
+        updatedAt heldUpdate: Int64
+    ) -> Bool {
+        let isFinal = ItemStatus(journalCode: status)?.isFinal ?? false
+        let heldIsFinal = ItemStatus(journalCode: heldStatus)?.isFinal ?? false
+        if isFinal != heldIsFinal { return isFinal }
+        if isFinal { return (answeredAt ?? updatedAt) > (heldAnswer ?? heldUpdate) }
+        return updatedAt > heldUpdate
+    }
+
+    /// Each attempt once: one the merged journal has already (the same run, row and number: the
+    /// shared history of copies) is not copied again.
+    mutating func copyAttempts() throws(SQLiteError) {
+        let read = try journal.connection.prepare(
             """
-        ).reset(.int(shard)).run()
-        try connection.prepare(
+            SELECT s.pair_hash, s.profile_id, s.original_transaction_id, a.run_id, a.number, a.started_at,
+                a.duration_us, a.http_status, a.code, a.outcome, a.snapshot_id
+            FROM shard.attempts a JOIN shard.items s ON s.id = a.item_id ORDER BY a.id
+            """)
+        let seen = try journal.connection.prepare(
+            "SELECT 1 FROM main.attempts WHERE item_id = ? AND run_id = ? AND number = ? LIMIT 1")
+        let insert = try journal.connection.prepare(
             """
-            INSERT INTO main.items (profile_id, original_transaction_id, status, code, http_status, message, attempts,
-                first_source, last_source, first_run, last_run, sent_run, created_at, updated_at, restored_at,
-                profile_state, access_levels, answered_at)
-            SELECT s.profile_id, s.original_transaction_id, s.status, s.code, s.http_status, s.message, s.attempts,
-                s.first_source, s.last_source, \(mapped("s.first_run")), \(mapped("s.last_run")),
-                \(mapped("s.sent_run")), s.created_at, s.updated_at, s.restored_at, s.profile_state, s.access_levels,
-                s.answered_at
-            FROM shard.items AS s
-            WHERE NOT EXISTS (
-                SELECT 1 FROM main.items o
-                WHERE o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id)
-            ORDER BY s.id
+            INSERT INTO main.attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome,
+                snapshot_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        var item: (hash: Int64, profile: String, transaction: String, id: Int64)?
+        while try read.step() {
+            let hash = read.int(0)
+            let profile = read.text(1) ?? ""
+            let transaction = read.text(2) ?? ""
+            if item.map({ $0.hash != hash || $0.profile != profile || $0.transaction != transaction }) ?? true {
+                guard let merged = try mergedRow(hash: hash, profile: profile, transaction: transaction) else {
+                    continue
+                }
+                item = (hash, profile, transaction, merged.id)
+            }
+            guard let itemID = item?.id else { continue }
+            let runID = run(read.int(3))
+            try seen.reset(binding: [.int(itemID), runID, .int(read.int(4))])
+            let already = try seen.step()
+            seen.rewind()
+            if already { continue }
+            try insert.reset(
+                binding: [
+                    .int(itemID), runID, .int(read.int(4)), .int(read.int(5)),
+                    read.optionalInt(6).map { .int($0) } ?? .null, read.optionalInt(7).map { .int($0) } ?? .null,
+                    .optionalText(read.text(8)), .int(read.int(9)), try snapshot(read.optionalInt(10)),
+                ])
+            try insert.run()
+        }
+    }
+
+    func copyRejections() throws(SQLiteError) {
+        let read = try journal.connection.prepare(
             """
-        ).reset(.int(shard)).run()
-        try connection.prepare(
+            SELECT input_id, line, reason, message, profile_id, original_transaction_id, first_run, last_run,
+                created_at, updated_at
+            FROM shard.rejections ORDER BY id
+            """)
+        let upsert = try journal.connection.prepare(
             """
-            INSERT INTO main.attempts (item_id, run_id, number, started_at, duration_ms, http_status, code, outcome,
-                profile_state, access_levels)
-            SELECT o.id, \(mapped("a.run_id")), a.number, a.started_at, a.duration_ms, a.http_status, a.code,
-                a.outcome, a.profile_state, a.access_levels
-            FROM shard.attempts AS a
-            JOIN shard.items AS s ON s.id = a.item_id
-            JOIN main.items AS o
-                ON o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
-            ORDER BY a.id
-            """
-        ).reset(.int(shard)).run()
-        try connection.prepare(
-            """
-            INSERT INTO main.rejections (file, line, reason, message, profile_id, original_transaction_id,
+            INSERT INTO main.rejections (input_id, line, reason, message, profile_id, original_transaction_id,
                 first_run, last_run, created_at, updated_at)
-            SELECT r.file, r.line, r.reason, r.message, r.profile_id, r.original_transaction_id,
-                \(mapped("r.first_run")), \(mapped("r.last_run")), r.created_at, r.updated_at
-            FROM shard.rejections AS r WHERE true
-            ORDER BY r.id
-            ON CONFLICT (file, line, reason, profile_id, original_transaction_id) DO UPDATE SET
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (input_id, line, reason, profile_id, original_transaction_id) DO UPDATE SET
                 first_run = min(first_run, excluded.first_run), last_run = max(last_run, excluded.last_run),
                 message = CASE WHEN excluded.updated_at > updated_at THEN excluded.message ELSE message END,
                 created_at = min(created_at, excluded.created_at), updated_at = max(updated_at, excluded.updated_at)
-            """
-        ).reset(.int(shard)).run()
-        return overlap
+            """)
+        while try read.step() {
+            try upsert.reset(
+                binding: [
+                    .int(inputs[read.int(0)] ?? 0), .int(read.int(1)), .text(read.text(2) ?? ""),
+                    .text(read.text(3) ?? ""), .text(read.text(4) ?? ""), .text(read.text(5) ?? ""), run(read.int(6)),
+                    run(read.int(7)), .int(read.int(8)), .int(read.int(9)),
+                ])
+            try upsert.run()
+        }
     }
 }

@@ -77,33 +77,48 @@ extension Journal {
             var conditions: [String] = []
             var values: [SQLiteValue] = []
             if let runID = filter.runID {
-                conditions.append("id IN (SELECT item_id FROM attempts WHERE run_id = ?)")
+                conditions.append("i.id IN (SELECT item_id FROM attempts WHERE run_id = ?)")
                 values.append(.int(runID))
             }
-            Self.addList("status", filter.statuses, to: &conditions, &values)
-            Self.addList("code", filter.codes, to: &conditions, &values)
+            let statuses = filter.statuses.compactMap(ItemStatus.init(rawValue:))
+            if !filter.statuses.isEmpty {
+                // A name no status has (rejected_input) selects no item.
+                conditions.append("i.status IN (\(statuses.isEmpty ? "-1" : ItemStatus.sqlList(statuses)))")
+            }
+            Self.addList("i.code", filter.codes, to: &conditions, &values)
             if let since = filter.since {
-                conditions.append("updated_at >= ?")
-                values.append(.text(Timestamp.string(since)))
+                conditions.append("i.updated_at >= ?")
+                values.append(.int(Timestamp.milliseconds(since)))
             }
             let sql =
                 """
-                SELECT id, profile_id, original_transaction_id, status, code, http_status, attempts, last_source,
-                    first_source, updated_at, restored_at, message, profile_state, access_levels, last_run
-                FROM items \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY id
+                SELECT i.id AS id, i.profile_id AS profile_id, i.original_transaction_id AS original_transaction_id,
+                    i.status AS status, i.code AS code, i.http_status AS http_status, i.attempts AS attempts,
+                    i.last_input AS last_input, i.last_line AS last_line, i.first_input AS first_input,
+                    i.first_line AS first_line, i.updated_at AS updated_at, i.restored_at AS restored_at,
+                    i.message AS message, s.profile_state AS profile_state, s.access_levels AS access_levels,
+                    i.last_run AS last_run
+                FROM items i LEFT JOIN snapshots s ON s.id = i.snapshot_id
+                \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY i.id
                 """
-            let (statement, columns) = try wrap { () throws(SQLiteError) in
+            let (statement, columns, maker) = try wrap { () throws(SQLiteError) in
                 let statement = try connection.prepare(sql)
                 try statement.reset(binding: values)
-                return (statement, try ReportRowView.ItemColumns(statement))
+                return (statement, try ReportRowView.ItemColumns(statement), try ReportCellMaker(self))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let status =
-                    try ItemStatus(journalBytes: statement.bytes(columns.status))
-                    ?? decodeEnum(
-                        ItemStatus.self, statement.text(columns.status), table: "items", column: "status",
-                        row: statement.int(columns.id))
-                try body(ReportRowView(statement, item: columns, status: status))
+                let code = statement.int(columns.status)
+                guard let status = ItemStatus(journalCode: code) else {
+                    throw JournalError.unknownValue(
+                        path: path, table: "items", column: "status", row: statement.int(columns.id), value: "\(code)")
+                }
+                try maker.make(
+                    source: (statement.int(columns.lastInput), statement.int(columns.lastLine)),
+                    firstSource: (statement.int(columns.firstInput), statement.int(columns.firstLine)),
+                    updatedAt: statement.int(columns.updatedAt), restoredAt: statement.optionalInt(columns.restoredAt)
+                ) { made in
+                    try body(ReportRowView(statement, item: columns, status: status, made: made))
+                }
             }
         }
         let wantsRejections =
@@ -113,31 +128,35 @@ extension Journal {
             var conditions: [String] = []
             var values: [SQLiteValue] = []
             if let runID = filter.runID {
-                conditions.append("(first_run = ? OR last_run = ?)")
+                conditions.append("(r.first_run = ? OR r.last_run = ?)")
                 values.append(.int(runID))
                 values.append(.int(runID))
             }
-            Self.addList("reason", filter.codes, to: &conditions, &values)
+            Self.addList("r.reason", filter.codes, to: &conditions, &values)
             if let since = filter.since {
-                conditions.append("updated_at >= ?")
-                values.append(.text(Timestamp.string(since)))
+                conditions.append("r.updated_at >= ?")
+                values.append(.int(Timestamp.milliseconds(since)))
             }
             let sql =
                 """
-                SELECT profile_id, original_transaction_id, reason, file, line, updated_at, message, last_run
-                FROM rejections \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
-                ORDER BY file, line
+                SELECT r.profile_id AS profile_id, r.original_transaction_id AS original_transaction_id,
+                    r.reason AS reason, r.input_id AS input_id, r.line AS line, r.updated_at AS updated_at,
+                    r.message AS message, r.last_run AS last_run
+                FROM rejections r JOIN inputs f ON f.id = r.input_id
+                \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
+                ORDER BY f.path, r.line
                 """
-            let (statement, columns) = try wrap { () throws(SQLiteError) in
+            let (statement, columns, maker) = try wrap { () throws(SQLiteError) in
                 let statement = try connection.prepare(sql)
                 try statement.reset(binding: values)
-                return (statement, try ReportRowView.RejectionColumns(statement))
+                return (statement, try ReportRowView.RejectionColumns(statement), try ReportCellMaker(self))
             }
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                // Rejections are few: their `file:line` source is built as text.
-                var source = "\(statement.text(columns.file) ?? ""):\(statement.int(columns.line))"
-                try source.withUTF8 { source in
-                    try body(ReportRowView(statement, rejection: columns, source: source))
+                try maker.make(
+                    source: (statement.int(columns.input), statement.int(columns.line)), firstSource: nil,
+                    updatedAt: statement.int(columns.updatedAt), restoredAt: nil
+                ) { made in
+                    try body(ReportRowView(statement, rejection: columns, made: made))
                 }
             }
         }

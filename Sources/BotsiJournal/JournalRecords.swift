@@ -5,8 +5,37 @@ import Foundation
 // read. The text stored on disk is the `rawValue` (docs/journal.md): unchanged since schema v1.
 
 extension ItemStatus: CustomStringConvertible, CodingKeyRepresentable {
-    /// The text the journal stores, which is also what reports print.
+    /// The name reports print (and the `statuses` table gives the journal's number).
     public var description: String { rawValue }
+
+    /// The number the journal stores (schema 5): its row in the `statuses` table.
+    public var journalCode: Int64 {
+        switch self {
+        case .pending: 0
+        case .inFlight: 1
+        case .restored: 2
+        case .nothingToRestore: 3
+        case .profileNotFound: 4
+        case .rejected: 5
+        case .failed: 6
+        case .held: 7
+        }
+    }
+
+    /// The status whose number is `code`; nil for one this version does not know.
+    public init?(journalCode code: Int64) {
+        guard code >= 0, code < Int64(Self.byCode.count) else { return nil }
+        self = Self.byCode[Int(code)]
+    }
+
+    private static let byCode: [ItemStatus] = [
+        .pending, .inFlight, .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .held,
+    ]
+
+    /// `status IN (...)` of SQL, by number.
+    static func sqlList(_ statuses: some Sequence<ItemStatus>) -> String {
+        statuses.map { String($0.journalCode) }.sorted().joined(separator: ", ")
+    }
 }
 
 /// A run's `state` column.
@@ -48,6 +77,25 @@ public enum AttemptOutcome: Hashable, Sendable, RawRepresentable, CustomStringCo
     }
 
     public var description: String { rawValue }
+
+    /// The number the journal stores: a status's, then 8 for `retry` and 9 for `kept`.
+    public var journalCode: Int64 {
+        switch self {
+        case .status(let status): status.journalCode
+        case .retry: 8
+        case .kept: 9
+        }
+    }
+
+    public init?(journalCode code: Int64) {
+        switch code {
+        case 8: self = .retry
+        case 9: self = .kept
+        default:
+            guard let status = ItemStatus(journalCode: code) else { return nil }
+            self = .status(status)
+        }
+    }
 
     /// The status the row took, when the attempt gave it one.
     public var status: ItemStatus? {
@@ -128,6 +176,32 @@ public struct RunProgressRecord: Sendable, Equatable, Codable {
         self.totalBytes = totalBytes
         self.requests = requests
         self.updatedAt = updatedAt
+    }
+}
+
+/// A moment of a run for the charts of the HTML report (`run_samples`): how far it had got, and
+/// the pacing in force. Written with the progress, every few seconds.
+public struct RunSample: Sendable, Equatable {
+    public var runID: Int64
+    /// Milliseconds since 1970.
+    public var at: Int64
+    public var rowsRead: Int
+    public var requests: Int
+    public var inFlight: Int
+    /// The send-rate limit the pacer set, nil while nothing paced the sends.
+    public var sendRateLimit: Double?
+    public var concurrency: Int
+
+    public init(
+        runID: Int64, at: Int64, rowsRead: Int, requests: Int, inFlight: Int, sendRateLimit: Double?, concurrency: Int
+    ) {
+        self.runID = runID
+        self.at = at
+        self.rowsRead = rowsRead
+        self.requests = requests
+        self.inFlight = inFlight
+        self.sendRateLimit = sendRateLimit
+        self.concurrency = concurrency
     }
 }
 

@@ -7,16 +7,29 @@ import Foundation
 /// The columns an in-flight mark replaces, as they were (kept verbatim, never interpreted).
 public struct InFlightMark: Sendable, Equatable {
     let itemID: Int64
-    let status: String
-    let updatedAt: String
+    /// The status's number, as stored.
+    let status: Int64
+    /// Milliseconds since 1970.
+    let updatedAt: Int64
     let sentRun: Int64?
     let inFlightRun: Int64?
 
     /// What `admit` writes for a new pair at `now`: a row taken up from the input is marked with
     /// this known, and the mark need not read it back.
-    public static func admitted(itemID: Int64, at now: String) -> InFlightMark {
+    public static func admitted(itemID: Int64, at now: Int64) -> InFlightMark {
         InFlightMark(
-            itemID: itemID, status: ItemStatus.pending.rawValue, updatedAt: now, sentRun: nil, inFlightRun: nil)
+            itemID: itemID, status: ItemStatus.pending.journalCode, updatedAt: now, sentRun: nil, inFlightRun: nil)
+    }
+}
+
+/// Where a pair was read: an input of the journal (`Journal.inputID(path:)`) and its line.
+public struct RowSource: Sendable, Hashable {
+    public var input: Int64
+    public var line: Int
+
+    public init(input: Int64, line: Int) {
+        self.input = input
+        self.line = line
     }
 }
 
@@ -58,13 +71,14 @@ public struct OutcomeRecord: Sendable, Equatable {
     public var code: String?
     public var httpStatus: Int?
     public var message: String?
-    /// The row's `updated_at` (and `answered_at` for a final status, `restored_at` with a profile).
-    public var now: String
+    /// The row's `updated_at` (and `answered_at` for a final status, `restored_at` with a profile),
+    /// in milliseconds since 1970.
+    public var now: Int64
     /// A 200's profile: replaces the row's snapshot.
     public var profile: ProfileRecord?
 
     public init(
-        status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String, profile: ProfileRecord?
+        status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: Int64, profile: ProfileRecord?
     ) {
         self.status = status
         self.code = code
@@ -81,50 +95,98 @@ extension Journal {
     /// this run's already or not to be sent. With `holdConflicts`, a new pair whose transaction
     /// the journal already pairs with another profile is recorded `held` instead of `pending`.
     public func admit(
-        profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
+        profileId: String, originalTransactionId: String, source: RowSource, runID: Int64, now: Int64,
         holdConflicts: Bool = false
     ) throws(JournalError) -> Admission {
         let found = try wrap { () throws(SQLiteError) -> AdmitLookup in
+            let hash = Self.pairHash(profileId: profileId, originalTransactionId: originalTransactionId)
             let lookup = try statement(
-                "SELECT id, status, last_run FROM items WHERE profile_id = ? AND original_transaction_id = ?"
-            )
-            try lookup.reset(.text(profileId), .text(originalTransactionId))
+                """
+                SELECT id, status, last_run, read_run FROM items
+                WHERE pair_hash = ? AND profile_id = ? AND original_transaction_id = ?
+                """)
+            try lookup.reset(.int(hash), .text(profileId), .text(originalTransactionId))
+            defer { lookup.rewind() }
             guard try lookup.step() else {
                 var held = false
                 if holdConflicts { held = try isClaimedByAnotherProfile(originalTransactionId, profileId: profileId) }
                 try statement(
                     """
-                    INSERT INTO items (profile_id, original_transaction_id, status, code, first_source, last_source,
-                        first_run, last_run, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO items (pair_hash, profile_id, original_transaction_id, status, code, first_input,
+                        first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?7, ?8, ?8, ?8, ?9, ?9)
                     """
                 ).reset(
-                    .text(profileId), .text(originalTransactionId),
-                    .text(held ? ItemStatus.held.rawValue : ItemStatus.pending.rawValue),
-                    .optionalText(held ? ItemStatus.heldCode : nil), .text(source), .text(source), .int(runID),
-                    .int(runID), .text(now), .text(now)
+                    .int(hash), .text(profileId), .text(originalTransactionId),
+                    .int(held ? ItemStatus.held.journalCode : ItemStatus.pending.journalCode),
+                    .optionalText(held ? ItemStatus.heldCode : nil), .int(source.input), .int(Int64(source.line)),
+                    .int(runID), .int(now)
                 ).run()
                 let itemID = connection.lastInsertRowID
                 return .admitted(
                     held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now)))
             }
-            return .known(itemID: lookup.int(0), status: lookup.text(1), lastRun: lookup.int(2))
+            return .known(
+                itemID: lookup.int(0), status: lookup.int(1), lastRun: lookup.int(2), readRun: lookup.optionalInt(3))
         }
         switch found {
         case .admitted(let admission):
             return admission
-        case .known(let itemID, let text, let lastRun):
+        case .known(let itemID, let code, let lastRun, let readRun):
             // A known row costs no write: a rerun over a journal of finished rows only reads,
             // which is what makes it fast. A status this version does not know is refused, not guessed.
-            let status = try decodeEnum(ItemStatus.self, text, table: "items", column: "status", row: itemID)
-            return lastRun == runID ? .duplicate : .finished(status)
+            guard let status = ItemStatus(journalCode: code) else {
+                throw .unknownValue(path: path, table: "items", column: "status", row: itemID, value: String(code))
+            }
+            guard lastRun == runID else { return .finished(status) }
+            if readRun == runID { return .duplicate }
+            // Taken up as owed, now met in the input: read here last, and not a duplicate.
+            try wrap { () throws(SQLiteError) in
+                try statement("UPDATE items SET read_run = ?, last_input = ?, last_line = ? WHERE id = ?")
+                    .reset(.int(runID), .int(source.input), .int(Int64(source.line)), .int(itemID)).run()
+            }
+            return .owedMetAgain
         }
     }
 
     /// What `admit` found: a pair it has just inserted, or one the journal held.
     private enum AdmitLookup {
         case admitted(Admission)
-        case known(itemID: Int64, status: String?, lastRun: Int64)
+        case known(itemID: Int64, status: Int64, lastRun: Int64, readRun: Int64?)
+    }
+
+    /// The 64-bit hash the journal finds a pair by (`items.pair_hash`, FNV-1a over the profile
+    /// id's UTF-8, a zero byte and the transaction id's): an index of eight bytes a row instead of
+    /// one of both texts. The texts are compared too, so two pairs of one hash stay apart.
+    public static func pairHash(profileId: String, originalTransactionId: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in profileId.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        hash = (hash ^ 0) &* 0x100_0000_01b3
+        for byte in originalTransactionId.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+
+    /// The journal's number for the input at `path` (as a run names it in messages), recorded the
+    /// first time a run reads it.
+    public func inputID(path: String) throws(JournalError) -> Int64 {
+        if let id = inputIDs[path] { return id }
+        let id = try wrap { () throws(SQLiteError) -> Int64 in
+            try statement("INSERT INTO inputs (path) VALUES (?) ON CONFLICT (path) DO NOTHING")
+                .reset(.text(path)).run()
+            let find = try statement("SELECT id FROM inputs WHERE path = ?")
+            try find.reset(.text(path))
+            defer { find.rewind() }
+            guard try find.step() else {
+                throw SQLiteError(code: SQLITE_NOTFOUND, message: "the input \(path) was not recorded", sql: nil)
+            }
+            return find.int(0)
+        }
+        inputIDs[path] = id
+        return id
     }
 
     /// Marks a row in flight before its request goes out, so a crash leaves a trace of it. A
@@ -135,7 +197,7 @@ extension Journal {
     /// `unmarkInFlight` exactly as it was.
     @discardableResult
     public func markInFlight(
-        itemID: Int64, runID: Int64, now: String, keepsStatus: Bool = false, known: InFlightMark? = nil
+        itemID: Int64, runID: Int64, now: Int64, keepsStatus: Bool = false, known: InFlightMark? = nil
     ) throws(JournalError) -> InFlightMark {
         try wrap { () throws(SQLiteError) in
             let mark: InFlightMark
@@ -144,8 +206,8 @@ extension Journal {
                 try statement("UPDATE items SET in_flight_run = ?, sent_run = ? WHERE id = ?")
                     .reset(.int(runID), .int(runID), .int(itemID)).run()
             } else {
-                try statement("UPDATE items SET status = 'in_flight', sent_run = ?, updated_at = ? WHERE id = ?")
-                    .reset(.int(runID), .text(now), .int(itemID)).run()
+                try statement("UPDATE items SET status = 1, sent_run = ?, updated_at = ? WHERE id = ?")
+                    .reset(.int(runID), .int(now), .int(itemID)).run()
             }
             return mark
         }
@@ -162,7 +224,7 @@ extension Journal {
                 sql: nil)
         }
         return InFlightMark(
-            itemID: itemID, status: read.text(0) ?? "", updatedAt: read.text(1) ?? "", sentRun: read.optionalInt(2),
+            itemID: itemID, status: read.int(0), updatedAt: read.int(1), sentRun: read.optionalInt(2),
             inFlightRun: read.optionalInt(3))
     }
 
@@ -172,7 +234,7 @@ extension Journal {
         try wrap { () throws(SQLiteError) in
             try statement("UPDATE items SET status = ?, updated_at = ?, sent_run = ?, in_flight_run = ? WHERE id = ?")
                 .reset(
-                    .text(mark.status), .text(mark.updatedAt), mark.sentRun.map { .int($0) } ?? .null,
+                    .int(mark.status), .int(mark.updatedAt), mark.sentRun.map { .int($0) } ?? .null,
                     mark.inFlightRun.map { .int($0) } ?? .null, .int(mark.itemID)
                 ).run()
         }
@@ -184,20 +246,21 @@ extension Journal {
     /// (a final row's resend that got no definitive answer).
     public func recordReply(_ attempt: AttemptRecord, outcome: OutcomeRecord?) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
+            let snapshot = try attempt.profile.map { profile throws(SQLiteError) in try snapshotID(profile) }
             try statement(
                 """
-                INSERT INTO attempts (item_id, run_id, number, started_at, duration_ms, http_status, code, outcome,
-                    profile_state, access_levels)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome,
+                    snapshot_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).reset(
                 .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
-                .text(Timestamp.string(attempt.startedAt)), .double(attempt.durationMilliseconds),
-                .optionalInt(attempt.httpStatus), .optionalText(attempt.code), .text(attempt.outcome.rawValue),
-                .optionalText(attempt.profile?.state), .optionalText(attempt.profile?.accessLevelsJSON)
+                .int(Timestamp.milliseconds(attempt.startedAt)),
+                .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
+                .optionalText(attempt.code), .int(attempt.outcome.journalCode), snapshot.map { .int($0) } ?? .null
             ).run()
             if let outcome {
-                try writeOutcome(outcome, itemID: attempt.itemID, countsAttempt: true)
+                try writeOutcome(outcome, itemID: attempt.itemID, countsAttempt: true, snapshot: snapshot)
             } else {
                 try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
                     .reset(.int(attempt.itemID)).run()
@@ -220,7 +283,7 @@ extension Journal {
 
     /// `recordOutcome(_:itemID:)` with the record's fields spelled out.
     public func recordOutcome(
-        itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String,
+        itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: Int64,
         profile: ProfileRecord?
     ) throws(JournalError) {
         try recordOutcome(
@@ -234,34 +297,35 @@ extension Journal {
     /// `--refresh-older-than` ages rows by); `pending` with a code means the run gave up on a
     /// pending row for now.
     public func recordOutcome(_ outcome: OutcomeRecord, itemID: Int64) throws(JournalError) {
-        try wrap { () throws(SQLiteError) in try writeOutcome(outcome, itemID: itemID, countsAttempt: false) }
+        try wrap { () throws(SQLiteError) in
+            let snapshot = try outcome.profile.map { profile throws(SQLiteError) in try snapshotID(profile) }
+            try writeOutcome(outcome, itemID: itemID, countsAttempt: false, snapshot: snapshot)
+        }
     }
 
-    private func writeOutcome(_ outcome: OutcomeRecord, itemID: Int64, countsAttempt: Bool) throws(SQLiteError) {
-        let update = try outcomeStatement(withProfile: outcome.profile != nil, countsAttempt: countsAttempt)
-        let finalAt = SQLiteValue.optionalText(outcome.status.isFinal ? outcome.now : nil)
-        if let profile = outcome.profile {
-            try update.reset(
-                .text(outcome.status.rawValue), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
-                .optionalText(outcome.message), .text(outcome.now), finalAt, .int(itemID), .text(outcome.now),
-                .optionalText(profile.state), .optionalText(profile.accessLevelsJSON))
-        } else {
-            try update.reset(
-                .text(outcome.status.rawValue), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
-                .optionalText(outcome.message), .text(outcome.now), finalAt, .int(itemID))
-        }
+    private func writeOutcome(
+        _ outcome: OutcomeRecord, itemID: Int64, countsAttempt: Bool, snapshot: Int64?
+    ) throws(SQLiteError) {
+        let update = try outcomeStatement(withProfile: snapshot != nil, countsAttempt: countsAttempt)
+        let finalAt = SQLiteValue.optionalInt(outcome.status.isFinal ? Int(outcome.now) : nil)
+        var values: [SQLiteValue] = [
+            .int(outcome.status.journalCode), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
+            .optionalText(outcome.message), .int(outcome.now), finalAt, .int(itemID),
+        ]
+        if let snapshot { values.append(.int(snapshot)) }
+        try update.reset(binding: values)
         try update.run()
     }
 
     /// The UPDATE of `recordOutcome`: parameters 1-7 are status, code, HTTP status, message, now,
-    /// answered-at and the row id; 8-10, with a profile, are restored-at, profile state and levels.
+    /// answered-at and the row id; 8, with a profile, is its snapshot (and now is `restored_at`).
     private func outcomeStatement(withProfile: Bool, countsAttempt: Bool) throws(SQLiteError) -> SQLiteStatement {
         switch (withProfile, countsAttempt) {
         case (true, true):
             try statement(
                 """
                 UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
-                    restored_at = ?8, profile_state = ?9, access_levels = ?10, answered_at = coalesce(?6, answered_at),
+                    restored_at = ?5, snapshot_id = ?8, answered_at = coalesce(?6, answered_at),
                     attempts = attempts + 1, in_flight_run = NULL
                 WHERE id = ?7
                 """)
@@ -269,7 +333,7 @@ extension Journal {
             try statement(
                 """
                 UPDATE items SET status = ?1, code = ?2, http_status = ?3, message = ?4, updated_at = ?5,
-                    restored_at = ?8, profile_state = ?9, access_levels = ?10, answered_at = coalesce(?6, answered_at)
+                    restored_at = ?5, snapshot_id = ?8, answered_at = coalesce(?6, answered_at)
                 WHERE id = ?7
                 """)
         case (false, true):
@@ -289,23 +353,53 @@ extension Journal {
         }
     }
 
+    /// The `snapshots` row of a profile as a 200 returned it: each distinct snapshot is stored once,
+    /// and rows and attempts name it. Found by a hash of its two texts (then compared), through a
+    /// bounded cache of the latest ones, since replies of one run mostly repeat a few.
+    func snapshotID(_ profile: ProfileRecord) throws(SQLiteError) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (profile.state ?? "").utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        hash = (hash ^ (profile.state == nil ? 1 : 0)) &* 0x100_0000_01b3
+        for byte in (profile.accessLevelsJSON ?? "").utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        hash = (hash ^ (profile.accessLevelsJSON == nil ? 1 : 0)) &* 0x100_0000_01b3
+        let key = Int64(bitPattern: hash)
+        if let cached = snapshotIDs[key], cached.profile == profile { return cached.id }
+        let find = try statement(
+            """
+            SELECT id FROM snapshots WHERE hash = ?1 AND profile_state IS ?2 AND access_levels IS ?3
+            ORDER BY id LIMIT 1
+            """)
+        try find.reset(.int(key), .optionalText(profile.state), .optionalText(profile.accessLevelsJSON))
+        var id: Int64?
+        if try find.step() { id = find.int(0) }
+        find.rewind()
+        if id == nil {
+            try statement("INSERT INTO snapshots (hash, profile_state, access_levels) VALUES (?, ?, ?)")
+                .reset(.int(key), .optionalText(profile.state), .optionalText(profile.accessLevelsJSON)).run()
+            id = connection.lastInsertRowID
+        }
+        if snapshotIDs.count >= 4096 { snapshotIDs.removeAll(keepingCapacity: true) }
+        snapshotIDs[key] = (id!, profile)
+        return id!
+    }
+
     /// A row the input checks refused. The same row seen again by a later run updates its record.
     public func recordRejection(
-        file: String, line: Int, reason: String, message: String, profileId: String?, originalTransactionId: String?,
-        runID: Int64, now: String
+        source: RowSource, reason: String, message: String, profileId: String?, originalTransactionId: String?,
+        runID: Int64, now: Int64
     ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
                 """
-                INSERT INTO rejections (file, line, reason, message, profile_id, original_transaction_id,
+                INSERT INTO rejections (input_id, line, reason, message, profile_id, original_transaction_id,
                     first_run, last_run, created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (file, line, reason, profile_id, original_transaction_id)
+                ON CONFLICT (input_id, line, reason, profile_id, original_transaction_id)
                 DO UPDATE SET last_run = excluded.last_run, message = excluded.message, updated_at = excluded.updated_at
                 """
             ).reset(
-                .text(file), .int(Int64(line)), .text(reason), .text(message), .text(profileId ?? ""),
-                .text(originalTransactionId ?? ""), .int(runID), .int(runID), .text(now), .text(now)
+                .int(source.input), .int(Int64(source.line)), .text(reason), .text(message), .text(profileId ?? ""),
+                .text(originalTransactionId ?? ""), .int(runID), .int(runID), .int(now), .int(now)
             ).run()
         }
     }

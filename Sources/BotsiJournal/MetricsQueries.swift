@@ -28,18 +28,21 @@ extension Journal {
             defer { try? connection.execute("COMMIT") }
             var facts = JournalMetricsFacts()
             facts.owedRows = Int(
-                try connection.scalarInt("SELECT count(*) FROM items WHERE status IN ('pending', 'in_flight')") ?? 0)
+                try connection.scalarInt("SELECT coalesce(sum(rows), 0) FROM run_counts WHERE status IN (0, 1)") ?? 0)
             let attempts = try connection.prepare(
                 """
-                SELECT outcome, http_status, count(*) FROM attempts WHERE run_id = (SELECT max(id) FROM runs)
-                GROUP BY outcome, http_status ORDER BY outcome, http_status
+                SELECT outcome, http_status, attempts FROM run_attempts WHERE run_id = (SELECT max(id) FROM runs)
+                ORDER BY outcome, http_status
                 """)
+            var found: [JournalMetricsFacts.AttemptCount] = []
             while try attempts.step() {
-                facts.attempts.append(
-                    .init(
-                        outcome: attempts.text(0) ?? "", httpStatus: attempts.optionalInt(1).map(Int.init),
-                        count: Int(attempts.int(2))))
+                let outcome = AttemptOutcome(journalCode: attempts.int(0))?.rawValue ?? "unknown"
+                let status = attempts.int(1)
+                found.append(
+                    .init(outcome: outcome, httpStatus: status == 0 ? nil : Int(status), count: Int(attempts.int(2))))
             }
+            // In the order of outcome names, as every version wrote them.
+            facts.attempts = found.sorted { ($0.outcome, $0.httpStatus ?? -1) < ($1.outcome, $1.httpStatus ?? -1) }
             let runs = try connection.prepare(
                 "SELECT exit_code, ended_at, counts, id FROM runs WHERE exit_code IS NOT NULL AND ended_at IS NOT NULL "
                     + "ORDER BY id DESC")

@@ -62,12 +62,14 @@ extension Journal {
     public func owedRows(
         after: Int64, limit: Int, selection: OwedSelection, runID: Int64
     ) throws(JournalError) -> [OwedRow] {
-        let columns = "id, profile_id, original_transaction_id, status, attempts, last_source"
+        let columns =
+            "id, profile_id, original_transaction_id, status, attempts, "
+            + "(SELECT path FROM inputs WHERE inputs.id = last_input) || ':' || last_line"
         let sql = Self.owedQuery(columns: columns, selection: selection) + " ORDER BY id LIMIT ?2"
         // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
         // still a reader never guesses one (docs/journal.md).
         typealias Found = (
-            itemID: Int64, profileID: String, transactionID: String, status: String?, attempts: Int64, source: String
+            itemID: Int64, profileID: String, transactionID: String, status: Int64, attempts: Int64, source: String
         )
         let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
@@ -77,7 +79,7 @@ extension Journal {
             while try statement.step() {
                 rows.append(
                     (
-                        statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.text(3),
+                        statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.int(3),
                         statement.int(4), statement.text(5) ?? ""
                     ))
             }
@@ -87,12 +89,13 @@ extension Journal {
         var rows: [OwedRow] = []
         rows.reserveCapacity(found.count)
         for row in found {
+            guard let status = ItemStatus(journalCode: row.status) else {
+                throw .unknownValue(path: path, table: "items", column: "status", row: row.itemID, value: "\(row.status)")
+            }
             rows.append(
                 OwedRow(
                     itemID: row.itemID, profileID: row.profileID, originalTransactionID: row.transactionID,
-                    status: try decodeEnum(
-                        ItemStatus.self, row.status, table: "items", column: "status", row: row.itemID),
-                    attempts: Int(row.attempts), source: row.source))
+                    status: status, attempts: Int(row.attempts), source: row.source))
         }
         return rows
     }
@@ -118,7 +121,7 @@ extension Journal {
             // (named, or the planner may pick `items_status` and sort every pending row per batch).
             return """
                 SELECT \(columns) FROM items INDEXED BY items_pending
-                WHERE status = 'pending' AND id > ?1 AND last_run != ?3
+                WHERE status = 0 AND id > ?1 AND last_run != ?3
                 """
         }
         // Failures and refreshable rows may be most of the journal: walk it in id order once,
@@ -137,14 +140,12 @@ extension Journal {
         var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
         if selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty, let cutoff = selection.answeredBefore
         {
-            values.append(.text(Timestamp.string(cutoff)))
+            values.append(.int(Timestamp.milliseconds(cutoff)))
         }
         return values
     }
 
-    private static func list(_ statuses: Set<ItemStatus>) -> String {
-        statuses.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
-    }
+    private static func list(_ statuses: Set<ItemStatus>) -> String { ItemStatus.sqlList(statuses) }
 
     /// Makes an owed row this run's: its input will not send it a second time, and its counts
     /// include it.
@@ -155,43 +156,40 @@ extension Journal {
     }
 
     /// The rows run `runID` worked on (its new input rows and the owed rows it claimed), by their
-    /// status and code now. What the run's summary and its `runs` line show.
+    /// status and code now: what the run's summary and its `runs` line show. Kept as the rows change
+    /// (`run_counts`, by the journal's triggers), so it is read at once however large the run;
+    /// `notSent` (its pending rows it never marked) walks only the journal's pending rows.
     public func rowCounts(runID: Int64) throws(JournalError) -> [RunRowCount] {
-        let rows = try wrap { () throws(SQLiteError) in
-            let statement = try statement(
-                """
-                SELECT status, code, count(*), sum(sent_run IS NOT ?1), min(id) FROM items WHERE last_run = ?1
-                GROUP BY status, code ORDER BY status, code
-                """)
-            try statement.reset(.int(runID))
-            var counts: [(String?, String?, Int, Int, Int64)] = []
-            while try statement.step() {
-                counts.append(
-                    (
-                        statement.text(0), statement.text(1), Int(statement.int(2)), Int(statement.int(3)),
-                        statement.int(4)
-                    ))
+        let (rows, notSent) = try wrap { () throws(SQLiteError) in
+            let byStatus = try statement(
+                "SELECT status, code, rows FROM run_counts WHERE run_id = ? AND rows != 0 ORDER BY status, code")
+            try byStatus.reset(.int(runID))
+            var counts: [(Int64, String, Int)] = []
+            while try byStatus.step() {
+                counts.append((byStatus.int(0), byStatus.text(1) ?? "", Int(byStatus.int(2))))
             }
-            return counts
+            let unsent = try statement(
+                """
+                SELECT count(*) FROM items INDEXED BY items_pending
+                WHERE status = 0 AND last_run = ?1 AND sent_run IS NOT ?1
+                """)
+            try unsent.reset(.int(runID))
+            defer { unsent.rewind() }
+            return (counts, try unsent.step() ? Int(unsent.int(0)) : 0)
         }
         var counts: [RunRowCount] = []
-        for (status, code, count, notSent, row) in rows {
+        // The rows not sent are told once, with the first pending count.
+        var untold = notSent
+        for (code, text, count) in rows {
+            guard let status = ItemStatus(journalCode: code) else {
+                throw .unknownValue(path: path, table: "run_counts", column: "status", row: runID, value: "\(code)")
+            }
             counts.append(
                 RunRowCount(
-                    status: try decodeEnum(ItemStatus.self, status, table: "items", column: "status", row: row),
-                    code: code, count: count, notSent: notSent))
+                    status: status, code: text.isEmpty ? nil : text, count: count,
+                    notSent: status == .pending ? untold : 0))
+            if status == .pending { untold = 0 }
         }
         return counts
-    }
-
-    /// The attempts run `runID` made, by outcome.
-    public func attemptOutcomes(runID: Int64) throws(JournalError) -> [String: Int] {
-        try wrap { () throws(SQLiteError) in
-            let statement = try statement("SELECT outcome, count(*) FROM attempts WHERE run_id = ? GROUP BY outcome")
-            try statement.reset(.int(runID))
-            var outcomes: [String: Int] = [:]
-            while try statement.step() { outcomes[statement.text(0) ?? "", default: 0] += Int(statement.int(1)) }
-            return outcomes
-        }
     }
 }

@@ -1,24 +1,33 @@
 /// One report row read in place from the journal's result row: each text is SQLite's own bytes
-/// (nil for NULL), valid only during the call that hands the row over, and not checked to be
-/// UTF-8. `ReportRecord(_:)` copies a row into Strings; a report writes the bytes on directly.
+/// (nil for NULL), or, for what schema 5 keeps as numbers (times, sources), text made for the row
+/// in a buffer the reader reuses; valid only during the call that hands the row over, and not
+/// checked to be UTF-8. `ReportRecord(_:)` copies a row into Strings; a report writes the bytes on.
 public struct ReportRowView {
     private let statement: SQLiteStatement
     private let columns: Columns
-    /// A rejection's `file:line`, built by the reader; nil for an item.
-    private let builtSource: UnsafeBufferPointer<UInt8>?
+    /// Made for the row: `file:line` of its latest and first sighting, its times.
+    private let made: Made
     public let status: ItemStatus
 
-    init(_ statement: SQLiteStatement, item columns: ItemColumns, status: ItemStatus) {
+    /// The row's cells that are made, not read: slices of the reader's buffer.
+    struct Made {
+        var source: UnsafeBufferPointer<UInt8>
+        var firstSource: UnsafeBufferPointer<UInt8>
+        var updatedAt: UnsafeBufferPointer<UInt8>
+        var restoredAt: UnsafeBufferPointer<UInt8>?
+    }
+
+    init(_ statement: SQLiteStatement, item columns: ItemColumns, status: ItemStatus, made: Made) {
         self.statement = statement
         self.columns = .item(columns)
-        builtSource = nil
+        self.made = made
         self.status = status
     }
 
-    init(_ statement: SQLiteStatement, rejection columns: RejectionColumns, source: UnsafeBufferPointer<UInt8>) {
+    init(_ statement: SQLiteStatement, rejection columns: RejectionColumns, made: Made) {
         self.statement = statement
         self.columns = .rejection(columns)
-        builtSource = source
+        self.made = made
         status = .rejected
     }
 
@@ -27,18 +36,16 @@ public struct ReportRowView {
     public var originalTransactionId: UnsafeBufferPointer<UInt8> { text(columns.shared.originalTransactionId) }
     /// A rejection's reason.
     public var code: UnsafeBufferPointer<UInt8>? { statement.bytes(columns.shared.code) }
-    public var updatedAt: UnsafeBufferPointer<UInt8> { text(columns.shared.updatedAt) }
+    public var updatedAt: UnsafeBufferPointer<UInt8> { made.updatedAt }
     public var message: UnsafeBufferPointer<UInt8>? { statement.bytes(columns.shared.message) }
     public var lastRun: Int64 { statement.int(columns.shared.lastRun) }
 
     public var httpStatus: Int64? { item.flatMap { statement.optionalInt($0.httpStatus) } }
     public var attempts: Int64 { item.map { statement.int($0.attempts) } ?? 0 }
     /// `file:line` of the row's latest sighting.
-    public var source: UnsafeBufferPointer<UInt8> { builtSource ?? item.map { text($0.lastSource) } ?? Self.empty }
-    public var firstSource: UnsafeBufferPointer<UInt8> {
-        builtSource ?? item.map { text($0.firstSource) } ?? Self.empty
-    }
-    public var restoredAt: UnsafeBufferPointer<UInt8>? { item.flatMap { statement.bytes($0.restoredAt) } }
+    public var source: UnsafeBufferPointer<UInt8> { made.source }
+    public var firstSource: UnsafeBufferPointer<UInt8> { made.firstSource }
+    public var restoredAt: UnsafeBufferPointer<UInt8>? { made.restoredAt }
     public var profileState: UnsafeBufferPointer<UInt8>? { item.flatMap { statement.bytes($0.profileState) } }
     /// The snapshot's JSON object, as the runner wrote it.
     public var accessLevels: UnsafeBufferPointer<UInt8>? { item.flatMap { statement.bytes($0.accessLevels) } }
@@ -59,17 +66,17 @@ public struct ReportRowView {
         /// The columns both queries have, by what the report calls them.
         var shared:
             (
-                profileId: Int32, originalTransactionId: Int32, code: Int32, updatedAt: Int32, message: Int32,
+                profileId: Int32, originalTransactionId: Int32, code: Int32, message: Int32,
                 lastRun: Int32
             )
         {
             switch self {
             case .item(let item):
-                (item.profileId, item.originalTransactionId, item.code, item.updatedAt, item.message, item.lastRun)
+                (item.profileId, item.originalTransactionId, item.code, item.message, item.lastRun)
             case .rejection(let rejection):
                 (
-                    rejection.profileId, rejection.originalTransactionId, rejection.reason, rejection.updatedAt,
-                    rejection.message, rejection.lastRun
+                    rejection.profileId, rejection.originalTransactionId, rejection.reason, rejection.message,
+                    rejection.lastRun
                 )
             }
         }
@@ -77,8 +84,8 @@ public struct ReportRowView {
 
     /// The result columns of the report's item query, looked up by name once per statement.
     struct ItemColumns {
-        let id, profileId, originalTransactionId, status, code, httpStatus, attempts, lastSource, firstSource: Int32
-        let updatedAt, restoredAt, message, profileState, accessLevels, lastRun: Int32
+        let id, profileId, originalTransactionId, status, code, httpStatus, attempts, lastInput, lastLine: Int32
+        let firstInput, firstLine, updatedAt, restoredAt, message, profileState, accessLevels, lastRun: Int32
 
         init(_ statement: SQLiteStatement) throws(SQLiteError) {
             id = try statement.column("id")
@@ -88,8 +95,10 @@ public struct ReportRowView {
             code = try statement.column("code")
             httpStatus = try statement.column("http_status")
             attempts = try statement.column("attempts")
-            lastSource = try statement.column("last_source")
-            firstSource = try statement.column("first_source")
+            lastInput = try statement.column("last_input")
+            lastLine = try statement.column("last_line")
+            firstInput = try statement.column("first_input")
+            firstLine = try statement.column("first_line")
             updatedAt = try statement.column("updated_at")
             restoredAt = try statement.column("restored_at")
             message = try statement.column("message")
@@ -101,18 +110,74 @@ public struct ReportRowView {
 
     /// The result columns of the report's rejection query.
     struct RejectionColumns {
-        let profileId, originalTransactionId, reason, file, line, updatedAt, message, lastRun: Int32
+        let profileId, originalTransactionId, reason, input, line, updatedAt, message, lastRun: Int32
 
         init(_ statement: SQLiteStatement) throws(SQLiteError) {
             profileId = try statement.column("profile_id")
             originalTransactionId = try statement.column("original_transaction_id")
             reason = try statement.column("reason")
-            file = try statement.column("file")
+            input = try statement.column("input_id")
             line = try statement.column("line")
             updatedAt = try statement.column("updated_at")
             message = try statement.column("message")
             lastRun = try statement.column("last_run")
         }
+    }
+}
+
+/// Makes a report row's cells that schema 5 keeps as numbers into text, in one buffer reused from
+/// row to row: `file:line` from the input's path (read once) and the line, ISO times from
+/// milliseconds. No String per cell.
+final class ReportCellMaker {
+    private var paths: [Int64: [UInt8]] = [:]
+    private var buffer: [UInt8] = []
+
+    init(_ journal: Journal) throws(SQLiteError) {
+        let inputs = try journal.connection.prepare("SELECT id, path FROM inputs")
+        while try inputs.step() { paths[inputs.int(0)] = Array((inputs.text(1) ?? "").utf8) }
+        buffer.reserveCapacity(4096)
+    }
+
+    /// Makes the cells, then hands them to `body` (valid during the call only).
+    func make<T>(
+        source: (input: Int64, line: Int64), firstSource: (input: Int64, line: Int64)?, updatedAt: Int64,
+        restoredAt: Int64?, _ body: (ReportRowView.Made) throws -> T
+    ) rethrows -> T {
+        buffer.removeAll(keepingCapacity: true)
+        let sourceRange = appendSource(source)
+        let firstRange = firstSource.map(appendSource) ?? sourceRange
+        var start = buffer.count
+        Timestamp.append(milliseconds: updatedAt, to: &buffer)
+        let updatedRange = start..<buffer.count
+        var restoredRange: Range<Int>?
+        if let restoredAt {
+            start = buffer.count
+            Timestamp.append(milliseconds: restoredAt, to: &buffer)
+            restoredRange = start..<buffer.count
+        }
+        return try buffer.withUnsafeBufferPointer { bytes in
+            try body(
+                ReportRowView.Made(
+                    source: UnsafeBufferPointer(rebasing: bytes[sourceRange]),
+                    firstSource: UnsafeBufferPointer(rebasing: bytes[firstRange]),
+                    updatedAt: UnsafeBufferPointer(rebasing: bytes[updatedRange]),
+                    restoredAt: restoredRange.map { UnsafeBufferPointer(rebasing: bytes[$0]) }))
+        }
+    }
+
+    private func appendSource(_ source: (input: Int64, line: Int64)) -> Range<Int> {
+        let start = buffer.count
+        buffer.append(contentsOf: paths[source.input] ?? [])
+        buffer.append(UInt8(ascii: ":"))
+        // The digits lowest first, then turned in place.
+        let digitsStart = buffer.count
+        var line = max(source.line, 0)
+        repeat {
+            buffer.append(UInt8(ascii: "0") + UInt8(line % 10))
+            line /= 10
+        } while line > 0
+        buffer[digitsStart...].reverse()
+        return start..<buffer.count
     }
 }
 

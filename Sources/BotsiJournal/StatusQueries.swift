@@ -55,15 +55,26 @@ extension Journal {
         snapshot.runCount = Int(
             try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)
         snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
+        // Kept as the rows change (`run_counts`): read at once, however large the journal.
         let items = try wrap { () throws(SQLiteError) in
             try connection.prepare(
-                "SELECT status, code, count(*) AS count, min(id) AS id FROM items GROUP BY status, code ORDER BY status, code"
-            )
+                """
+                SELECT status, code, sum(rows) FROM run_counts GROUP BY status, code HAVING sum(rows) != 0
+                ORDER BY status, code
+                """)
         }
+        var byName: [(ItemStatus, String?, Int)] = []
         while try wrap({ () throws(SQLiteError) in try items.step() }) {
-            let status = try decodeEnum(
-                ItemStatus.self, items.text(0), table: "items", column: "status", row: items.int(3))
-            snapshot.items.append(StatusCodeCount(status: status, code: items.text(1), count: Int(items.int(2))))
+            let code = items.int(0)
+            guard let status = ItemStatus(journalCode: code) else {
+                throw JournalError.unknownValue(path: path, table: "run_counts", column: "status", row: 0, value: "\(code)")
+            }
+            let text = items.text(1) ?? ""
+            byName.append((status, text.isEmpty ? nil : text, Int(items.int(2))))
+        }
+        // In the order of status names, as every version printed them.
+        for (status, code, count) in byName.sorted(by: { ($0.0.rawValue, $0.1 ?? "") < ($1.0.rawValue, $1.1 ?? "") }) {
+            snapshot.items.append(StatusCodeCount(status: status, code: code, count: count))
         }
         try wrap { () throws(SQLiteError) in
             let rejections = try connection.prepare("SELECT reason, count(*) FROM rejections GROUP BY reason")
@@ -78,45 +89,56 @@ extension Journal {
     }
 
     /// Attempts by outcome for each run, for `runs` on runs that never wrote their counts
-    /// (still running, or killed).
+    /// (still running, or killed): kept as attempts are written (`run_attempts`).
     public func attemptOutcomesByRun() throws(JournalError) -> [Int64: [AttemptOutcome: Int]] {
         let statement = try wrap { () throws(SQLiteError) in
-            try connection.prepare(
-                "SELECT run_id, outcome, count(*), min(id) FROM attempts GROUP BY run_id, outcome")
+            try connection.prepare("SELECT run_id, outcome, sum(attempts) FROM run_attempts GROUP BY run_id, outcome")
         }
         var result: [Int64: [AttemptOutcome: Int]] = [:]
         while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-            let outcome = try decodeEnum(
-                AttemptOutcome.self, statement.text(1), table: "attempts", column: "outcome", row: statement.int(3))
+            let code = statement.int(1)
+            guard let outcome = AttemptOutcome(journalCode: code) else {
+                throw JournalError.unknownValue(
+                    path: path, table: "run_attempts", column: "outcome", row: statement.int(0), value: "\(code)")
+            }
             result[statement.int(0), default: [:]][outcome, default: 0] += Int(statement.int(2))
         }
         return result
     }
 
+    /// What run `runID` has sent so far, from `run_attempts`; the recent requests from its
+    /// pacing samples (`run_samples`, every few seconds): nothing here walks its attempts.
     private func activity(runID: Int64, recentSince: Date) throws(JournalError) -> RunActivity {
         var activity = RunActivity()
         let outcomes = try wrap { () throws(SQLiteError) in
             try connection.prepare(
-                """
-                SELECT outcome, count(*), min(started_at), max(started_at), min(id) FROM attempts WHERE run_id = ?
-                GROUP BY outcome
-                """
+                "SELECT outcome, sum(attempts), min(first_at), max(last_at) FROM run_attempts WHERE run_id = ? GROUP BY outcome"
             ).reset(.int(runID))
         }
+        var first: Int64?
+        var last: Int64?
         while try wrap({ () throws(SQLiteError) in try outcomes.step() }) {
-            let outcome = try decodeEnum(
-                AttemptOutcome.self, outcomes.text(0), table: "attempts", column: "outcome", row: outcomes.int(4))
+            let code = outcomes.int(0)
+            guard let outcome = AttemptOutcome(journalCode: code) else {
+                throw JournalError.unknownValue(
+                    path: path, table: "run_attempts", column: "outcome", row: runID, value: "\(code)")
+            }
             let count = Int(outcomes.int(1))
             activity.outcomes[outcome, default: 0] += count
             activity.requests += count
-            if let first = outcomes.text(2), first < (activity.firstAttemptAt ?? "~") {
-                activity.firstAttemptAt = first
-            }
-            if let last = outcomes.text(3), last > (activity.lastAttemptAt ?? "") { activity.lastAttemptAt = last }
+            first = min(first ?? .max, outcomes.int(2))
+            last = max(last ?? .min, outcomes.int(3))
         }
+        activity.firstAttemptAt = first.map { Timestamp.string(milliseconds: $0) }
+        activity.lastAttemptAt = last.map { Timestamp.string(milliseconds: $0) }
         try wrap { () throws(SQLiteError) in
-            let recent = try connection.prepare("SELECT count(*) FROM attempts WHERE run_id = ? AND started_at >= ?")
-            try recent.reset(.int(runID), .text(Timestamp.string(recentSince)))
+            // Requests since the window began: the latest sample's count less the one at its start.
+            let recent = try connection.prepare(
+                """
+                SELECT (SELECT requests FROM run_samples WHERE run_id = ?1 ORDER BY at DESC LIMIT 1)
+                    - coalesce((SELECT requests FROM run_samples WHERE run_id = ?1 AND at <= ?2 ORDER BY at DESC LIMIT 1), 0)
+                """)
+            try recent.reset(.int(runID), .int(Timestamp.milliseconds(recentSince)))
             if try recent.step() { activity.recentRequests = Int(recent.int(0)) }
         }
         return activity

@@ -27,8 +27,9 @@ import Testing
                 let admission = try journal.admit(
                     profileId: profile, originalTransactionId: String(1000 + index), source: "in.csv:\(index + 2)",
                     runID: run, now: now)
-                #expect(
-                    admission == .send(itemID: Int64(index + 1), mark: .admitted(itemID: Int64(index + 1), at: now)))
+                let expected = Admission.send(
+                    itemID: Int64(index + 1), mark: .admitted(itemID: Int64(index + 1), at: Timestamp.milliseconds(now) ?? 0))
+                #expect(admission == expected)
             }
             // An input rejection keeps the raw text, NUL byte and all.
             try journal.recordRejection(

@@ -25,11 +25,13 @@ import Testing
         var (writer, _) = try RunJournalWriter.startRun(
             on: journal, options: options, startedAt: Date(), toolVersion: "test")
         let admission = try writer.admit(
-            InputRow(profileId: "p", originalTransactionId: "2000000000000012", line: 2), source: "in.csv:2",
-            now: "2026-01-01T00:00:00.000Z", holdConflicts: false)
+            InputRow(profileId: "p", originalTransactionId: "2000000000000012", line: 2),
+            source: try journal.rowSource("in.csv:2"), now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!,
+            holdConflicts: false)
         guard case .send(let itemID, _) = admission else { throw CancellationError() }
-        let row = RunRow(itemID: itemID, source: "in.csv:2", attemptsBefore: 0, status: .pending, readerIndex: 0)
-        try writer.markInFlight(row, now: "2026-01-01T00:00:01.000Z")
+        let row = RunRow(
+            itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending, readerIndex: 0, line: 2)
+        try writer.markInFlight(row, now: Timestamp.milliseconds("2026-01-01T00:00:01.000Z")!)
         try writer.commitBatch()
         writer.sent(row)
         // A retryable reply: the row stays pending with that error, and this run's mark on it.
@@ -48,8 +50,8 @@ import Testing
         try writer.commitBatch()
         let afterReply = try columns(journal, itemID)
         // Marked again for the retry, then taken back (a throttle, a stop) before it was sent.
-        try writer.markInFlight(replied, now: "2026-01-01T00:00:09.000Z")
-        #expect(try columns(journal, itemID)[0] == "in_flight")
+        try writer.markInFlight(replied, now: Timestamp.milliseconds("2026-01-01T00:00:09.000Z")!)
+        #expect(try columns(journal, itemID)[0] == "1", "in flight")
         try writer.unmark(replied)
         try writer.commitBatch()
         #expect(try columns(journal, itemID) == afterReply, "put back as the reply left it, not as admitted")

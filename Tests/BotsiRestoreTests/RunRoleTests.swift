@@ -138,7 +138,7 @@ import Testing
 
 @Suite struct ReplyDeciderTests {
     private static func row(attempts: Int) -> RunRow {
-        var row = RunRow(itemID: 1, source: "in.csv:2", attemptsBefore: 0, status: .pending, readerIndex: 0)
+        var row = RunRow(itemID: 1, owedSource: "in.csv:2", attemptsBefore: 0, status: .pending, readerIndex: 0)
         row.attemptsThisRun = attempts
         return row
     }

@@ -199,7 +199,7 @@ struct StopAtAnyMomentTests {
         if delay > 1.0 { problems.append(String(format: "the stop took effect %.2f s after the signal", delay)) }
         let lateAttempts = try JournalTables.rows(
             workspace.journal,
-            "SELECT count(*) FROM attempts WHERE run_id = \(record.id) AND started_at > '\(stoppedText)'")
+            "SELECT count(*) FROM attempts_readable WHERE run_id = \(record.id) AND started_at > '\(stoppedText)'")
         if let count = lateAttempts.first?[0], count != "0" {
             problems.append(
                 "\(count) attempts of run \(record.id) started after the stop was decided at \(stoppedText)")

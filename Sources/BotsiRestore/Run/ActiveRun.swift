@@ -169,7 +169,8 @@ actor ActiveRun {
                 onWouldSend?(
                     WouldSend(
                         profileId: taken.profileId, originalTransactionId: taken.transactionId,
-                        source: taken.row.source,
+                        source: taken.row.owedSource
+                            ?? "\(taken.row.readerIndex.map { feeder.names[$0] } ?? ""):\(taken.row.line)",
                         owed: taken.row.readerIndex == nil ? taken.row.status : nil))
             } else {
                 scheduler.add(profileId: taken.profileId, transactionId: taken.transactionId, payload: taken.row)
@@ -186,9 +187,9 @@ actor ActiveRun {
     /// `flush` sends them.
     private func dispatchReady() throws(JournalError) {
         guard !isStopping else { return }
-        var timestamp: String?
+        var timestamp: Int64?
         while let entry = scheduler.nextSend(now: monotonicSeconds()) {
-            let now = timestamp ?? Timestamp.string(Date())
+            let now = timestamp ?? Timestamp.milliseconds(Date())
             timestamp = now
             try writer.markInFlight(entry.payload, now: now)
         }
@@ -317,7 +318,7 @@ actor ActiveRun {
         if !isStopping && !(feeder.isDone && scheduler.isEmpty) { return }
         // The counts the summary, its `runs` line and the exit status rest on, from the journal.
         do {
-            summary.take(try writer.rowCounts(keptPossible: feeder.tookUpFinalRows))
+            summary.take(try writer.rowCounts())
             if isStopping && !options.dryRun { summary.owedNotTakenUp = try feeder.owedNotTakenUp(writer: writer) }
         } catch {
             failJournal(error)
@@ -343,7 +344,7 @@ actor ActiveRun {
         if case .client(let client, _) = sender { client.shutdown() }
         writer.rollback()
         do {
-            summary.take(try writer.rowCounts(keptPossible: feeder.tookUpFinalRows))
+            summary.take(try writer.rowCounts())
         } catch {
             summary.statuses = [:]
             summary.codes = [:]

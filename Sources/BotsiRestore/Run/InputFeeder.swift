@@ -5,13 +5,15 @@ import Foundation
 /// A row this run works on, as the scheduler holds it between reading and its last reply.
 struct RunRow {
     let itemID: Int64
-    let source: String
+    /// `file:line` where an owed row was last read; for an input row, `line` of input `readerIndex`.
+    let owedSource: String?
     let attemptsBefore: Int
     /// The row's status when the run took it up: the lifecycle table tells pending rows from
     /// final ones (a final row keeps its status without a definitive answer).
     let status: ItemStatus
     /// The input it was read from (an index into the run's inputs); nil for a row the journal owed.
     let readerIndex: Int?
+    var line = 0
     var attemptsThisRun = 0
     var lastWasTimeout = false
     /// The code of the last retryable error, journaled with the row while it waits.
@@ -30,6 +32,8 @@ struct InputCounts {
     var rowsRead = 0
     var owedRows = 0
     var duplicates = 0
+    /// Owed rows met again in the input (sent once, as owed).
+    var owedMetAgain = 0
     var newRows = 0
     var wouldHold = 0
     var otherShards = 0
@@ -74,7 +78,9 @@ struct InputFeeder {
 
     private let pump: InputPump
     /// The inputs' names, as messages and `runs.inputs` give them.
-    private let names: [String]
+    let names: [String]
+    /// The journal's numbers for them, recorded at the first slice.
+    private var inputIDs: [Int64] = []
     private let mode: OutcomePolicy.RunMode
     private let holdConflicts: Bool
     private var owed: OwedRowFeeder
@@ -103,7 +109,8 @@ struct InputFeeder {
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
     mutating func readSlice(room: Int, writer: inout RunJournalWriter) throws(JournalError) -> Slice {
         var slice = Slice()
-        let now = Timestamp.string(Date())
+        let now = Timestamp.milliseconds(Date())
+        if inputIDs.count != names.count { inputIDs = try writer.inputIDs(names) }
         var budget = Self.sliceSize
         var room = room
         while !owed.isDone && budget > 0 {
@@ -121,7 +128,7 @@ struct InputFeeder {
                 TakenRow(
                     profileId: row.profileID, transactionId: row.originalTransactionID,
                     row: RunRow(
-                        itemID: row.itemID, source: row.source, attemptsBefore: row.attempts, status: row.status,
+                        itemID: row.itemID, owedSource: row.source, attemptsBefore: row.attempts, status: row.status,
                         readerIndex: nil)))
         }
         while budget > 0 {
@@ -172,18 +179,19 @@ struct InputFeeder {
     /// One input record: journaled as a rejection, or admitted (and, when the journal says so,
     /// taken up to be sent). Rows of other shards are only counted.
     private func admit(
-        _ record: InputRecord, input: Int, now: String, writer: inout RunJournalWriter, counts: inout InputCounts
+        _ record: InputRecord, input: Int, now: Int64, writer: inout RunJournalWriter, counts: inout InputCounts
     ) throws(JournalError) -> TakenRow? {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
             counts.otherShards += 1
         case .rejected(let rejected):
             counts.rejectedByReason[rejected.reason, default: 0] += 1
-            try writer.recordRejection(rejected, file: names[input], now: now)
+            try writer.recordRejection(
+                rejected, source: RowSource(input: inputIDs[input], line: rejected.line), now: now)
         case .row(let row) where !isMine(row.profileId):
             counts.otherShards += 1
         case .row(let row):
-            let source = "\(names[input]):\(row.line)"
+            let source = RowSource(input: inputIDs[input], line: row.line)
             switch try writer.admit(row, source: source, now: now, holdConflicts: holdConflicts) {
             case .held:
                 // Recorded `held`, never sent; the journal's counts show it at the end.
@@ -191,6 +199,8 @@ struct InputFeeder {
                 if writer.dryRun { counts.wouldHold += 1 }
             case .duplicate:
                 counts.duplicates += 1
+            case .owedMetAgain:
+                counts.owedMetAgain += 1
             case .finished(let status):
                 counts.alreadyFinished[status, default: 0] += 1
             case .send(let itemID, _):
@@ -198,7 +208,8 @@ struct InputFeeder {
                 return TakenRow(
                     profileId: row.profileId, transactionId: row.originalTransactionId,
                     row: RunRow(
-                        itemID: itemID, source: source, attemptsBefore: 0, status: .pending, readerIndex: input))
+                        itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending, readerIndex: input,
+                        line: row.line))
             }
         }
         return nil

@@ -9,7 +9,6 @@ struct RowCounts {
     var statuses: [ItemStatus: Int] = [:]
     var codes: [StatusCode: Int] = [:]
     var notSent = 0
-    var kept = 0
     var conflicts = ConflictCounts(groups: 0, rows: 0)
 }
 
@@ -29,6 +28,8 @@ struct RunJournalWriter {
     /// a row just admitted (what the INSERT wrote), a row marked and not sent yet (what the mark
     /// replaced), a row put back. A reply or a send ends it: the row is not as it was any more.
     private var unmarkedColumns: [Int64: InFlightMark] = [:]
+    /// Transactions among the rows the run took up that another profile claims too.
+    private var sharedTransactions: Set<String> = []
     /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
     /// apart) or return to pending (mark it `in_flight`).
     private let finalRowsKeepStatusThroughAKill =
@@ -76,35 +77,58 @@ struct RunJournalWriter {
         return try feeder.next(from: journal)
     }
 
-    func claim(_ owed: OwedRow) throws(JournalError) {
+    mutating func claim(_ owed: OwedRow) throws(JournalError) {
         try beginBatch()
         try journal.claim(itemID: owed.itemID, runID: runID)
+        try noteConflict(owed.originalTransactionID, profileId: owed.profileID)
     }
 
     mutating func admit(
-        _ row: InputRow, source: String, now: String, holdConflicts: Bool
+        _ row: InputRow, source: RowSource, now: Int64, holdConflicts: Bool
     ) throws(JournalError) -> Admission {
         try beginBatch()
         let admission = try journal.admit(
             profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
             runID: runID, now: now, holdConflicts: holdConflicts)
-        if case .send(let itemID, let mark) = admission { unmarkedColumns[itemID] = mark }
+        switch admission {
+        case .send(let itemID, let mark):
+            unmarkedColumns[itemID] = mark
+            try noteConflict(row.originalTransactionId, profileId: row.profileId)
+        case .held:
+            sharedTransactions.insert(row.originalTransactionId)
+        case .duplicate, .owedMetAgain, .finished:
+            break
+        }
         return admission
     }
 
-    func recordRejection(_ rejected: RejectedRow, file: String, now: String) throws(JournalError) {
+    /// A transaction among the run's rows that another profile claims too: counted as the run
+    /// takes its rows up, so the end of a run of millions of rows reads only these groups.
+    private mutating func noteConflict(_ transactionId: String, profileId: String) throws(JournalError) {
+        if try journal.isShared(transactionId, byOtherThan: profileId) { sharedTransactions.insert(transactionId) }
+    }
+
+    func recordRejection(_ rejected: RejectedRow, source: RowSource, now: Int64) throws(JournalError) {
         try beginBatch()
         try journal.recordRejection(
-            file: file, line: rejected.line, reason: rejected.reason.rawValue, message: rejected.message,
+            source: source, reason: rejected.reason.rawValue, message: rejected.message,
             profileId: rejected.profileId, originalTransactionId: rejected.originalTransactionId, runID: runID,
             now: now)
+    }
+
+    /// The journal's numbers for the inputs' names, recorded the first time a run reads each.
+    func inputIDs(_ names: [String]) throws(JournalError) -> [Int64] {
+        try beginBatch()
+        var ids: [Int64] = []
+        for name in names { ids.append(try journal.inputID(path: name)) }
+        return ids
     }
 
     // MARK: Sending and replies
 
     /// How a row is marked decides what a kill does to it; the table says which rows keep their
     /// status through one.
-    mutating func markInFlight(_ row: RunRow, now: String) throws(JournalError) {
+    mutating func markInFlight(_ row: RunRow, now: Int64) throws(JournalError) {
         try beginBatch()
         let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
         unmarkedColumns[row.itemID] = try journal.markInFlight(
@@ -132,7 +156,7 @@ struct RunJournalWriter {
     ) throws(JournalError) -> (status: ItemStatus, answered: Bool) {
         try beginBatch()
         let code = result.reply.code
-        let now = Timestamp.string(Date())
+        let now = Timestamp.milliseconds(Date())
         var profile: ProfileRecord?
         if case .restored(let snapshot) = result.reply { profile = Self.profileRecord(snapshot) }
         let attempt = AttemptRecord(
@@ -171,7 +195,7 @@ struct RunJournalWriter {
             try journal.recordOutcome(
                 OutcomeRecord(
                     status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
-                    now: Timestamp.string(Date()), profile: nil),
+                    now: Timestamp.milliseconds(Date()), profile: nil),
                 itemID: row.itemID)
         case .nothing, .attemptOnly:
             break
@@ -189,16 +213,22 @@ struct RunJournalWriter {
             requests: progress.requests, updatedAt: Timestamp.string(now))
         try beginBatch()
         try journal.recordProgress(runID, record)
+        // And a sample of the pacing, a few rows per interval: what the HTML report draws over time.
+        try journal.recordSample(
+            RunSample(
+                runID: runID, at: Timestamp.milliseconds(now), rowsRead: progress.rowsRead,
+                requests: progress.requests, inFlight: progress.inFlight, sendRateLimit: progress.throttledRate,
+                concurrency: progress.concurrencyLimit))
     }
 
     /// The counts the summary, its `runs` line and the exit status rest on, from the journal: the
     /// rows run `runID` worked on (its new input rows and the owed rows it took up), by their
     /// status now. `keptPossible`: the run took up final rows, so some resends may have been kept
     /// without an answer.
-    func rowCounts(keptPossible: Bool) throws(JournalError) -> RowCounts {
+    func rowCounts() throws(JournalError) -> RowCounts {
         var counts = RowCounts()
         // A dry run's admissions are in its open transaction: it counts the groups it would meet.
-        counts.conflicts = try journal.conflictCounts(runID: runID)
+        counts.conflicts = try journal.conflictCounts(transactions: sharedTransactions)
         guard !dryRun else { return counts }
         for count in try journal.rowCounts(runID: runID) {
             let status = count.status
@@ -206,7 +236,6 @@ struct RunJournalWriter {
             counts.codes[StatusCode(status, count.code), default: 0] += count.count
             if status == .pending || status == .inFlight { counts.notSent += count.notSent }
         }
-        counts.kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
         return counts
     }
 

@@ -25,6 +25,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var alreadyFinished: [ItemStatus: Int] = [:]
     public var rowsRead = 0
     public var duplicates = 0
+    /// Rows the run took up as owed and then met in its input: sent once, as owed.
+    public var owedMetAgain = 0
     public var newRows = 0
     /// Dry run only: rows a real run would send, and new pairs it would hold (`--on-conflict hold`).
     public var wouldSend = 0
@@ -83,6 +85,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         rowsRead += input.rowsRead
         owedRows += input.owedRows
         duplicates += input.duplicates
+        owedMetAgain += input.owedMetAgain
         newRows += input.newRows
         wouldHold += input.wouldHold
         otherShards += input.otherShards
@@ -97,7 +100,6 @@ public struct RunSummary: Sendable, Codable, Equatable {
         statuses = rows.statuses
         codes = rows.codes
         notSent = rows.notSent
-        kept = rows.kept
         conflicts = rows.conflicts
     }
 
@@ -169,6 +171,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append("  already \(status) in the journal, skipped: \(value)")
         }
         if duplicates > 0 { lines.append("  duplicates (same pair again, sent once): \(duplicates)") }
+        if owedMetAgain > 0 {
+            lines.append("  rows the journal owed, met again in the input (sent once, as owed): \(owedMetAgain)")
+        }
         if recoveredInFlight > 0 {
             lines.append("  rows left in flight by an earlier run, pending again: \(recoveredInFlight)")
         }

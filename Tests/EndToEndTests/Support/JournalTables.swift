@@ -85,7 +85,7 @@ struct JournalTables: Equatable {
         let itemColumns =
             "id, profile_id, original_transaction_id, status, code, http_status, attempts, profile_state, access_levels, restored_at, "
             + "created_at, updated_at, sent_run, in_flight_run, last_run"
-        for row in try database.rows("SELECT \(itemColumns) FROM items ORDER BY id") {
+        for row in try database.rows("SELECT \(itemColumns) FROM items_readable ORDER BY id") {
             let pair = Pair(row[1] ?? "", row[2] ?? "")
             tables.items[pair] = Item(
                 id: Int64(row[0] ?? "") ?? 0, pair: pair, status: row[3] ?? "", code: row[4],

@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// Builds the rows of a record that may carry a StoreKit 2 signed transaction or an App Store
 /// receipt instead of an original transaction id.
 ///
@@ -51,6 +53,14 @@ struct RowAssembler {
                 return reject(
                     .invalidSignedTransaction, "signedTransaction \(error.problem).", id: nil, field: signedTransaction)
             case .success(let payload):
+                if let environment = payload.environment, ASCIICase.lowercased(environment) == "xcode" {
+                    return reject(
+                        .wrongEnvironment,
+                        "signedTransaction comes from Xcode's StoreKit testing (environment 'Xcode'): a local test "
+                            + "transaction that Apple's servers do not know, so it cannot be restored; "
+                            + "restore sandbox or production purchases.", id: payload.originalTransactionId,
+                        field: signedTransaction)
+                }
                 if let problem = mismatch(
                     bundle: payload.bundleId, environment: .some(payload.environment), what: "signedTransaction")
                 {

@@ -47,6 +47,18 @@ struct ExportInputTests {
         #expect(finished.stderr.contains("restored: 4"), "stderr: \(finished.stderr)")
     }
 
+    /// Issue 19, item 16: the header a spreadsheet user writes, refused before.
+    @Test func aHeaderWrittenAsPeopleWriteItIsRead() throws {
+        let workspace = Workspace()
+        let rows = Self.subscriptionPairs.sorted { $0.profileId < $1.profileId }
+            .map { "4,99;\($0.profileId);\($0.transactionId)" }
+        let input = workspace.write(
+            "people.csv", "Price;profile_id;Original Transaction ID\n" + rows.joined(separator: "\n") + "\n")
+        let (finished, journal, requests) = try run(input)
+        #expect(requests == 6)
+        #expect(journal?.finalPairs == Self.subscriptionPairs, "stderr: \(finished.stderr)")
+    }
+
     @Test func aZeroByteExportExits0WithAWarning() throws {
         let (finished, _, requests) = try run(Self.repositoryFile("Tests/Fixtures/inputs/empty.csv"))
         #expect(requests == 0)

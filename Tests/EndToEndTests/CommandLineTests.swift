@@ -67,6 +67,23 @@ struct CommandLineTests {
         #expect(simulator.stats().requests == 0)
     }
 
+    /// Issue 19, item 15: 66 (EX_NOINPUT) for "no such journal to read", from every command, as
+    /// `run --journal J` without inputs always gave; 73 stays for a journal that cannot be used.
+    @Test func aMissingJournalExits66FromEveryCommand() throws {
+        let workspace = Workspace()
+        let missing = workspace.file("never-written.sqlite")
+        for arguments in [
+            ["status", "--journal", missing], ["runs", "--journal", missing], ["report", "--journal", missing],
+            ["report", "--journal", missing, "--changes"], ["merge", workspace.file("merged.sqlite"), missing],
+            ["run", "--journal", missing],
+        ] {
+            let finished = try botsi(arguments, key: "a-key", in: workspace)
+            #expect(finished.status == 66, "\(arguments): \(finished.stderr)")
+            #expect(finished.stderr.contains("does not exist"), "\(arguments): \(finished.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
     @Test func helpGoesToStdoutAndExits0() throws {
         let workspace = Workspace()
         for arguments in [["--help"], ["run", "--help"], ["report", "--help"]] {

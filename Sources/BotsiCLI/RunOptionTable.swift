@@ -34,8 +34,8 @@ extension RunCommand {
             ) { $0.options.format = $1 },
             .value(
                 "--profile-column", .column(), job: "profileColumn",
-                help: "column holding the profile id (default profileId, as Profile ID or profile_id too: case, spaces, "
-                    + "_ and - are ignored; with --no-header a 1-based position, default 1)"
+                help: "column holding the profile id (default profileId, also written Profile ID or "
+                    + "profile_id: case, spaces, _ and - are ignored; with --no-header a 1-based position, default 1)"
             ) { $0.options.profileColumn = $1 },
             .value(
                 "--transaction-column", .column(), job: "transactionColumn",

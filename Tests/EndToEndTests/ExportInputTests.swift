@@ -67,6 +67,15 @@ struct ExportInputTests {
             finished.stderr.contains("warning: input '") && finished.stderr.contains("empty.csv' is empty (0 bytes)"),
             "stderr: \(finished.stderr)")
         #expect(finished.stderr.contains("failed or interrupted export"), "stderr: \(finished.stderr)")
+        // Issue 19, item 15: a warning says who warns, and comes before the summary, not inside it;
+        // the summary does not ask for the input files that were named.
+        let lines = finished.stderr.split(separator: "\n").map(String.init)
+        let warning = try #require(lines.firstIndex { $0.contains("is empty (0 bytes)") })
+        let summary = try #require(lines.firstIndex { $0.hasPrefix("run finished in") })
+        #expect(lines[warning].hasPrefix("botsi-restore: warning: input '"), "stderr: \(finished.stderr)")
+        #expect(warning < summary, "stderr: \(finished.stderr)")
+        #expect(!finished.stderr.contains("name input files"), "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("the input held no row"), "stderr: \(finished.stderr)")
     }
 
     @Test func aHeaderOnlyExportExits0AndSaysSoPlainly() throws {

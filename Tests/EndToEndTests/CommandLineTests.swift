@@ -96,6 +96,18 @@ struct CommandLineTests {
         #expect(run.stdout.contains("--concurrency") && run.stdout.contains("--journal"))
     }
 
+    /// Issue 19, item 15: the top-level help had a 134-character line; every help fits 110 columns.
+    @Test func everyHelpLineFitsTheHelpWidth() throws {
+        let workspace = Workspace()
+        for command in ["", "run", "report", "status", "runs", "merge", "simulate", "demo", "completion"] {
+            let finished = try botsi(command.isEmpty ? ["--help"] : [command, "--help"], key: nil, in: workspace)
+            #expect(finished.status == 0, "\(command): \(finished.stderr)")
+            for line in finished.stdout.split(separator: "\n") {
+                #expect(line.count <= 110, "\(command) --help: \(line.count) characters: \(line)")
+            }
+        }
+    }
+
     @Test(arguments: ["--version", "-V", "version"])
     func versionPrintsTheToolAndItsVersion(_ flag: String) throws {
         let workspace = Workspace()

@@ -32,7 +32,7 @@ struct RowAssembler {
             return .rejected(
                 RejectedRow(
                     line: line, reason: reason, message: message, profileId: RowValidation.rawValue(profile),
-                    originalTransactionId: RowValidation.rawValue(signed != nil ? signedTransaction : receipt)))
+                    originalTransactionId: RowValidation.proofOpening(signed != nil ? signedTransaction : receipt)))
         case .valid(let value):
             profileId = value
         }
@@ -40,7 +40,7 @@ struct RowAssembler {
             .rejected(
                 RejectedRow(
                     line: line, reason: reason, message: message, profileId: profileId,
-                    originalTransactionId: id.map(RowValidation.truncated) ?? RowValidation.rawValue(field)))
+                    originalTransactionId: id.map(RowValidation.truncated) ?? RowValidation.proofOpening(field)))
         }
         if let signed {
             guard case .text(let bytes) = signed else {

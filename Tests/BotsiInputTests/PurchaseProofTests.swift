@@ -213,6 +213,12 @@ import Testing
         #expect(records[1].asRejected?.originalTransactionId == "TX-2000000600000099")
         #expect(records[1].asRejected?.message.contains("contains letters") == true)
         #expect(records[0].asRejected?.originalTransactionId?.hasPrefix("eyJ") == true)
+        // Issue 19, item 15: 257 characters of base64 filled the transaction column of a report;
+        // a proof that gave no id keeps its opening only.
+        for index in [0, 2, 3, 5] {
+            let shown = try #require(records[index].asRejected?.originalTransactionId, "record \(index)")
+            #expect(shown.count <= 25 && shown.hasSuffix("…"), "record \(index): \(shown)")
+        }
     }
 
     @Test func aHeaderWithOnlyAReceiptColumnIsEnough() throws {

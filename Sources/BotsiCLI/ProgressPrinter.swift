@@ -116,7 +116,8 @@ final class ProgressPrinter: Sendable {
     static func writeJSON(_ object: [String: Any]) {
         var object = object
         object["time"] = ISO8601DateFormatter().string(from: Date())
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: options) else { return }
         // JSONSerialization escapes C0 controls; the choke point escapes the rest, valid inside a string.
         Output.error(String(decoding: data, as: UTF8.self))
     }

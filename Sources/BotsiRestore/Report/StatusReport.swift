@@ -156,8 +156,9 @@ public struct StatusReport: Sendable {
             runObject["endedAt"] = run.endedAt ?? NSNull()
             runObject["exitCode"] = run.exitCode ?? NSNull()
             runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
+            // JSON's own numbers and booleans (the journal keeps its record as it always has).
             runObject["inputs"] = run.inputs.map {
-                ["path": $0.path, "sha256": $0.sha256, "bytes": String($0.bytes), "complete": String($0.complete)]
+                ["path": $0.path, "sha256": $0.sha256, "bytes": $0.bytes, "complete": $0.complete] as [String: Any]
             }
             object["run"] = runObject
         }
@@ -181,7 +182,14 @@ public struct StatusReport: Sendable {
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Self.json(object)
+    }
+
+    /// One JSON object as scripts read it: sorted keys, and `/` as itself (`\/` is valid JSON, but
+    /// not what jq, grep or a person expects in a path or a URL).
+    static func json(_ object: [String: Any]) -> String {
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: options)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 

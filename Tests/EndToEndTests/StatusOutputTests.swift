@@ -3,8 +3,8 @@ import BotsiTestSupport
 import Foundation
 import Testing
 
-/// What `status` prints, through the built binary: JSON whose numbers and booleans are JSON's own
-/// (issue 19, item 8).
+/// What `status` prints, through the built binary: the options as `run` takes them, and JSON whose
+/// numbers and booleans are JSON's own (issue 19, items 7 and 8).
 @Suite("status output")
 struct StatusOutputTests {
     /// A finished run with options a nightly job uses, and its journal.
@@ -18,6 +18,42 @@ struct StatusOutputTests {
             key: Simulator.defaultKey, in: workspace)
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
         return simulator.baseURL
+    }
+
+    @Test func statusShowsTheOptionsAsTheyWereTyped() throws {
+        let workspace = Workspace()
+        let baseURL = try finishedRun(
+            [
+                "--stop-at", "06:30", "--refresh-older-than", "7d", "-j", "3", "--rate", "12.5", "--timeout", "500ms",
+                "--max-failure-rate", "20", "--retry-failed", "--no-adaptive",
+            ], in: workspace)
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.status == 0, "stderr: \(status.stderr)")
+        let options = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("options ") })
+        for typed in [
+            "--stop-at 06:30", "--refresh-older-than 7d", "--concurrency 3", "--rate 12.5", "--timeout 500ms",
+            "--max-failure-rate 20", "--retry-failed", "--no-adaptive", "--base-url \(baseURL)",
+        ] {
+            #expect(options.contains(typed), "\(typed) missing: \(options)")
+        }
+        // Never an internal name, a default, or seconds since 2001.
+        for hidden in [
+            "deadline", "refreshOlderThan", "keyEnvironmentVariable", "shardCount", "=", "--max-attempts",
+            "604800", "--key-env",
+        ] {
+            #expect(!options.contains(hidden), "\(hidden) shown: \(options)")
+        }
+        #expect(status.stdout.contains("window    dispatching stops at "), "\(status.stdout)")
+
+        // In JSON: run's arguments, and the deadline as a time.
+        let json = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let run = try #require(object["run"] as? [String: Any])
+        let arguments = try #require(run["options"] as? [String], "options as run's arguments: \(run)")
+        #expect(arguments.contains("--stop-at") && arguments.contains("06:30"), "\(arguments)")
+        #expect(arguments.contains("--concurrency") && !arguments.contains("concurrency"), "\(arguments)")
+        let deadline = try #require(run["deadline"] as? String, "\(run)")
+        #expect(deadline.hasSuffix("Z") && deadline.contains("T"), "\(deadline)")
     }
 
     @Test func statusJSONHasNumbersBooleansAndPlainSlashes() throws {

@@ -112,7 +112,12 @@ public struct StatusReport: Sendable {
         lines.append("started   \(run.startedAt) (\(elapsed) \(isAlive ? "so far" : "long"))")
         if let ended = run.endedAt { lines.append("ended     \(ended)") }
         lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
-        lines.append("options   \(optionsLine(run))")
+        let recorded = RunOptions.recorded(run.options)
+        let arguments = recorded?.arguments.map(RunAdvice.shellQuoted).joined(separator: " ")
+        lines.append("options   \(arguments.map { $0.isEmpty ? "(the defaults)" : $0 } ?? run.options)")
+        if let deadline = recorded?.deadline {
+            lines.append("window    dispatching stops at \(Timestamp.string(deadline))")
+        }
         let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
             .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
@@ -155,7 +160,10 @@ public struct StatusReport: Sendable {
             ]
             runObject["endedAt"] = run.endedAt ?? NSNull()
             runObject["exitCode"] = run.exitCode ?? NSNull()
-            runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
+            // As `run` takes them; the deadline they made as a time, not seconds since 2001.
+            let recorded = RunOptions.recorded(run.options)
+            runObject["options"] = recorded?.arguments ?? NSNull()
+            runObject["deadline"] = recorded?.deadline.map(Timestamp.string) ?? NSNull()
             // JSON's own numbers and booleans (the journal keeps its record as it always has).
             runObject["inputs"] = run.inputs.map {
                 ["path": $0.path, "sha256": $0.sha256, "bytes": $0.bytes, "complete": $0.complete] as [String: Any]
@@ -213,13 +221,6 @@ public struct StatusReport: Sendable {
         return RecordedOptions(run.options).inputs ?? []
     }
 
-    private func optionsLine(_ run: RunRecord) -> String {
-        guard let options = Self.jsonValue(run.options) as? [String: Any] else { return run.options }
-        let skipped: Set<String> = ["inputs", "journalPath"]
-        return options.filter { !skipped.contains($0.key) && !($0.value is NSNull) }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
-    }
-
     /// The command that sends what the journal owes, against the service the latest run used.
     func nextCommand(_ run: RunRecord) -> String {
         let recorded = RecordedOptions(run.options)
@@ -234,16 +235,6 @@ public struct StatusReport: Sendable {
         return RunAdvice.runCommand(options)
     }
 
-    static func jsonValue(_ text: String) -> Any? {
-        try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-    }
-
-    static func compact(_ value: Any) -> String {
-        if let string = value as? String { return string }
-        // Serialising again keeps true apart from 1, which NSNumber alone does not.
-        let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-    }
 }
 
 /// The fields of a run's recorded options (`runs.options`) that `status` and `runs` use. Each is

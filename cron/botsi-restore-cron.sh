@@ -178,9 +178,13 @@ done <"$env_file"
 unset -v line name value
 
 log "start: $bin run --job $job${*:+ $*}"
+# One stamp a line, in this log's format: botsi-restore's periodic lines carry their own UTC time
+# (for a log written without this wrapper), which is left out here rather than written twice.
 stamp() {
     local text
+    local own='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z (.*)$'
     while IFS= read -r text || [ -n "$text" ]; do
+        [[ $text =~ $own ]] && text=${BASH_REMATCH[2]}
         printf '%(%Y-%m-%dT%H:%M:%S%z)T %s\n' -1 "$text"
     done
 }

@@ -37,8 +37,7 @@ enum MergeCommand: Command {
             return ExitCode.success
         } catch {
             Output.error("botsi-restore merge: \(error.description)")
-            if case .locked = error { return ExitCode.temporaryFailure }
-            return ExitCode.cannotCreate
+            return error.exitCode
         }
     }
 }

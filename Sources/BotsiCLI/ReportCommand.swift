@@ -139,7 +139,7 @@ enum ReportCommand: Command {
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
+            return error.exitCode
         } catch let error as FileError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate

@@ -77,6 +77,8 @@ enum RunCommand: Command {
         try checkColumnPositions(options)
         try checkMetricsOptions(settings)
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
+        options.maxDuration = settings.maxDuration
+        options.stopAt = settings.stopAt.map { $0.text }
         return options
     }
 

@@ -34,13 +34,13 @@ extension RunCommand {
             ) { $0.options.format = $1 },
             .value(
                 "--profile-column", .column(), job: "profileColumn",
-                help: "column holding the profile id (default profileId or profile_id; with --no-header a "
-                    + "1-based position, default 1)"
+                help: "column holding the profile id (default profileId, also written Profile ID or "
+                    + "profile_id: case, spaces, _ and - are ignored; with --no-header a 1-based position, default 1)"
             ) { $0.options.profileColumn = $1 },
             .value(
                 "--transaction-column", .column(), job: "transactionColumn",
-                help: "column holding the original transaction id (default originalTransactionId or "
-                    + "original_transaction_id; with --no-header a 1-based position, default 2)"
+                help: "column holding the original transaction id (default originalTransactionId, matched the same "
+                    + "way; with --no-header a 1-based position, default 2)"
             ) { $0.options.transactionColumn = $1 },
             .value(
                 "--delimiter", .delimiter(), job: "delimiter",

@@ -38,7 +38,7 @@ enum StatusCommand: Command {
             return ExitCode.success
         } catch {
             Output.error("botsi-restore status: \(error.description)")
-            return ExitCode.cannotCreate
+            return error.exitCode
         }
     }
 }

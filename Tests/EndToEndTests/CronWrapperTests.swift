@@ -247,4 +247,33 @@ struct CronWrapperTests {
         let journal = try #require(JournalView.read(cron.workdir + "/nightly.sqlite"))
         #expect(journal.finalPairs == Set(rows))
     }
+
+    /// Issue 19, item 15: botsi-restore's progress lines carry their own UTC time, and the
+    /// wrapper stamped them again in its own format. One stamp a line, in one format.
+    @Test func everyLogLineHasOneTimestampInOneFormat() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
+        defer { simulator.stop() }
+        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
+        let rows = Pair.generate(60)
+        cron.write(
+            "work/in.csv",
+            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+        cron.write(
+            "nightly.json",
+            """
+            {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+             "concurrency": 2, "rate": 40, "logInterval": "0.3s"}
+            """, mode: 0o644)
+        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
+        let lines = cron.log.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains(" progress: ") }, "\(cron.log)")
+        let stamp = #"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"#
+        for line in lines {
+            #expect(line.range(of: "^\(stamp)[+-]\\d{4} ", options: .regularExpression) != nil, "\(line)")
+            #expect(line.dropFirst(25).range(of: stamp, options: .regularExpression) == nil, "stamped twice: \(line)")
+        }
+    }
 }

@@ -183,6 +183,9 @@ struct ClockTime: Sendable, Equatable {
     let hour: Int
     let minute: Int
 
+    /// `06:30`: as `--stop-at` takes it back.
+    var text: String { (hour < 10 ? "0" : "") + "\(hour):" + (minute < 10 ? "0" : "") + "\(minute)" }
+
     static let kind = ValueKind<ClockTime>(
         placeholder: "HH:MM", expected: "a local time HH:MM such as 06:30", example: "06:30"
     ) {

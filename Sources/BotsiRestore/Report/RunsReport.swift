@@ -105,8 +105,7 @@ public enum RunsWriter {
         object["endedAt"] = line.endedAt ?? NSNull()
         object["durationSeconds"] = line.durationSeconds ?? NSNull()
         object["exitCode"] = line.exitCode ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         // Inside JSON strings the visible escapes are JSON escapes: input names keep no raw bidi override.
-        return VisibleText.escaped(String(decoding: data, as: UTF8.self))
+        return VisibleText.escaped(StatusReport.json(object))
     }
 }

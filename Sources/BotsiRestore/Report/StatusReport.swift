@@ -112,7 +112,12 @@ public struct StatusReport: Sendable {
         lines.append("started   \(run.startedAt) (\(elapsed) \(isAlive ? "so far" : "long"))")
         if let ended = run.endedAt { lines.append("ended     \(ended)") }
         lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
-        lines.append("options   \(optionsLine(run))")
+        let recorded = RunOptions.recorded(run.options)
+        let arguments = recorded?.arguments.map(RunAdvice.shellQuoted).joined(separator: " ")
+        lines.append("options   \(arguments.map { $0.isEmpty ? "(the defaults)" : $0 } ?? run.options)")
+        if let deadline = recorded?.deadline {
+            lines.append("window    dispatching stops at \(Timestamp.string(deadline))")
+        }
         let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
             .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
@@ -158,9 +163,13 @@ public struct StatusReport: Sendable {
             ]
             runObject["endedAt"] = run.endedAt ?? NSNull()
             runObject["exitCode"] = run.exitCode ?? NSNull()
-            runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
+            // As `run` takes them; the deadline they made as a time, not seconds since 2001.
+            let recorded = RunOptions.recorded(run.options)
+            runObject["options"] = recorded?.arguments ?? NSNull()
+            runObject["deadline"] = recorded?.deadline.map(Timestamp.string) ?? NSNull()
+            // JSON's own numbers and booleans (the journal keeps its record as it always has).
             runObject["inputs"] = run.inputs.map {
-                ["path": $0.path, "sha256": $0.sha256, "bytes": String($0.bytes), "complete": String($0.complete)]
+                ["path": $0.path, "sha256": $0.sha256, "bytes": $0.bytes, "complete": $0.complete] as [String: Any]
             }
             object["run"] = runObject
         }
@@ -184,7 +193,14 @@ public struct StatusReport: Sendable {
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Self.json(object)
+    }
+
+    /// One JSON object as scripts read it: sorted keys, and `/` as itself (`\/` is valid JSON, but
+    /// not what jq, grep or a person expects in a path or a URL).
+    static func json(_ object: [String: Any]) -> String {
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: options)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -206,13 +222,6 @@ public struct StatusReport: Sendable {
             return run.inputs.map { $0.complete ? $0.path : "\($0.path) (not read to the end)" }
         }
         return RecordedOptions(run.options).inputs ?? []
-    }
-
-    private func optionsLine(_ run: RunRecord) -> String {
-        guard let options = Self.jsonValue(run.options) as? [String: Any] else { return run.options }
-        let skipped: Set<String> = ["inputs", "journalPath"]
-        return options.filter { !skipped.contains($0.key) && !($0.value is NSNull) }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
     }
 
     /// The inputs the run did not read to their end: a run killed (or still running) never
@@ -247,16 +256,6 @@ public struct StatusReport: Sendable {
         return RunAdvice.runCommand(options, inputs: unreadInputs(run), selection: selectionLeft)
     }
 
-    static func jsonValue(_ text: String) -> Any? {
-        try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-    }
-
-    static func compact(_ value: Any) -> String {
-        if let string = value as? String { return string }
-        // Serialising again keeps true apart from 1, which NSNumber alone does not.
-        let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-    }
 }
 
 /// The fields of a run's recorded options (`runs.options`) that `status` and `runs` use. Each is

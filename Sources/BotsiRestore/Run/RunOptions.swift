@@ -52,6 +52,10 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var adaptive = true
     /// Stop dispatching at this instant (from --max-duration / --stop-at), drain, exit 75.
     public var deadline: Date?
+    /// The window as it was given (`--max-duration` in seconds, `--stop-at` as HH:MM): recorded
+    /// with the run so that `status` shows what was typed; the run goes by `deadline`.
+    public var maxDuration: Double?
+    public var stopAt: String?
     /// Stop (exit 69) when more than this percentage of the rows sent failed or ran out of
     /// attempts, once at least `minSample` rows were sent.
     public var maxFailureRate: Double = 50

@@ -166,8 +166,10 @@ enum HTMLChart {
     }
 
     /// Bars stacked per slot, the series in order from the bottom.
-    static func stackedBars(_ page: inout HTMLWriter, _ series: [Series], slots: Int, top: Double) {
-        let slotWidth = plotWidth / Double(max(slots, 1))
+    static func stackedBars(
+        _ page: inout HTMLWriter, _ series: [Series], slots: Int, top: Double, maxSlotWidth: Double = .infinity
+    ) {
+        let slotWidth = min(plotWidth / Double(max(slots, 1)), maxSlotWidth)
         let gap = slotWidth > 4 ? min(slotWidth * 0.15, 3) : 0
         for slot in 0..<slots {
             var base = 0.0
@@ -259,7 +261,7 @@ enum HTMLChart {
 
 extension HTMLChart {
     /// Horizontal bars, one row per label, for lists too long to stand under vertical bars.
-    static func horizontalBars(_ page: inout HTMLWriter, labels: [String], values: [Int], style: StaticString) {
+    static func horizontalBars(_ page: inout HTMLWriter, labels: [String], values: [Int], styles: [StaticString]) {
         let rowHeight = 18.0
         let labelWidth = 300.0
         let barWidth = width - labelWidth - 90
@@ -277,7 +279,7 @@ extension HTMLChart {
                 "rect",
                 [
                     "x": number(labelWidth), "y": number(y + 3), "width": number(length),
-                    "height": number(rowHeight - 6), "fill": "url(#\(style))", "class": "bar",
+                    "height": number(rowHeight - 6), "fill": "url(#\(styles[index]))", "class": "bar",
                 ])
             page.element(
                 "text",

@@ -192,10 +192,17 @@ extension HTMLSections {
             description: "The run's \(HTMLNumbers.count(total)) requests by what came back, largest first"
                 + (model.outcomesLeftOut > 0
                     ? "; \(HTMLNumbers.count(model.outcomesLeftOut)) in smaller groups." : "."),
+            legend: RequestClass.allCases.map {
+                HTMLChart.Series(label: $0.label, style: classStyles[$0.rawValue], values: [])
+            },
             viewHeight: HTMLChart.horizontalBarsHeight(rows: groups.count),
             draw: { page in
                 if groups.isEmpty { HTMLChart.emptyNote(&page, "no request in this run") }
-                HTMLChart.horizontalBars(&page, labels: labels, values: groups.map(\.count), style: "k3")
+                HTMLChart.horizontalBars(
+                    &page, labels: labels, values: groups.map(\.count),
+                    styles: groups.map {
+                        classStyles[RequestClass.of(outcome: $0.outcome, httpStatus: $0.httpStatus).rawValue]
+                    })
             },
             table: { page in
                 page.raw("<thead><tr><th scope=\"col\">HTTP status</th><th scope=\"col\">code</th>")

@@ -192,10 +192,10 @@ enum HTMLSections {
                 let (top, ticks) = HTMLChart.axis(peak)
                 HTMLChart.yAxis(&page, top: top, ticks: ticks, label: "rows") { HTMLNumbers.count(Int($0)) }
                 if runs.isEmpty { HTMLChart.emptyNote(&page, "no run yet") }
-                HTMLChart.stackedBars(&page, series, slots: runs.count, top: top)
+                HTMLChart.stackedBars(&page, series, slots: runs.count, top: top, maxSlotWidth: 48)
                 let step = max(1, runs.count / 12)
                 for (index, run) in runs.enumerated() where index % step == 0 {
-                    let x = HTMLChart.left + (Double(index) + 0.5) * HTMLChart.plotWidth / Double(runs.count)
+                    let x = HTMLChart.left + (Double(index) + 0.5) * min(HTMLChart.plotWidth / Double(runs.count), 48)
                     page.element(
                         "text",
                         [

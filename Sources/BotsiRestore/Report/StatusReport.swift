@@ -142,6 +142,7 @@ public struct StatusReport: Sendable {
         } else if pendingRows > 0 && !isAlive {
             lines.append("next      send the \(pendingRows) pending rows with: \(nextCommand(run))")
         }
+        lines.append("page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
         return lines.joined(separator: "\n")
     }
 
@@ -181,6 +182,7 @@ public struct StatusReport: Sendable {
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
+        object["pageCommand"] = HTMLReportAdvice.command(journalPath: journalPath)
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }

@@ -1,6 +1,7 @@
 import BotsiTestSupport
 import Foundation
 import Glibc
+import Testing
 
 /// Debian's Chromium, headless, driven through the DevTools protocol over a pipe
 /// (`--remote-debugging-pipe`: the browser reads commands on descriptor 3 and writes replies and
@@ -11,6 +12,10 @@ final class HeadlessBrowser {
     static let path: String? = ["/usr/bin/chromium", "/usr/lib/chromium/chromium"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
+
+    /// Why a browser test is skipped.
+    static let missing: Comment =
+        "chromium is not installed: bash scripts/install-deps.sh --test installs it; the browser tests are skipped"
 
     /// A console message, log entry or uncaught exception of the page.
     struct Message: CustomStringConvertible {

@@ -142,7 +142,9 @@ extension ReportCommand {
 
 extension StatusCommand {
     static let options: [Option<StatusSettings>] = [
-        .journalToRead,
+        .journalsToRead(
+            "journal to read (default botsi-restore.sqlite); several for the shards of one job: each one's status, "
+                + "then the totals"),
         .value("--format", .choice(StatusSettings.Format.allCases), default: "text", help: "output format") {
             $0.format = $1
         },

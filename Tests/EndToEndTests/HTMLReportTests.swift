@@ -130,7 +130,8 @@ struct HTMLReportTests {
         #expect(active == 0, "the page holds active elements or handlers")
     }
 
-    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing)) func pagesFromRealRunsAgreeWithStatusAndShowHostileIdsAsText() throws {
+    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing))
+    func pagesFromRealRunsAgreeWithStatusAndShowHostileIdsAsText() throws {
         let workspace = Workspace()
         let simulator = try Self.faultySimulator()
         defer { simulator.stop() }
@@ -181,7 +182,9 @@ struct HTMLReportTests {
         #expect(scope?.contains("run 1") == true && scope?.contains("latest") == false, "scope: \(scope ?? "")")
     }
 
-    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing)) func anEmptyJournalAndTheShardsOfOneJob() throws {
+    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing)) func anEmptyJournalAndTheShardsOfOneJob()
+        throws
+    {
         let workspace = Workspace()
         let empty = workspace.file("empty.sqlite")
         try Journal(path: empty, create: true).close()
@@ -201,6 +204,14 @@ struct HTMLReportTests {
             rejected += counts.rejected
         }
         let job = try Self.page(["--journal", shards[0], "--journal", shards[1]], workspace, name: "job.html")
+        // status reads the shards together too: each one's status, then the totals.
+        let both = try botsi(
+            ["status", "--journal", shards[0], "--journal", shards[1], "--format", "json"], key: nil, in: workspace)
+        let object = try JSONSerialization.jsonObject(with: Data(both.stdout.utf8)) as? [String: Any]
+        #expect(object?["statuses"] as? [String: Int] == totals, "status of both: \(both.stdout) \(both.stderr)")
+        #expect((object?["journals"] as? [Any])?.count == 2)
+        let text = try botsi(["status", "--journal", shards[0], "--journal", shards[1]], key: nil, in: workspace)
+        #expect(text.stdout.contains("all 2 journals: 0 running"), "status: \(text.stdout)")
 
         let browser = try HeadlessBrowser(profile: workspace.path)
         defer { browser.close() }

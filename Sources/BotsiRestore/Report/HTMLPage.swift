@@ -67,9 +67,7 @@ public enum HTMLPage {
     }
 
     /// The statuses in the order `status` prints them.
-    static let statusOrder: [ItemStatus] = [
-        .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
-    ]
+    static var statusOrder: [ItemStatus] { StatusReport.order }
 
     static func statusWords(_ status: ItemStatus) -> String {
         switch status {

@@ -100,7 +100,7 @@ extension HTMLSections {
                 page.element("td", example?.profileId ?? "")
                 page.element("td", example?.originalTransactionId ?? "")
                 page.element("td", example?.source ?? "")
-                page.element("td", example?.message ?? "")
+                page.element("td", example?.message ?? "", limit: HTMLReportLimits.messageScalars)
                 page.raw("</tr>\n")
             }
         }

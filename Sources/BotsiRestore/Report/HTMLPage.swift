@@ -159,9 +159,9 @@ public enum HTMLPage {
     static func fact(_ page: inout HTMLWriter, _ name: String, _ value: String, key: String? = nil) {
         page.element("dt", name)
         if let key {
-            page.element("dd", ["data-fact": key], value, limit: 600)
+            page.element("dd", ["data-fact": key], value, limit: HTMLReportLimits.messageScalars)
         } else {
-            page.element("dd", value, limit: 600)
+            page.element("dd", value, limit: HTMLReportLimits.messageScalars)
         }
         page.raw("\n")
     }
@@ -182,12 +182,21 @@ public enum HTMLPage {
             page.raw("</ul>\n")
         }
         page.raw("<h3>Next</h3>\n")
-        for journal in model.journals.prefix(HTMLReportLimits.journals) {
+        for journal in model.journals.prefix(HTMLReportLimits.nextJournals) {
             page.open("p", ["class": "next"])
             if model.journals.count > 1 { page.text(journal.path + ": ") }
-            page.text(journal.nextStep + (journal.nextCommand == nil ? "." : ":"), limit: 600)
+            page.text(
+                journal.nextStep + (journal.nextCommand == nil ? "." : ":"), limit: HTMLReportLimits.messageScalars)
             page.close("p")
             if let command = journal.nextCommand { HTMLSections.command(&page, command) }
+        }
+        if model.journals.count > HTMLReportLimits.nextJournals {
+            let paths = model.journals.map { RunAdvice.shellQuoted($0.path) }
+            page.element(
+                "p", ["class": "note"],
+                "and \(model.journals.count - HTMLReportLimits.nextJournals) more journals; status gives each one's:")
+            HTMLSections.command(
+                &page, "botsi-restore status " + paths.map { "--journal " + $0 }.joined(separator: " "))
         }
     }
 }

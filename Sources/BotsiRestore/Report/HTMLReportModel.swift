@@ -47,7 +47,7 @@ public enum HTMLReportLimits {
     public static let buckets = 200
     public static let historyRuns = 100
     public static let journals = 64
-    public static let attentionJournals = 8
+    public static let attentionJournals = 4
     public static let outcomeGroups = 30
     public static let failureGroups = 12
     public static let rejectionGroups = 12
@@ -55,8 +55,17 @@ public enum HTMLReportLimits {
     public static let claimsPerGroup = 4
     public static let examples = 3
     public static let changeExamples = 2
-    /// Scalars of journal text shown in one cell (ids, messages, paths); the rest is `…`.
-    public static let textScalars = 120
+    /// With several journals each list is shorter: groups and examples per journal.
+    public static let shardGroups = 4
+    public static let shardExamples = 1
+    /// Scalars of a command shown (a journal's recorded base URL is in it).
+    public static let commandScalars = 400
+    /// Scalars of journal text shown in one cell (ids, codes, sources, paths); the rest is `…`.
+    public static let textScalars = 64
+    /// Scalars of a message (the server's, a stop's sentence) or a sentence of advice.
+    public static let messageScalars = 200
+    /// Journals whose next step the verdict spells out (status gives every one's).
+    public static let nextJournals = 16
 }
 
 /// The verdict of one journal: what `status` says of it, and the facts around it.

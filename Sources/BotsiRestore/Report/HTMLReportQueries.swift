@@ -38,7 +38,8 @@ public enum HTMLReportReader {
         try fillRunFigures(&model, chosen, now: now)
         for (index, entry) in journals.prefix(HTMLReportLimits.attentionJournals).enumerated() {
             let run = chosen.first { $0.journal === entry.journal }?.run
-            model.attention.append(try attention(entry.journal, path: verdicts[index].path, run: run))
+            model.attention.append(
+                try attention(entry.journal, path: verdicts[index].path, run: run, shards: journals.count > 1))
         }
         return model
     }
@@ -165,17 +166,22 @@ public enum HTMLReportReader {
         model.outcomesLeftOut = leftOut + sorted.dropFirst(HTMLReportLimits.outcomeGroups).reduce(0) { $0 + $1.value }
     }
 
-    private static func attention(_ journal: Journal, path: String, run: RunRecord?) throws -> JournalAttention {
+    private static func attention(_ journal: Journal, path: String, run: RunRecord?, shards: Bool) throws
+        -> JournalAttention
+    {
+        typealias Limits = HTMLReportLimits
         var attention = JournalAttention(path: path)
+        let examples = shards ? Limits.shardExamples : Limits.examples
         let failures = try journal.rowGroups(
-            statuses: [.failed, .rejected, .pending, .inFlight], groupLimit: HTMLReportLimits.failureGroups,
-            exampleLimit: HTMLReportLimits.examples)
+            statuses: [.failed, .rejected, .pending, .inFlight],
+            groupLimit: shards ? Limits.shardGroups : Limits.failureGroups, exampleLimit: examples)
         (attention.failures, attention.failureGroupCount) = (failures.groups, failures.groupCount)
         let rejections = try journal.rejectionGroups(
-            groupLimit: HTMLReportLimits.rejectionGroups, exampleLimit: HTMLReportLimits.examples)
+            groupLimit: shards ? Limits.shardGroups : Limits.rejectionGroups, exampleLimit: examples)
         (attention.rejections, attention.rejectionGroupCount) = (rejections.groups, rejections.groupCount)
         let claims = try journal.claimGroups(
-            groupLimit: HTMLReportLimits.conflictGroups, claimLimit: HTMLReportLimits.claimsPerGroup)
+            groupLimit: shards ? Limits.shardGroups : Limits.conflictGroups,
+            claimLimit: shards ? 2 : Limits.claimsPerGroup)
         attention.conflicts = claims.groups
         attention.conflictGroupCount = claims.groupCount
         attention.conflictRowCount = claims.rowCount
@@ -184,7 +190,7 @@ public enum HTMLReportReader {
             try journal.forEachChange(since: run.id - 1, until: run.id) { change in
                 let kind = ChangeKind.classify(before: change.before, after: change.after)
                 changes.counts[kind, default: 0] += 1
-                guard changes.examples[kind, default: []].count < HTMLReportLimits.changeExamples else { return }
+                guard changes.examples[kind, default: []].count < (shards ? 1 : Limits.changeExamples) else { return }
                 changes.examples[kind, default: []].append(
                     ChangeExample(
                         profileId: change.profileId, originalTransactionId: change.originalTransactionId,

@@ -7,7 +7,7 @@ import Foundation
 enum HTMLSections {
     static func command(_ page: inout HTMLWriter, _ command: String) {
         page.raw("<pre class=\"command\"><code>")
-        page.text(command, limit: 2000)
+        page.text(command, limit: HTMLReportLimits.commandScalars)
         page.raw("</code></pre>\n")
     }
 
@@ -238,7 +238,7 @@ enum HTMLSections {
             ] {
                 page.element("td", ["class": "num"], HTMLNumbers.count(count))
             }
-            page.element("td", run.options, limit: 300)
+            page.element("td", run.options)
             page.raw("</tr>\n")
         }
         if model.history.isEmpty { page.raw("<tr><td colspan=\"13\">no run yet</td></tr>\n") }

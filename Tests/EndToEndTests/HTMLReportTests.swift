@@ -222,4 +222,51 @@ struct HTMLReportTests {
         let rows = try browser.evaluate("document.querySelectorAll('#shards tr[data-shard]').length")
         #expect(rows as? Int == 2, "a row per shard: \(rows ?? "none")")
     }
+
+    /// docs/images/report-html.png: the top of the demo's page, as README.md and docs/reports.md
+    /// show it. Written when missing or when BOTSI_UPDATE_SCREENSHOT=1; otherwise the new one must
+    /// have the checked-in one's size (the same layout), so the docs cannot drift far from the page.
+    static let screenshotPath = Locations.packageRoot + "/docs/images/report-html.png"
+
+    @Test(.enabled(if: HeadlessBrowser.path != nil, HeadlessBrowser.missing))
+    func theDemoEndsWithItsPageWhoseScreenshotTheDocsShow() throws {
+        let workspace = Workspace()
+        let demo = try botsi(
+            ["demo", "--keep-journal", workspace.file("demo.sqlite")], key: nil, in: workspace,
+            workingDirectory: Locations.packageRoot, timeout: 180)
+        #expect(demo.status == 0, "demo: \(demo.stderr)")
+        let line = demo.stderr.split(separator: "\n").first { $0.hasPrefix("demo: the run as a page:") }
+        let printed = line.map {
+            $0.dropFirst("demo: the run as a page:".count).split(separator: " ").first.map(String.init)
+        }
+        let page = workspace.file("demo.html")
+        #expect(printed == page, "the demo does not name its page: \(demo.stderr)")
+        let (statuses, rejected) = try Self.statusCounts(workspace.file("demo.sqlite"), workspace)
+
+        let browser = try HeadlessBrowser(profile: workspace.path)
+        defer { browser.close() }
+        try browser.setViewport(width: 1100, height: 1500)
+        try Self.checkPage(browser, page, statuses: statuses, inputRejections: rejected)
+        let shot = try browser.screenshot(width: 1100, height: 1500)
+        let update = ProcessInfo.processInfo.environment["BOTSI_UPDATE_SCREENSHOT"] == "1"
+        if update || !FileManager.default.fileExists(atPath: Self.screenshotPath) {
+            try FileManager.default.createDirectory(
+                atPath: (Self.screenshotPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try shot.write(to: URL(fileURLWithPath: Self.screenshotPath))
+        }
+        let checkedIn = try #require(FileManager.default.contents(atPath: Self.screenshotPath))
+        let sizes = (Self.pngSize(checkedIn), Self.pngSize(shot))
+        #expect(
+            sizes.0 != nil && sizes.0?.0 == sizes.1?.0 && sizes.0?.1 == sizes.1?.1,
+            "docs/images/report-html.png is \(String(describing: sizes.0)), the page \(String(describing: sizes.1))")
+        #expect(shot.count > 50_000, "the screenshot is nearly empty (\(shot.count) bytes)")
+    }
+
+    /// Width and height from a PNG's header.
+    static func pngSize(_ data: Data) -> (Int, Int)? {
+        let bytes = [UInt8](data.prefix(24))
+        guard bytes.count == 24, bytes[12..<16].elementsEqual("IHDR".utf8) else { return nil }
+        func number(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        return (number(16), number(20))
+    }
 }

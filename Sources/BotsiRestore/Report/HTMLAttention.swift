@@ -14,7 +14,9 @@ extension HTMLSections {
                     + "the commands list the others'.", limit: 400)
         }
         for attention in model.attention {
-            if model.journals.count > 1 { page.element("h3", ["class": "journal"], attention.path) }
+            if model.journals.count > 1 {
+                page.element("h3", ["class": "journal"], attention.path, limit: HTMLReportLimits.textScalars)
+            }
             failures(&page, attention)
             rejections(&page, attention)
             conflicts(&page, attention)
@@ -93,13 +95,13 @@ extension HTMLSections {
                 if index == 0 {
                     page.element("td", ["rowspan": String(rows)], group.status.rawValue)
                     page.open("td", ["rowspan": String(rows)])
-                    page.element("code", group.code ?? "(none)")
+                    page.element("code", group.code ?? "(none)", limit: HTMLReportLimits.textScalars)
                     page.close("td")
                     page.element("td", ["rowspan": String(rows), "class": "num"], HTMLNumbers.count(group.count))
                 }
-                page.element("td", example?.profileId ?? "")
-                page.element("td", example?.originalTransactionId ?? "")
-                page.element("td", example?.source ?? "")
+                page.element("td", example?.profileId ?? "", limit: HTMLReportLimits.textScalars)
+                page.element("td", example?.originalTransactionId ?? "", limit: HTMLReportLimits.textScalars)
+                page.element("td", example?.source ?? "", limit: HTMLReportLimits.textScalars)
                 page.element("td", example?.message ?? "", limit: HTMLReportLimits.messageScalars)
                 page.raw("</tr>\n")
             }
@@ -126,15 +128,17 @@ extension HTMLSections {
             for (index, claim) in group.claims.enumerated() {
                 page.raw("<tr>")
                 if index == 0 {
-                    page.element("td", ["rowspan": String(group.claims.count)], group.originalTransactionId)
+                    page.element(
+                        "td", ["rowspan": String(group.claims.count)], group.originalTransactionId,
+                        limit: HTMLReportLimits.textScalars)
                     page.element(
                         "td", ["rowspan": String(group.claims.count), "class": "num"], HTMLNumbers.count(group.profiles)
                     )
                 }
-                page.element("td", claim.profileId)
+                page.element("td", claim.profileId, limit: HTMLReportLimits.textScalars)
                 page.element("td", claim.status.rawValue)
-                page.element("td", claim.code ?? "")
-                page.element("td", claim.source)
+                page.element("td", claim.code ?? "", limit: HTMLReportLimits.textScalars)
+                page.element("td", claim.source, limit: HTMLReportLimits.textScalars)
                 page.raw("</tr>\n")
             }
         }
@@ -178,10 +182,10 @@ extension HTMLSections {
                     page.close("td")
                     page.element("td", ["rowspan": String(examples.count), "class": "num"], HTMLNumbers.count(count))
                 }
-                page.element("td", example.profileId)
-                page.element("td", example.originalTransactionId)
-                page.element("td", example.before)
-                page.element("td", example.after)
+                page.element("td", example.profileId, limit: HTMLReportLimits.textScalars)
+                page.element("td", example.originalTransactionId, limit: HTMLReportLimits.textScalars)
+                page.element("td", example.before, limit: HTMLReportLimits.textScalars)
+                page.element("td", example.after, limit: HTMLReportLimits.textScalars)
                 page.raw("</tr>\n")
             }
         }

@@ -211,7 +211,7 @@ extension HTMLSections {
                 for group in groups {
                     page.raw("<tr>")
                     page.element("th", ["scope": "row"], group.httpStatus.map(String.init) ?? "no reply")
-                    page.element("td", group.code ?? "")
+                    page.element("td", group.code ?? "", limit: HTMLReportLimits.textScalars)
                     page.element("td", group.outcome.rawValue)
                     page.element("td", ["class": "num"], HTMLNumbers.count(group.count))
                     page.element("td", ["class": "num"], HTMLNumbers.percent(group.count, of: total))

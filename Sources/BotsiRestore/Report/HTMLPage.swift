@@ -57,7 +57,7 @@ public enum HTMLPage {
     private static func header(_ page: inout HTMLWriter, _ model: HTMLReportModel) {
         page.raw("<header>\n<h1>")
         if model.journals.count == 1 {
-            page.text("Restore report: " + (model.journals.first?.path ?? ""))
+            page.text("Restore report: " + URL(fileURLWithPath: model.journals.first?.path ?? "").lastPathComponent)
         } else {
             page.text("Restore report: \(model.journals.count) shards of one job")
         }
@@ -174,7 +174,9 @@ public enum HTMLPage {
             for (path, count) in owed.prefix(40) {
                 page.raw("<li>")
                 if model.journals.count > 1 { page.text(path + ": ") }
-                page.element("code", count.status.rawValue + (count.code.map { " (\($0))" } ?? ""))
+                page.element(
+                    "code", count.status.rawValue + (count.code.map { " (\($0))" } ?? ""),
+                    limit: HTMLReportLimits.textScalars)
                 page.text(": \(HTMLNumbers.count(count.count)) rows")
                 page.raw("</li>\n")
             }

@@ -62,6 +62,8 @@ public enum HTMLReportLimits {
     public static let commandScalars = 400
     /// Scalars of journal text shown in one cell (ids, codes, sources, paths); the rest is `…`.
     public static let textScalars = 64
+    /// Scalars of a sentence of the page's own, which may hold a few bounded values.
+    public static let sentenceScalars = 600
     /// Scalars of a message (the server's, a stop's sentence) or a sentence of advice.
     public static let messageScalars = 200
     /// Journals whose next step the verdict spells out (status gives every one's).

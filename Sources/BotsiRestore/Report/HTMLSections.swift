@@ -134,12 +134,12 @@ enum HTMLSections {
         page.raw("<th scope=\"col\" class=\"num\">input refused</th></tr></thead><tbody>\n")
         for (index, journal) in model.journals.enumerated() {
             page.open("tr", ["data-shard": String(index)])
-            page.element("th", ["scope": "row"], journal.path)
+            page.element("th", ["scope": "row"], journal.path, limit: HTMLReportLimits.textScalars)
             page.element("td", ["class": "num"], HTMLNumbers.count(journal.runCount))
             let latest = journal.latestRun.map { run in
                 "run \(run.id): \(run.state)" + (run.exitCode.map { ", exit \($0)" } ?? "")
             }
-            page.element("td", latest ?? "no run yet")
+            page.element("td", latest ?? "no run yet", limit: HTMLReportLimits.textScalars)
             for status in HTMLPage.statusOrder {
                 page.element("td", ["class": "num"], HTMLNumbers.count(journal.statuses[status] ?? 0))
             }
@@ -225,11 +225,11 @@ enum HTMLSections {
         for run in model.history {
             let line = run.line
             page.raw("<tr>")
-            if shards { page.element("td", model.journals[run.journal].path) }
+            if shards { page.element("td", model.journals[run.journal].path, limit: HTMLReportLimits.textScalars) }
             page.element("th", ["scope": "row"], String(line.id))
             page.element("td", HTMLNumbers.time(line.startedAt))
             page.element("td", ["class": "num"], line.durationSeconds.map(HTMLNumbers.duration) ?? "?")
-            page.element("td", line.state)
+            page.element("td", line.state, limit: HTMLReportLimits.textScalars)
             page.element("td", ["class": "num"], line.exitCode.map(String.init) ?? "–")
             for count in [
                 line.count(.restored), line.count(.nothingToRestore), line.count(.profileNotFound),
@@ -238,7 +238,7 @@ enum HTMLSections {
             ] {
                 page.element("td", ["class": "num"], HTMLNumbers.count(count))
             }
-            page.element("td", run.options)
+            page.element("td", run.options, limit: HTMLReportLimits.textScalars)
             page.raw("</tr>\n")
         }
         if model.history.isEmpty { page.raw("<tr><td colspan=\"13\">no run yet</td></tr>\n") }

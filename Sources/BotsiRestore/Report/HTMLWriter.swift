@@ -40,8 +40,9 @@ struct HTMLWriter {
         markup.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// Text, escaped; journal text is cut at `limit` scalars.
-    mutating func text(_ value: String, limit: Int = HTMLReportLimits.textScalars) {
+    /// Text, escaped, cut at `limit` scalars: a sentence of ours by default; a cell of journal text
+    /// passes `HTMLReportLimits.textScalars`.
+    mutating func text(_ value: String, limit: Int = HTMLReportLimits.sentenceScalars) {
         HTMLText.escape(HTMLText.shortened(value, limit: limit), into: &bytes)
     }
 
@@ -60,14 +61,14 @@ struct HTMLWriter {
     }
 
     /// `<tag>text</tag>`.
-    mutating func element(_ tag: StaticString, _ text: String, limit: Int = HTMLReportLimits.textScalars) {
+    mutating func element(_ tag: StaticString, _ text: String, limit: Int = HTMLReportLimits.sentenceScalars) {
         element(tag, [:], text, limit: limit)
     }
 
     /// `<tag …>text</tag>`.
     mutating func element(
         _ tag: StaticString, _ attributes: KeyValuePairs<StaticString, String>, _ text: String,
-        limit: Int = HTMLReportLimits.textScalars
+        limit: Int = HTMLReportLimits.sentenceScalars
     ) {
         open(tag, attributes)
         self.text(text, limit: limit)

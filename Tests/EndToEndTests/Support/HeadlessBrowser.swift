@@ -135,9 +135,13 @@ final class HeadlessBrowser {
             ["media": media, "features": features.map { ["name": $0.key, "value": $0.value] }])
     }
 
-    /// A PNG of the whole page, however long.
-    func screenshot() throws -> Data {
-        let result = try send("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true])
+    /// A PNG of the whole page, however long, or of its top `height` CSS pixels.
+    func screenshot(width: Int? = nil, height: Int? = nil) throws -> Data {
+        var parameters: [String: Any] = ["format": "png", "captureBeyondViewport": true]
+        if let width, let height {
+            parameters["clip"] = ["x": 0, "y": 0, "width": width, "height": height, "scale": 1]
+        }
+        let result = try send("Page.captureScreenshot", parameters)
         guard let text = result["data"] as? String, let data = Data(base64Encoded: text) else {
             throw TestSupportError("no screenshot in \(result.keys)")
         }

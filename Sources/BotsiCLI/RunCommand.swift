@@ -168,9 +168,14 @@ enum RunCommand: Command {
             metrics?.finish(summary: nil, exitCode: refused)
             return refused
         }
+        // A dry run lists on stdout, as CSV, each request it would make (the summary stays on stderr).
+        let listing = options.dryRun ? WouldSendListing() : nil
+        var onWouldSend: (@Sendable (WouldSend) -> Void)?
+        if let listing { onWouldSend = { listing.add($0) } }
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
-            onProgress: onProgress)
+            onProgress: onProgress, onWouldSend: onWouldSend)
+        defer { listing?.finish() }
         let signals = SignalWatcher { signal, count in
             if count == 1 {
                 printer.event(
@@ -255,4 +260,21 @@ final class SignalWatcher {
         private let value = Atomic(0)
         func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
     }
+}
+
+/// What a dry run would send, written to stdout as CSV as the run decides it: the rows come from
+/// the run's executor, the end from the command's thread after the run returned.
+final class WouldSendListing: Sendable {
+    private let writer: Mutex<WouldSendWriter>
+
+    init() {
+        let writer = WouldSendWriter(
+            format: .csv, sink: .chunks { FileHandle.standardOutput.write(Data($0)) })
+        writer.header()
+        self.writer = Mutex(writer)
+    }
+
+    func add(_ row: WouldSend) { writer.withLock { $0.write(row) } }
+
+    func finish() { writer.withLock { $0.finish() } }
 }

@@ -26,8 +26,15 @@ enum RunsCommand: Command {
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
+            let runs = try journal.runs()
+            var unrecorded: [Int64: [ItemStatus: Int]] = [:]
+            for run in runs where run.counts.statuses == nil {
+                for count in try journal.rowCounts(runID: run.id) {
+                    unrecorded[run.id, default: [:]][count.status, default: 0] += count.count
+                }
+            }
             let lines = RunLine.make(
-                runs: try journal.runs(), attemptOutcomes: try journal.attemptOutcomesByRun(),
+                runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(), rowsOfUnrecordedRuns: unrecorded,
                 holder: journal.runLockHolder(), now: Date())
             let sink = try ReportSink(path: nil)
             RunsWriter.write(lines, format: settings.format) { sink.write($0) }

@@ -33,6 +33,23 @@ import Testing
         }
     }
 
+    private func expectSummaryAgreesWithTheJournal(
+        _ outcome: Outcome, _ journalPath: String, location: SourceLocation = #_sourceLocation
+    ) throws {
+        let summary = try #require(outcome.summary, sourceLocation: location)
+        let journal = try Journal(path: journalPath, create: false, readOnly: true)
+        defer { journal.close() }
+        let run = try #require(try journal.runs().last, sourceLocation: location)
+        var held: [ItemStatus: Int] = [:]
+        for count in try journal.rowCounts(runID: run.id) { held[count.status, default: 0] += count.count }
+        #expect(summary.statuses == held, "summary \(summary.statuses), journal \(held)", sourceLocation: location)
+        #expect(
+            run.state != .running || summary.endUnrecorded, "run \(run.id) left running, and the summary did not say",
+            sourceLocation: location)
+        #expect(
+            summary.render(journalPath: journalPath).contains("what the journal holds"), sourceLocation: location)
+    }
+
     private func rows(_ count: Int, from start: Int = 0) -> [(String, String)] {
         (start..<start + count).map { ("profile-\($0)", String(2_000_000_000_000_001 + $0 * 10)) }
     }
@@ -140,6 +157,9 @@ import Testing
         expectOneLine(outcome, mentioning: "full")
         let committed = try finalRows(journalPath)
         #expect(!committed.isEmpty && committed.count < 4000, "the disk must fill mid-run, not before or after")
+        // The summary counts what the journal holds, not the outcomes of the batch rolled back, and
+        // the run is not left recorded as running unless the summary says its end was not recorded.
+        try expectSummaryAgreesWithTheJournal(outcome, journalPath)
         let requestsBefore = Dictionary(
             harness.simulator.stats().pairs.map { ($0.profileId + "/" + $0.originalTransactionId, $0.requests) },
             uniquingKeysWith: +)

@@ -54,6 +54,46 @@ struct CrashTests {
                 + " \(total - rows.count) requests repeated after the rerun (\(total) for \(rows.count) rows)")
     }
 
+    /// After a `kill -9`, `runs` counts the killed run's rows as the journal holds them (pending and
+    /// in flight among them), and the command `status` advises, run exactly as printed, reads the
+    /// input the run never finished and finishes every row (issue 19, items 2 and 3).
+    @Test func afterAKillTheAdvisedCommandFinishesTheInputAndRunsCountsTheKilledRun() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
+        defer { simulator.stop() }
+        let rows = Pair.generate(6000)
+        let input = workspace.csv(rows)
+        let child = try Child(
+            runArguments([input], workspace, simulator, ["--concurrency", "8"]), key: Simulator.defaultKey,
+            in: workspace)
+        let working = eventually(timeout: 60) { (JournalView.read(workspace.journal)?.finalPairs.count ?? 0) >= 100 }
+        child.send(SIGKILL)
+        let killed = child.wait(timeout: 30)
+        try #require(working && killed.killedBySignal, "the run was not killed mid-way: \(killed.stderr)")
+        let atKill = try #require(try JournalTables.read(workspace.journal))
+        let killedRun = try #require(atKill.runs.last)
+        var leftByIt: [String: Int] = [:]
+        for item in atKill.items.values where item.lastRun == killedRun.id { leftByIt[item.status, default: 0] += 1 }
+        #expect(leftByIt["pending", default: 0] + leftByIt["in_flight", default: 0] > 0, "\(leftByIt)")
+        let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
+        let line = ModelSequence.jsonObjects(runs.stdout).last
+        #expect((line?["statuses"] as? [String: Int])?.filter { $0.value != 0 } == leftByIt, "\(runs.stdout)")
+
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        let next = try #require(
+            status.stdout.split(separator: "\n").first { $0.hasPrefix("next") }, "no advice: \(status.stdout)")
+        let command = try #require(next.range(of: "with: ").map { String(next[$0.upperBound...]) })
+        #expect(command.contains(input), "the advice forgets the input: \(command)")
+        let binary = try #require(Locations.binary)
+        let advised = try Child(
+            ["-c", "exec " + binary + command.dropFirst("botsi-restore".count)], key: Simulator.defaultKey,
+            in: workspace, executable: "/bin/sh")
+        let finished = advised.wait(timeout: 120)
+        #expect(finished.status == 0, "\(finished.stderr)")
+        let after = try #require(JournalView.read(workspace.journal))
+        #expect(after.finalPairs == Set(rows), "\(rows.count - after.finalPairs.count) rows are not final")
+    }
+
     @Test func twentyKillsAtRandomMomentsNeverResendAFinishedRow() throws {
         let workspace = Workspace()
         let simulator = try startSimulator { options in

@@ -113,6 +113,16 @@ struct OwedRowsAndPreflightTests {
             key: Simulator.defaultKey, in: workspace)
         #expect(dry.status == 0, "stderr: \(dry.stderr)")
         #expect(dry.stderr.contains("would send: 8"), "stderr: \(dry.stderr)")
+        // It lists them on stdout as CSV: the owed rows first, then the new pairs, each with why.
+        let listed = dry.stdout.split(separator: "\r\n").map(String.init)
+        #expect(listed.first == "profileId,originalTransactionId,source,why", "\(dry.stdout)")
+        #expect(listed.count == 9, "\(dry.stdout)")
+        #expect(listed.filter { $0.hasSuffix(",owed (pending)") }.count == 5, "\(dry.stdout)")
+        #expect(
+            listed.last?.hasPrefix("new-2,") == true && listed.last?.hasSuffix("new.csv:4,new") == true, "\(dry.stdout)"
+        )
+        // Its advice is the real run it rehearsed, input and all.
+        #expect(dry.stderr.contains("new.csv"), "stderr: \(dry.stderr)")
         #expect(simulator.stats().requests == requestsBefore, "a dry run sent a request")
         let after = try #require(JournalView.read(workspace.journal))
         #expect(after.items == before.items)

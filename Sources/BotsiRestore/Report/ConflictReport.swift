@@ -24,7 +24,7 @@ public struct ConflictWriter {
     private let writer: ColumnWriter<ConflictRecord>
 
     /// `columns`: the ones to write, in that order (`--columns`); nil for all.
-    public init(format: ReportFormat, sink: ReportSink, columns: [String]? = nil) throws(UnknownReportColumn) {
+    public init(format: ReportFormat, sink: RowOutput, columns: [String]? = nil) throws(UnknownReportColumn) {
         writer = try ColumnWriter(format: format, columns: Self.table, chosen: columns, sink: sink)
     }
 
@@ -39,4 +39,28 @@ public struct ConflictWriter {
     public func finish() { writer.finish() }
 
     public func write(_ record: ConflictRecord) { writer.write(record) }
+}
+
+/// Writes what a dry run would send, one row per request it would make: the pair, where it was
+/// read, and why (a new pair, or a row the journal owes with its status).
+public struct WouldSendWriter {
+    static let table: [ReportColumn<WouldSend>] = [
+        ReportColumn("profileId") { $1.text($0.profileId) },
+        ReportColumn("originalTransactionId") { $1.text($0.originalTransactionId) },
+        ReportColumn("source") { $1.text($0.source) },
+        ReportColumn("why") { $1.text($0.owed.map { "owed (\($0.rawValue))" } ?? "new") },
+    ]
+
+    private let writer: ColumnWriter<WouldSend>
+
+    public init(format: ReportFormat, sink: RowOutput) {
+        // Every column: nothing to refuse.
+        writer = try! ColumnWriter(format: format, columns: Self.table, chosen: nil, sink: sink)
+    }
+
+    public func header() { writer.header() }
+
+    public func finish() { writer.finish() }
+
+    public func write(_ row: WouldSend) { writer.write(row) }
 }

@@ -3,7 +3,7 @@ import BotsiJournal
 /// Where a report's lines go: each line to a closure as soon as it is finished (tests, short
 /// outputs), or chunks of about 256 KiB to a closure of bytes (the command line: one write per
 /// chunk, not per line).
-public enum ReportSink {
+public enum RowOutput {
     case lines((String) -> Void)
     case chunks(([UInt8]) -> Void)
 
@@ -45,7 +45,7 @@ final class ColumnWriter<Row> {
     private let columns: [ReportColumn<Row>]
     let rows: FieldRowWriter
 
-    init(format: ReportFormat, columns all: [ReportColumn<Row>], chosen: [String]?, sink: ReportSink)
+    init(format: ReportFormat, columns all: [ReportColumn<Row>], chosen: [String]?, sink: RowOutput)
         throws(UnknownReportColumn)
     {
         var columns = all

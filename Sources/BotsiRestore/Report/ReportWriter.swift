@@ -45,7 +45,7 @@ public struct ReportWriter {
     private let snapshot = SnapshotCells()
 
     /// `columns`: the ones to write, in that order (`--columns`); nil for all.
-    public init(format: ReportFormat, sink: ReportSink, columns: [String]? = nil) throws(UnknownReportColumn) {
+    public init(format: ReportFormat, sink: RowOutput, columns: [String]? = nil) throws(UnknownReportColumn) {
         writer = try ColumnWriter(format: format, columns: Self.table, chosen: columns, sink: sink)
     }
 

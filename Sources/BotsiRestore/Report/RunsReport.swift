@@ -19,11 +19,16 @@ public struct RunLine: Sendable, Equatable {
     public var requests: Int
     public var retries: Int
     public var host: String
-    /// For a run that never wrote its summary: counts come from its attempts so far.
+    /// For a run that never wrote its summary (killed, or still running): its rows are counted
+    /// from the journal as they stand, or, without those, from its attempts so far.
     public var countsFromAttempts: Bool
 
+    /// `rowsOfUnrecordedRuns`: for the runs without a recorded summary, the rows they worked on
+    /// by their status now (`Journal.rowCounts`), which a killed run's pending and in-flight rows
+    /// are among; its attempts alone count only the rows that got an answer.
     public static func make(
-        runs: [RunRecord], attemptOutcomes: [Int64: [AttemptOutcome: Int]], holder: LockHolder?, now: Date
+        runs: [RunRecord], attemptOutcomes: [Int64: [AttemptOutcome: Int]],
+        rowsOfUnrecordedRuns: [Int64: [ItemStatus: Int]] = [:], holder: LockHolder?, now: Date
     ) -> [RunLine] {
         runs.map { run in
             let isLatest = run.id == runs.last?.id
@@ -39,7 +44,7 @@ public struct RunLine: Sendable, Equatable {
             for (outcome, count) in outcomes {
                 if let status = outcome.status { fromAttempts[status, default: 0] += count }
             }
-            let statuses = run.counts.statuses ?? fromAttempts
+            let statuses = run.counts.statuses ?? rowsOfUnrecordedRuns[run.id] ?? fromAttempts
             return RunLine(
                 id: run.id, startedAt: run.startedAt, endedAt: run.endedAt,
                 durationSeconds: start.flatMap { start in end.map { max($0.timeIntervalSince(start), 0) } },

@@ -139,8 +139,11 @@ public struct StatusReport: Sendable {
             )
         } else if let eta = etaSeconds {
             lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
-        } else if pendingRows > 0 && !isAlive {
-            lines.append("next      send the \(pendingRows) pending rows with: \(nextCommand(run))")
+        } else if !isAlive && (pendingRows > 0 || !unreadInputs(run).isEmpty) {
+            var what: [String] = []
+            if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
+            if !unreadInputs(run).isEmpty { what.append("read the input the last run did not finish") }
+            lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
@@ -212,7 +215,18 @@ public struct StatusReport: Sendable {
             .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
     }
 
-    /// The command that sends what the journal owes, against the service the latest run used.
+    /// The inputs the run did not read to their end: a run killed (or still running) never
+    /// recorded its inputs, so all of the ones its options name.
+    func unreadInputs(_ run: RunRecord) -> [String] {
+        if run.state == .running { return RecordedOptions(run.options).inputs ?? [] }
+        return run.inputs.filter { !$0.complete }.map(\.path)
+    }
+
+    /// The command that sends what the journal owes, against the service the latest run used, and
+    /// reads again the inputs it did not finish (its rows already finished are skipped). A run
+    /// killed, or stopped before it took up every row it owed, had its selection
+    /// (`--retry-failed`, `--refresh-older-than`) repeated: the rows it did get to are not chosen
+    /// again.
     func nextCommand(_ run: RunRecord) -> String {
         let recorded = RecordedOptions(run.options)
         var options = RunOptions()
@@ -223,7 +237,14 @@ public struct StatusReport: Sendable {
         options.insecureSkipTLSVerify = recorded.insecureSkipTLSVerify ?? false
         options.shardIndex = recorded.shardIndex ?? 0
         options.shardCount = recorded.shardCount ?? 1
-        return RunAdvice.runCommand(options)
+        options.format = recorded.format
+        options.profileColumn = recorded.profileColumn
+        options.transactionColumn = recorded.transactionColumn
+        options.retryFailed = recorded.retryFailed ?? false
+        options.refreshOlderThan = recorded.refreshOlderThan
+        options.releaseHeld = recorded.releaseHeld ?? false
+        let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
+        return RunAdvice.runCommand(options, inputs: unreadInputs(run), selection: selectionLeft)
     }
 
     static func jsonValue(_ text: String) -> Any? {
@@ -249,9 +270,16 @@ struct RecordedOptions: Decodable {
     var insecureSkipTLSVerify: Bool?
     var shardIndex: Int?
     var shardCount: Int?
+    var format: String?
+    var profileColumn: String?
+    var transactionColumn: String?
+    var retryFailed: Bool?
+    var refreshOlderThan: Double?
+    var releaseHeld: Bool?
 
     private enum CodingKeys: String, CodingKey {
         case inputs, baseURL, keyEnvironmentVariable, caCertificatePath, insecureSkipTLSVerify, shardIndex, shardCount
+        case format, profileColumn, transactionColumn, retryFailed, refreshOlderThan, releaseHeld
     }
 
     init(_ json: String) {
@@ -269,6 +297,12 @@ struct RecordedOptions: Decodable {
         insecureSkipTLSVerify = try? container.decodeIfPresent(Bool.self, forKey: .insecureSkipTLSVerify)
         shardIndex = try? container.decodeIfPresent(Int.self, forKey: .shardIndex)
         shardCount = try? container.decodeIfPresent(Int.self, forKey: .shardCount)
+        format = try? container.decodeIfPresent(String.self, forKey: .format)
+        profileColumn = try? container.decodeIfPresent(String.self, forKey: .profileColumn)
+        transactionColumn = try? container.decodeIfPresent(String.self, forKey: .transactionColumn)
+        retryFailed = try? container.decodeIfPresent(Bool.self, forKey: .retryFailed)
+        refreshOlderThan = try? container.decodeIfPresent(Double.self, forKey: .refreshOlderThan)
+        releaseHeld = try? container.decodeIfPresent(Bool.self, forKey: .releaseHeld)
     }
 }
 

@@ -12,6 +12,16 @@ enum RunPhase: Equatable {
     case finished
 }
 
+/// A row a dry run would send: a new pair of its input, or one the journal owes (with its status).
+public struct WouldSend: Sendable, Equatable {
+    public var profileId: String
+    public var originalTransactionId: String
+    /// `file:line` where it was read (for an owed row, where it was last read).
+    public var source: String
+    /// The status of a row the journal owes; nil for a new pair.
+    public var owed: ItemStatus?
+}
+
 /// What setup made, whole: the run holds its parts without optionals.
 struct RunParts {
     /// Where requests go: the client, or nowhere in a dry run.
@@ -43,6 +53,8 @@ actor ActiveRun {
     private let options: RunOptions
     private let startedAt: Date
     private let onProgress: (@Sendable (RunProgress) -> Void)?
+    /// A dry run's rows, as it decides it would send each.
+    private let onWouldSend: (@Sendable (WouldSend) -> Void)?
     private let onFinish: @Sendable (RunSummary) -> Void
     private var writer: RunJournalWriter
     private let input: InputPump
@@ -63,8 +75,9 @@ actor ActiveRun {
     init(
         parts: sending RunParts, options: RunOptions, startedAt: Date, executor: RunExecutor,
         progressInterval: Double, onProgress: (@Sendable (RunProgress) -> Void)?,
-        onFinish: @escaping @Sendable (RunSummary) -> Void
+        onWouldSend: (@Sendable (WouldSend) -> Void)? = nil, onFinish: @escaping @Sendable (RunSummary) -> Void
     ) {
+        self.onWouldSend = onWouldSend
         self.executor = executor
         self.options = options
         self.startedAt = startedAt
@@ -153,6 +166,11 @@ actor ActiveRun {
         for taken in slice.rows {
             if options.dryRun {
                 summary.wouldSend += 1
+                onWouldSend?(
+                    WouldSend(
+                        profileId: taken.profileId, originalTransactionId: taken.transactionId,
+                        source: taken.row.source,
+                        owed: taken.row.readerIndex == nil ? taken.row.status : nil))
             } else {
                 scheduler.add(profileId: taken.profileId, transactionId: taken.transactionId, payload: taken.row)
             }
@@ -305,23 +323,37 @@ actor ActiveRun {
             failJournal(error)
             return
         }
-        summary.nextCommand = RunAdvice.runCommand(
-            options, inputs: feeder.isDone ? [] : options.inputs, selection: summary.owedNotTakenUp > 0)
+        // After a dry run, the real run it rehearsed: its inputs and its selection.
+        summary.nextCommand =
+            options.dryRun
+            ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
+            : RunAdvice.runCommand(
+                options, inputs: feeder.isDone ? [] : options.inputs, selection: summary.owedNotTakenUp > 0)
         finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
     }
 
+    /// The journal refused a write: the open batch is rolled back, so the summary counts what was
+    /// committed, read back from the journal (or says it could not be), and the run's end is
+    /// recorded if the journal still takes that one write (or the summary says it is not).
     private func failJournal(_ error: JournalError) {
         guard !isFinished else { return }
         summary.stopMessage = error.description
         summary.stopCause = .journalFailure
+        summary.stoppedAt = Timestamp.string(Date())
         if case .client(let client, _) = sender { client.shutdown() }
         writer.rollback()
-        summary.notSent = scheduler.count
-        finish(exitCode: ExitCode.cannotCreate, recordRun: false)
+        do {
+            summary.take(try writer.rowCounts(keptPossible: feeder.tookUpFinalRows))
+        } catch {
+            summary.statuses = [:]
+            summary.codes = [:]
+            summary.countsUnreadable = true
+        }
+        finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
     }
 
-    private func finish(exitCode: Int32, recordRun: Bool = true) {
-        let stopped = stopReason != nil
+    private func finish(exitCode: Int32, failedJournal: Bool = false) {
+        let stopped = stopReason != nil || failedJournal
         phase = .finished
         housekeeping.cancel()
         wakeTimer.cancel()
@@ -336,13 +368,17 @@ actor ActiveRun {
         summary.exitCode = exitCode
         if options.dryRun {
             writer.rollback()
-        } else if recordRun {
+        } else {
             do {
                 try writer.finishRun(
                     stopped: stopped, exitCode: exitCode, inputs: feeder.inputsRecord, summary: summary)
             } catch {
                 summary.exitCode = ExitCode.cannotCreate
-                summary.stopMessage = error.description
+                if !failedJournal {
+                    summary.stopMessage = error.description
+                    summary.stopCause = .journalFailure
+                }
+                summary.endUnrecorded = true
             }
         }
         writer.journal.close()

@@ -45,6 +45,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// the client after that instant.
     public var stopCause: StopCause?
     public var stoppedAt: String?
+    /// The journal failed, and then also refused to be read back: the row counts are unknown.
+    public var countsUnreadable = false
+    /// The journal refused to record the run's end: `status` shows it as ended without a record
+    /// until the next run puts it right.
+    public var endUnrecorded = false
     /// The command that sends what the journal owes after this run, reading the input again
     /// when the run did not read it all.
     public var nextCommand: String?
@@ -189,7 +194,25 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "nothing owed: journal \(journalPath) holds no row to send; name input files to send new pairs")
         }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
-        if !dryRun { lines += advice(journalPath: journalPath) }
+        if countsUnreadable {
+            lines.append(
+                "the row counts above are missing: the journal could not be read back; what was committed is safe, "
+                    + "and botsi-restore status shows it once the journal can be read")
+        } else if stopCause == .journalFailure {
+            lines.append(
+                "the counts above are what the journal holds: the outcomes of the last unfinished batch were not committed"
+            )
+        }
+        if endUnrecorded {
+            lines.append(
+                "the run's end could not be recorded: botsi-restore status shows it as ended without a record, "
+                    + "and the next run puts it right")
+        }
+        if !dryRun {
+            lines += advice(journalPath: journalPath)
+        } else if wouldSend > 0, let nextCommand {
+            lines.append("send them with: \(nextCommand)")
+        }
         if rejectedRows > 0 {
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")

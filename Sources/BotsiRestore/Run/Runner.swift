@@ -22,6 +22,7 @@ public final class Runner: Sendable {
     private let toolVersion: String
     private let progressInterval: Double
     private let onProgress: (@Sendable (RunProgress) -> Void)?
+    private let onWouldSend: (@Sendable (WouldSend) -> Void)?
     private let startedAt = Date()
     private let stage = Mutex(Stage.settingUp(stop: nil))
     /// Wakes `run()` while it waits for the inputs to open: they opened, or a stop came.
@@ -31,8 +32,9 @@ public final class Runner: Sendable {
 
     public init(
         options: RunOptions, apiKey: String, toolVersion: String, progressInterval: Double = 1,
-        onProgress: (@Sendable (RunProgress) -> Void)? = nil
+        onProgress: (@Sendable (RunProgress) -> Void)? = nil, onWouldSend: (@Sendable (WouldSend) -> Void)? = nil
     ) {
+        self.onWouldSend = onWouldSend
         self.options = options
         self.apiKey = apiKey
         self.toolVersion = toolVersion
@@ -118,7 +120,7 @@ public final class Runner: Sendable {
         let loop = ActiveRun(
             parts: parts, options: options, startedAt: startedAt,
             executor: RunExecutor(label: "botsi-restore.run"), progressInterval: progressInterval,
-            onProgress: onProgress
+            onProgress: onProgress, onWouldSend: onWouldSend
         ) { [self] summary in
             result.withLock { $0 = summary }
             finished.signal()

@@ -91,8 +91,12 @@ public enum HTMLReportReader {
             return ("a run is in progress: watch it", "botsi-restore status --journal " + RunAdvice.shellQuoted(path))
         }
         let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst)
-        if status.pendingRows > 0 {
-            let words = "send the \(status.pendingRows) pending rows"
+        let unread = status.unreadInputs(run)
+        if status.pendingRows > 0 || !unread.isEmpty {
+            var what: [String] = []
+            if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
+            if !unread.isEmpty { what.append("read the input the last run did not finish") }
+            let words = what.joined(separator: " and ")
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }
         if let held = statuses[.held], held > 0 {
@@ -109,7 +113,16 @@ public enum HTMLReportReader {
     {
         let unsummed = runs.filter { $0.counts.statuses == nil }.map(\.id)
         let outcomes = try journal.attemptOutcomes(runIDs: unsummed)
-        let lines = RunLine.make(runs: runs, attemptOutcomes: outcomes, holder: journal.runLockHolder(), now: now)
+        // As `runs` counts them: a run without a summary by its rows as they stand.
+        var unrecorded: [Int64: [ItemStatus: Int]] = [:]
+        for id in unsummed {
+            for count in try journal.rowCounts(runID: id) {
+                unrecorded[id, default: [:]][count.status, default: 0] += count.count
+            }
+        }
+        let lines = RunLine.make(
+            runs: runs, attemptOutcomes: outcomes, rowsOfUnrecordedRuns: unrecorded, holder: journal.runLockHolder(),
+            now: now)
         return zip(runs, lines).map { run, line in
             HistoryRun(journal: index, line: line, options: HTMLRunOptions(run.options).words)
         }

@@ -29,6 +29,28 @@ struct CronWrapperTests {
         }
     }
 
+    @Test func thePageIsWrittenBesideTheLogOnlyWhenAskedFor() throws {
+        let cron = CronSetup()
+        cron.write("nightly.json", "{\"journal\": \"journals/nightly.sqlite\"}\n", mode: 0o644)
+        cron.release()
+        #expect(try cron.run(exit: 75).status == 75)
+        #expect(cron.starts == ["started run --job \(cron.jobFile)"], "no page unless BOTSI_HTML_REPORT says where")
+
+        let page = cron.workspace.file("logs/last-run.html")
+        let asked = try cron.run(["--journal", "other.sqlite"], exit: 75, environment: ["BOTSI_HTML_REPORT": page])
+        #expect(asked.status == 75, "the run's status stays the wrapper's: \(asked.stderr)")
+        #expect(
+            cron.starts.last == "started report --journal other.sqlite --format html --output \(page)",
+            "starts: \(cron.starts)")
+        // The stand-in exits 75 for the report too: the failure is logged, the status is the run's.
+        #expect(cron.log.contains("page: not written to \(page)"), "log: \(cron.log)")
+        cron.write("exit-status", "0\n", mode: 0o644)
+        let written = try cron.start([], environment: ["BOTSI_HTML_REPORT": page]).wait(timeout: 90)
+        #expect(written.status == 0)
+        #expect(cron.starts.last == "started report --journal journals/nightly.sqlite --format html --output \(page)")
+        #expect(cron.log.contains("page: \(page) (botsi-restore report --journal journals/nightly.sqlite"))
+    }
+
     @Test func anEnvFileOthersCanReadIsRefusedAndNothingRuns() throws {
         let cron = CronSetup(envMode: 0o644)
         cron.release()

@@ -150,6 +150,8 @@ public struct StatusReport: Sendable {
             if !unreadInputs(run).isEmpty { what.append("read the input the last run did not finish") }
             lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
+        lines.append(
+            "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
         return lines.joined(separator: "\n")
     }
 
@@ -193,6 +195,7 @@ public struct StatusReport: Sendable {
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
+        object["pageCommand"] = HTMLReportAdvice.command(journalPath: journalPath)
         return Self.json(object)
     }
 
@@ -205,11 +208,8 @@ public struct StatusReport: Sendable {
     }
 
     private func statusLine() -> String {
-        let order: [ItemStatus] = [
-            .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
-        ]
         var parts: [String] = []
-        for status in order {
+        for status in Self.order {
             let count = snapshot.itemCount(status: status)
             if count > 0 { parts.append("\(status) \(count)") }
         }
@@ -303,4 +303,58 @@ struct RecordedOptions: Decodable {
         refreshOlderThan = try? container.decodeIfPresent(Double.self, forKey: .refreshOlderThan)
         releaseHeld = try? container.decodeIfPresent(Bool.self, forKey: .releaseHeld)
     }
+}
+
+extension StatusReport {
+    /// `status` over the shards of one job: each journal's status, then the rows of all of them.
+    public struct Job: Sendable {
+        public let reports: [StatusReport]
+
+        public init(_ reports: [StatusReport]) { self.reports = reports }
+
+        /// Rows by status over every journal.
+        public var statuses: [ItemStatus: Int] {
+            var totals: [ItemStatus: Int] = [:]
+            for report in reports {
+                for count in report.snapshot.items { totals[count.status, default: 0] += count.count }
+            }
+            return totals
+        }
+
+        public func renderText() -> String {
+            var blocks = reports.map { $0.renderText() }
+            let totals = statuses
+            let rows = StatusReport.order.compactMap { status in
+                totals[status].map { "\(status) \($0)" }
+            }
+            let running = reports.filter(\.isAlive).count
+            var total = [
+                "all \(reports.count) journals: \(running) running",
+                "rows      \(rows.isEmpty ? "none yet" : rows.joined(separator: " · "))",
+            ]
+            let rejected = reports.reduce(0) { $0 + $1.snapshot.rejections.values.reduce(0, +) }
+            if rejected > 0 { total.append("rejected  \(rejected) by the input checks") }
+            let page = RunAdvice.reportCommand(
+                journalPath: reports[0].journalPath,
+                ["--format", "html", "--output", "job.html"]
+                    + reports.dropFirst().flatMap { ["--journal", $0.journalPath] })
+            total.append("page      the job in one page: \(page)")
+            blocks.append(total.joined(separator: "\n"))
+            return blocks.joined(separator: "\n\n")
+        }
+
+        /// `{"journals": [each journal's status object], "statuses": totals, "rejected": total}`.
+        public func renderJSON() -> String {
+            let each = reports.map { $0.renderJSON() }.joined(separator: ",")
+            let totals = statuses.sorted { $0.key.rawValue < $1.key.rawValue }
+                .map { "\(JSONString.quoted($0.key.rawValue)):\($0.value)" }.joined(separator: ",")
+            let rejected = reports.reduce(0) { $0 + $1.snapshot.rejections.values.reduce(0, +) }
+            return "{\"journals\":[\(each)],\"statuses\":{\(totals)},\"rejected\":\(rejected)}"
+        }
+    }
+
+    /// The statuses in the order `status` prints them.
+    static let order: [ItemStatus] = [
+        .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
+    ]
 }

@@ -21,67 +21,6 @@ import Testing
         #expect(sends.allSatisfy { $0 })
     }
 
-    @Test func throttleCutsOnceASecondAndClimbsBackSlowlyNeverAboveTheCap() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: 100, concurrencyCap: 64)
-        #expect(throttle.effectiveRate == 100)
-        throttle.tooManyRequests(now: 10, acceptedRate: 20, latency: 0.05)
-        #expect(close(throttle.effectiveRate, 19.8), "just under the accepted rate")
-        #expect(throttle.concurrency < 64)
-        throttle.tooManyRequests(now: 10.5, acceptedRate: 10, latency: 0.05)
-        #expect(close(throttle.effectiveRate, 19.8), "a second 429 of the same burst does not cut again")
-        throttle.tick(now: 11, acceptedRate: 16)
-        #expect(close(throttle.effectiveRate, 19.8), "no increase before a quiet spell")
-        for second in 13...400 { throttle.tick(now: Double(second), acceptedRate: 64) }
-        #expect(throttle.effectiveRate == 100)
-        #expect(throttle.concurrency == 64)
-        #expect(throttle.events == 1)
-    }
-
-    @Test func disabledThrottleNeverChangesTheLimits() {
-        var throttle = AdaptiveThrottle(enabled: false, rateCap: nil, concurrencyCap: 8)
-        throttle.tooManyRequests(now: 1, acceptedRate: 5, latency: 0.1)
-        #expect(throttle.effectiveRate == nil)
-        #expect(throttle.concurrency == 8)
-    }
-
-    @Test func aBurstOf503sCountsAsThrottlingButOneDoesNot() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
-        throttle.unavailable(now: 1, acceptedRate: 8, latency: 0.01)
-        #expect(throttle.effectiveRate == nil)
-        throttle.unavailable(now: 1.1, acceptedRate: 8, latency: 0.01)
-        throttle.unavailable(now: 1.2, acceptedRate: 8, latency: 0.01)
-        #expect(throttle.effectiveRate == 6.4)
-    }
-
-    @Test func aStray429AmongManySuccessesDoesNotCutButAShareOfThemDoes() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
-        for step in 0..<50 {
-            throttle.tooManyRequests(now: 1 + Double(step) * 0.2, acceptedRate: 500, latency: 0.02)
-        }
-        #expect(throttle.effectiveRate == nil, "one 429 in 100 replies is noise")
-        for step in 0..<20 { throttle.tooManyRequests(now: 20 + Double(step) * 0.01, acceptedRate: 500, latency: 0.02) }
-        #expect(close(throttle.effectiveRate, 495))
-    }
-
-    @Test func cutsNeverGoBelowHalfTheBestRateOfTheLastMinute() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
-        throttle.tick(now: 1, acceptedRate: 100)
-        for second in 2..<30 {
-            throttle.tooManyRequests(now: Double(second), acceptedRate: 10, latency: 0.02)
-        }
-        #expect(throttle.effectiveRate == 50)
-        #expect(throttle.lowestRate == 50)
-    }
-
-    @Test func aSteadyTrickleOf503sAmongManySuccessesIsNotThrottling() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 8)
-        for step in 0..<100 {
-            throttle.unavailable(now: 1 + Double(step) * 0.03, acceptedRate: 800, latency: 0.02)
-        }
-        #expect(throttle.effectiveRate == nil)
-        #expect(throttle.events == 0)
-    }
-
     @Test func shardsAreStableDisjointAndCoverEveryProfile() {
         // Fixed values: the hash is documented and must never change between versions.
         #expect(shardIndex(profileId: "fff3c120-0ca8-480f-9b19-3955a5428e39", shardCount: 4) == 0)
@@ -229,68 +168,6 @@ extension Trait where Self == ConditionTrait {
         let due = pacer.take(now: 5, rate: nil)
         #expect(!early)
         #expect(due)
-    }
-
-    @Test func statedLimitsSetTheRateJustUnderThem() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 32)
-        let first = throttle.advertised(RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1))
-        #expect(first)
-        #expect(close(throttle.effectiveRate, 99))
-        let again = throttle.advertised(RateLimitInfo(quota: 200, windowSeconds: 2))
-        #expect(!again, "said once")
-        #expect(close(throttle.effectiveRate, 99))
-        #expect(throttle.concurrency == 32, "a stated limit needs no cut in concurrency")
-        var capped = AdaptiveThrottle(enabled: true, rateCap: 20, concurrencyCap: 32)
-        _ = capped.advertised(RateLimitInfo(quota: 100, windowSeconds: 1))
-        #expect(capped.effectiveRate == 20, "--rate still caps")
-        var off = AdaptiveThrottle(enabled: false, rateCap: nil, concurrencyCap: 32)
-        let ignored = off.advertised(RateLimitInfo(quota: 100, windowSeconds: 1))
-        #expect(!ignored)
-        #expect(off.effectiveRate == nil, "--no-adaptive ignores them")
-    }
-
-    @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 32)
-        _ = throttle.advertised(RateLimitInfo(quota: 5000, remaining: 4999, resetSeconds: 3599.6))
-        #expect(close(throttle.effectiveRate, 5000.0 / 3599 * 0.99))
-        _ = throttle.advertised(RateLimitInfo(quota: 5000, remaining: 10, resetSeconds: 12))
-        #expect(close(throttle.effectiveRate, 5000.0 / 3599 * 0.99), "a later, shorter reset is not the window")
-    }
-
-    @Test func theFirstBurstWaitsItsRetryAfterAndCountsTheWaitInTheRate() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 32)
-        // 100 accepted in the first 0.25 s, then refusals asking for 1 s.
-        for step in 0..<20 {
-            throttle.tooManyRequests(
-                now: 0.3 + Double(step) * 0.01, acceptedRate: 400, latency: 0.05, acceptedSpan: 0.25, retryAfter: 1)
-        }
-        #expect(close(throttle.holdUntil, 0.42 + 1), "from the 13th 429, the first that made 3% of the replies")
-        #expect(close(throttle.effectiveRate, 400 * 0.25 / 1.25 * 0.99))
-        #expect(throttle.events == 1)
-    }
-
-    @Test func nearAFoundLimitTheRateCreepsAndFarBelowItClimbsFast() throws {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 32)
-        // The first cut (4 429s make 3% of the replies) sets a floor only.
-        for step in 0..<5 { throttle.tooManyRequests(now: 1 + Double(step) * 0.01, acceptedRate: 100, latency: 0.05) }
-        for second in 4...10 { throttle.tick(now: Double(second), acceptedRate: 100) }
-        let climbed = try #require(throttle.effectiveRate)
-        #expect(climbed > 120, "the first burst's estimate is climbed from fast")
-        for step in 0..<5 { throttle.tooManyRequests(now: 11 + Double(step) * 0.01, acceptedRate: 100, latency: 0.05) }
-        #expect(close(throttle.effectiveRate, 99), "a steady run's 429s put the rate just under what was accepted")
-        for second in 14...18 { throttle.tick(now: Double(second), acceptedRate: 99) }
-        let crept = try #require(throttle.effectiveRate)
-        #expect(crept > 99 && crept < 100.2, "five quiet seconds near the limit: \(crept)")
-    }
-
-    @Test func aLowReadingAtA429NearTheLimitDoesNotDragTheRateDown() {
-        var throttle = AdaptiveThrottle(enabled: true, rateCap: nil, concurrencyCap: 32)
-        for step in 0..<5 { throttle.tooManyRequests(now: 1 + Double(step) * 0.01, acceptedRate: 100, latency: 0.05) }
-        for step in 0..<5 { throttle.tooManyRequests(now: 3 + Double(step) * 0.01, acceptedRate: 100, latency: 0.05) }
-        #expect(close(throttle.effectiveRate, 99))
-        // A 429 from jitter while the accepted rate reads 90: the limit found decays by 2%, no more.
-        for step in 0..<5 { throttle.tooManyRequests(now: 5 + Double(step) * 0.01, acceptedRate: 90, latency: 0.05) }
-        #expect(close(throttle.effectiveRate, 98 * 0.99))
     }
 
     @Test func theMeterReadsASteadyRateAsItselfAndAFirstBurstAsShort() {

@@ -8,7 +8,7 @@ import Testing
     private typealias Scheduler = SendScheduler<String>
 
     private static func scheduler(concurrency: Int = 8, rate: Double? = nil, adaptive: Bool = true) -> Scheduler {
-        Scheduler(concurrency: concurrency, rate: rate, adaptive: adaptive)
+        Scheduler(pacing: PacingConfiguration(concurrency: concurrency, rateCap: rate, adaptive: adaptive))
     }
 
     /// What the runner does at `now`: marks what may be marked, commits, and sends what may go.

@@ -44,7 +44,7 @@ public final class Runner: @unchecked Sendable {
         self.apiKey = apiKey
         self.toolVersion = toolVersion
         self.onProgress = onProgress
-        scheduler = SendScheduler(concurrency: options.concurrency, rate: options.rate, adaptive: options.adaptive)
+        scheduler = SendScheduler(pacing: PacingConfiguration(options))
         decider = ReplyDecider(options: options)
         threshold = FailureThreshold(maxFailureRate: options.maxFailureRate, minSample: options.minSample)
         progress = ProgressTracker(

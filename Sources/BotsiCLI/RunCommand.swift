@@ -16,6 +16,8 @@ struct RunSettings: Equatable {
     /// `--metrics-file`, `--metrics-push`: Prometheus metrics (see MetricsReporter).
     var metricsFile: String?
     var metricsPush: String?
+    /// `--shard`, resolved (for `auto`, from the environment) when the run starts.
+    var shard: ShardSpec?
 }
 
 enum RunCommand: Command {
@@ -74,6 +76,13 @@ enum RunCommand: Command {
         }
         try checkColumnPositions(options)
         try checkMetricsOptions(settings)
+        if let shard = settings.shard {
+            do {
+                (options.shardIndex, options.shardCount) = try shard.resolve(environment: ProcessInfo.processInfo.environment)
+            } catch {
+                throw UsageError(message: error.message)
+            }
+        }
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         return options
     }

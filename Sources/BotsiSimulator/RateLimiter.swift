@@ -127,3 +127,28 @@ struct RateLimiter: Sendable {
         refilledAt = max(refilledAt ?? now, now)
     }
 }
+
+/// `liveRate`: the app's own traffic on the limit, which a batch job cannot see. The simulator
+/// spends these requests from its limiter itself, evenly spaced from its start, and counts the
+/// ones its limiter refused: what the app's users would have seen answered 429.
+struct LiveTraffic: Sendable {
+    let intervalNanoseconds: UInt64
+    private var nextAt: UInt64
+    private(set) var requests = 0
+    private(set) var refused = 0
+
+    init(rate: Double, startingAt start: UInt64) {
+        intervalNanoseconds = max(1, UInt64((1_000_000_000 / rate).rounded()))
+        nextAt = start
+    }
+
+    /// Spends the live requests due by `now` from `limiter`, each at its own time and in order, so
+    /// the limiter sees them before a request that arrives at `now`.
+    mutating func catchUp(to now: UInt64, limiter: inout RateLimiter) {
+        while nextAt <= now {
+            requests += 1
+            if !limiter.admit(now: nextAt).admitted { refused += 1 }
+            nextAt += intervalNanoseconds
+        }
+    }
+}

@@ -25,13 +25,10 @@ import Testing
             case "probe": tuning.probe = value!
             case "holdoff": tuning.holdoff = value!
             case "measureOver": tuning.measureOver = value!
-            case "yield": tuning.yield = value!
             case "trickle": tuning.trickle = value!
             case "recutShare": tuning.recutShare = value!
             case "recutCount": tuning.recutCount = Int(value!)
             case "closedShare": tuning.closedShare = value!
-            case "statedIncrease": tuning.statedIncrease = value!
-            case "statedBackoff": tuning.statedBackoff = value!
             case "lowRemaining": tuning.lowRemaining = value!
             default: Issue.record("unknown constant \(parts[0])")
             }
@@ -58,8 +55,10 @@ import Testing
                 }
                 scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0.2; $0.jitter = 0.02 })
                 scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0; $0.jitter = 0.001 })
-                scenarios.append(make { $0.rowsPerProcess = 2500; $0.liveRate = 30 })
+                scenarios.append(make { $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2] })
                 scenarios.append(make { $0.rowsPerProcess = 6000 })
+                scenarios.append(make { $0.rowsPerProcess = 2400; $0.limit = 40 })
+                scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 300; $0.limit = 10 })
                 scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 1000; $0.statesLimit = true })
                 scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 1500; $0.starts = [0, 0, 0, 15] })
                 scenarios.append(make { $0.rowsPerProcess = 9000; $0.limitChanges = [(30, 50), (60, 100)] })

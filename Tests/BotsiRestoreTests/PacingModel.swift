@@ -441,7 +441,7 @@ extension PacingOutcome {
     var settledFrom: Double {
         let changes = scenario.limitChanges.map(\.at)
         let starts = scenario.starts.isEmpty ? [firstStart] : scenario.starts
-        let late = (starts + changes).filter { $0 > firstStart }
+        let late = (scenario.processes > 1 ? starts + changes : changes).filter { $0 > firstStart }
         return late.isEmpty ? firstStart : late.max()! + 10
     }
 

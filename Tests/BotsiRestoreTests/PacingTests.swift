@@ -150,26 +150,6 @@ extension Trait where Self == ConditionTrait {
 }
 
 @Suite struct PacingNearTheLimitTests {
-    @Test func aRateLearnedAfterABurstChargesTheBurst() {
-        var pacer = Pacer()
-        let burst = (0..<32).map { _ in pacer.take(now: 10, rate: nil) }
-        #expect(burst.allSatisfy { $0 })
-        pacer.chargeUnpacedBurst(rate: 100)
-        let early = pacer.take(now: 10.3, rate: 100)
-        let due = pacer.take(now: 10.32, rate: 100)
-        #expect(!early, "32 sends at 100/s last until 10.32")
-        #expect(due)
-    }
-
-    @Test func aHoldStopsSendsUntilItsTime() {
-        var pacer = Pacer()
-        pacer.hold(until: 5)
-        let early = pacer.take(now: 4.9, rate: nil)
-        let due = pacer.take(now: 5, rate: nil)
-        #expect(!early)
-        #expect(due)
-    }
-
     @Test func theMeterReadsASteadyRateAsItselfAndAFirstBurstAsShort() {
         var meter = SendMeter()
         for index in 0..<1000 { meter.record(now: 100 + Double(index) * 0.01) }

@@ -13,46 +13,41 @@ enum PacingSignal: Equatable {
 
 /// The send rate and concurrency of one process on a limit it may share with other processes and
 /// with the app's live traffic, none of which it can see. docs/pacing.md is the model: the state,
-/// each reaction, why N copies converge to fair shares, and the reason for every constant.
+/// each reaction, why N copies converge, and the reason for every constant (its table is checked
+/// against `Tuning()` by a test).
 struct RateController {
     struct Tuning: Equatable {
-        /// The start: paced from this rate, growing by `startGrowth` a second until a 429.
+        /// The start: paced from this rate, growing by `startGrowth` a second until the limit shows.
         var startRate = 10.0
         var startGrowth = 8.0
         /// A 429 episode cuts to this share of the rate the limiter accepted from this process.
-        var backoff = 0.97
-        /// After a cut the rate returns toward plateau × ceiling with this time constant (seconds).
+        var backoff = 0.95
+        /// After a cut the rate returns toward the plateau with this time constant (seconds).
         var recoveryTime = 0.25
-        /// The share of the rate found (the ceiling) the rate settles at after a cut.
+        /// The share of the ceiling (the rate found) the rate settles at after a cut.
         var plateau = 0.99
         /// Past the plateau the rate probes: plateau × ceiling × (1 + probe × t³), t in seconds.
-        var probe = 0.001
-        /// One cut per window: 429s within this long of a cut are the same overshoot.
+        var probe = 0.002
+        /// One episode per window: 429s within this long of a cut are the same overshoot draining.
         var holdoff = 1.0
-        /// The seconds over which the accepted rate at a cut is measured.
+        /// The accepted rate at a cut is the lower of the last second's and this many seconds'.
         var measureOver = 2.0
-        /// Refused while not probing: the ceiling drops to this share.
-        var yield = 0.85
-        /// A window that refuses this share of what was sent since the cut is closed: probed at a
-        /// trickle of the rate until it accepts again.
+        /// Since a cut, a window refusing this share of what was sent is closed: it is probed at
+        /// `trickle` × the rate until it accepts again.
         var closedShare = 0.9
         var trickle = 0.05
-        /// Refusing this share since the cut: cut again, to what it takes.
+        /// Since a cut, refusing this share (at least `recutCount` refusals): the cut was too small.
         var recutShare = 0.3
         var recutCount = 10
-        /// Stated limits: run at this share of quota / window.
+        /// Stated limits: run at most at this share of quota / window.
         var limitShare = 0.99
-        /// Stated limits: a cut when what remains of the window falls to this share of the quota.
+        /// Stated limits: what remains of the window falling to this share of the quota is an
+        /// episode, as a 429 is.
         var lowRemaining = 0.02
-        /// Stated limits: each second adds this share of the stated rate (the same for every process).
-        var statedIncrease = 0.02
-        /// Stated limits: the cut when the window is nearly used up.
-        var statedBackoff = 0.95
-        var statedHoldoff = 0.25
     }
 
     private enum Phase: Equatable {
-        /// Climbing from `startRate` until the first 429.
+        /// Climbing from `startRate` until the limit shows.
         case starting
         /// After the start's overshoot: climbing back at the start's pace to this rate.
         case replaying(to: Double)
@@ -62,7 +57,6 @@ struct RateController {
         case probing(since: Double)
     }
 
-    static let longestBurstPause = 2.0
     static let unavailableBurst = 3
     static let unavailableShare = 0.25
     static let unavailableBackoff = 0.8
@@ -76,27 +70,22 @@ struct RateController {
     /// The send-rate limit this controller sets; nil with `--no-adaptive`.
     private(set) var rate: Double?
     private(set) var concurrency: Int
-    /// No send before this: a 429 that refused most of the recent requests said when to come back.
-    private(set) var holdUntil: Double?
 
     private var phase = Phase.starting
+    /// The rate the limiter accepted from this process at the last cut: its share of the limit then.
+    private var ceiling: Double?
+    private var cutAt = -Double.infinity
     /// Replies to requests sent since the last cut, and how many of them were refused.
     private var fresh = (replies: 0, refused: 0)
     /// While a closed window is probed at a trickle: the rate to go back to when it accepts again.
     private var resumeRate: Double?
-    private var startedAt: Double?
     private var climbedAt: Double?
     /// The last tick found the rate in use (rows held back by it).
     private var inUse = true
-    /// The rate the limiter accepted from this process at the last cut: its share of the limit then.
-    private var ceiling: Double?
-    private var cutAt = -Double.infinity
     private var lastTick: Double?
     private var recentUnavailable: [Double] = []
-    private var recentReplies: [(time: Double, refused: Bool)] = []
-    /// The stated limit per second (quota / window), once a reply stated it.
+    /// The stated limit per second (quota / window).
     private var stated: Double?
-    private var statedCutAt = -Double.infinity
     private var longestReset = 0.0
     private var events = 0
     private var lowestRate: Double?
@@ -134,16 +123,13 @@ struct RateController {
 
     // MARK: Replies
 
-    /// A reply. Returns true when its rate-limit fields first state a rate: the caller charges
-    /// what it sent before at that rate.
-    mutating func replied(_ signal: PacingSignal, duration: Double, rateLimit: RateLimitInfo?, now: Double) -> Bool {
+    /// A reply: what it says, how long it took, its rate-limit fields.
+    mutating func replied(_ signal: PacingSignal, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
         if signal == .accepted {
             acceptedMeter.record(now: now)
             latency = latency * 0.9 + duration * 0.1
         }
         climb(now: now)
-        recentReplies.append((now, signal != .accepted))
-        if recentReplies.count > 256 { recentReplies.removeAll { now - $0.time > 1 } }
         if now - duration >= cutAt {
             fresh.replies += 1
             if signal != .accepted { fresh.refused += 1 }
@@ -153,71 +139,56 @@ struct RateController {
             rate = resume
             resumeRate = nil
         }
-        var first = false
-        if let rateLimit { first = statedLimit(rateLimit, now: now) }
+        if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, now: now) }
         switch signal {
         case .accepted: break
-        case .tooManyRequests(let retryAfter): tooManyRequests(now: now, sentAt: now - duration, retryAfter: retryAfter)
+        case .tooManyRequests: tooManyRequests(now: now, sentAt: now - duration)
         case .unavailable: unavailable(now: now)
         }
-        return first
     }
 
-    private func refusedShare(now: Double, over seconds: Double) -> Double {
-        let recent = recentReplies.filter { now - $0.time <= seconds }
-        return recent.isEmpty ? 0 : Double(recent.filter(\.refused).count) / Double(recent.count)
-    }
-
-    private mutating func tooManyRequests(now: Double, sentAt: Double, retryAfter: Double?) {
+    private mutating func tooManyRequests(now: Double, sentAt: Double) {
+        guard enabled, sentAt >= cutAt else { return }
+        guard let current = effectiveRate else { return }
         // A 429 to a request sent before the last cut is that overshoot's echo, already answered.
-        guard enabled, let current = effectiveRate, sentAt >= cutAt else { return }
         if now - cutAt < tuning.holdoff {
-            // Within a window of the cut, what the window still holds refuses a little of what was
-            // sent since. A window refusing nearly everything is closed until it moves on: a trickle
-            // finds when it opens, instead of a full rate of 429s. One refusing a large share was cut
-            // too little (a bucket's burst hid the limit): what it takes is the rate.
-            guard fresh.replies >= 4, resumeRate == nil else { return }
-            let share = Double(fresh.refused) / Double(fresh.replies)
-            if share >= tuning.closedShare {
-                resumeRate = rate
-                rate = max(0.5, current * tuning.trickle)
-            } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
-                ceiling = current * (1 - share)
-                cut(now: now, to: ceiling! * tuning.plateau)
-                phase = .recovering
-            }
+            withinHoldoff(current: current, now: now)
             return
         }
         let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
         if phase == .starting {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
-            // that ages out, to the plateau under what the window took: for an even climb that ran a
-            // window or more, its rate then × (1 − 1/G) / ln G. The next 429 is a new episode.
-            let growth = tuning.startGrowth
-            let climbed = min(1, max(0, sentAt - (startedAt ?? sentAt)))
-            let rateThen = current / pow(growth, now - sentAt)
-            let window = (rateThen - rateThen / pow(growth, climbed)) / log(growth)
-            ceiling = min(accepted, max(window, rateThen / growth))
-            cut(now: now, to: rateThen / growth)
+            // that ages out, to the plateau under what the window took.
+            let rateThen = current / pow(tuning.startGrowth, now - sentAt)
+            ceiling = min(accepted, current)
+            cut(now: now, to: rateThen / tuning.startGrowth)
             phase = .replaying(to: ceiling! * tuning.plateau)
             return
         }
         // What the limiter accepted from this process over the last window(s), while refusing some
-        // of it, is this process's share of the limit now.
+        // of it, is this process's share of the limit now; never more than halve at once.
         let measured = min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
-        let base = min(current, max(measured, current * 0.5))
-        let probing = current > (ceiling ?? 0)
-        if !probing, now - cutAt >= 2 * tuning.holdoff, case .probing = phase {
-            // Refused while holding a rate that was accepted before: the others (or the limit)
-            // changed. Give up a share of it for good, so that shares even out.
-            ceiling = base * tuning.yield
-            cut(now: now, to: base * tuning.yield * tuning.backoff)
-        } else {
-            ceiling = base
-            cut(now: now, to: base * tuning.backoff)
-        }
+        ceiling = min(current, max(measured, current * 0.5))
+        cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
+    }
+
+    /// Within a window of a cut, what the window still holds refuses a little of what was sent since.
+    /// A window refusing nearly everything is closed until it moves on: a trickle finds when it opens,
+    /// instead of a full rate of 429s. One refusing a large share was cut too little (a token
+    /// bucket's burst hid the limit): what it takes is the rate.
+    private mutating func withinHoldoff(current: Double, now: Double) {
+        guard fresh.replies >= 4, resumeRate == nil else { return }
+        let share = Double(fresh.refused) / Double(fresh.replies)
+        if share >= tuning.closedShare {
+            resumeRate = rate
+            rate = max(0.5, current * tuning.trickle)
+        } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
+            ceiling = current * (1 - share)
+            cut(now: now, to: ceiling! * tuning.plateau)
+            phase = .recovering
+        }
     }
 
     /// A 503: only a burst of them counts — a few within a second, and a large share of that
@@ -233,36 +204,26 @@ struct RateController {
         else { return }
         recentUnavailable.removeAll()
         let current = effectiveRate ?? max(accepted, 1)
-        let base = max(1, min(current, max(accepted, current * 0.5)))
-        ceiling = base
-        cut(now: now, to: base * Self.unavailableBackoff)
+        ceiling = max(1, min(current, max(accepted, current * 0.5)))
+        cut(now: now, to: ceiling! * Self.unavailableBackoff)
         phase = .recovering
         // Overload is about work in progress too: keep what that rate needs at the latency seen.
         let needed = Int((rate! * max(latency, 0.001) * 2).rounded(.up)) + 1
         concurrency = max(1, min(concurrency, needed))
     }
 
-    /// Rate-limit fields. With what remains of the window the limit is shared by AIMD on the
-    /// stated rate (additive increase, a cut when the window is nearly used up).
-    private mutating func statedLimit(_ info: RateLimitInfo, now: Double) -> Bool {
-        guard enabled else { return false }
+    /// Rate-limit fields. The stated rate caps the pace. A window nearly used up is an episode
+    /// like a 429, one that comes before anything is refused: what remains counts everyone's
+    /// requests, the live app's and the other processes' included.
+    private mutating func statedLimit(_ info: RateLimitInfo, sentAt: Double, now: Double) {
+        guard enabled else { return }
         if let reset = info.resetSeconds { longestReset = max(longestReset, reset.rounded(.down)) }
-        guard let quota = info.quota, quota > 0 else { return false }
+        guard let quota = info.quota, quota > 0 else { return }
         let window = info.windowSeconds ?? max(1, longestReset)
-        let first = stated == nil
         stated = max(Double(quota) / window, 0.01)
-        guard let remaining = info.remaining else { return first }
-        if first, let cap = statedCap {
-            // What the window has left is the room the others leave: start there.
-            rate = min(cap, max(Double(remaining) / window, cap * 0.05))
-            phase = .recovering
+        if let remaining = info.remaining, Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining) {
+            tooManyRequests(now: now, sentAt: sentAt)
         }
-        let floor = Double(quota) * max(headroom, tuning.lowRemaining)
-        if Double(remaining) <= floor, now - statedCutAt >= max(tuning.statedHoldoff, latency * 2) {
-            statedCutAt = now
-            cut(now: now, to: (effectiveRate ?? 1) * tuning.statedBackoff)
-        }
-        return first
     }
 
     private mutating func cut(now: Double, to newRate: Double) {
@@ -276,16 +237,11 @@ struct RateController {
 
     // MARK: Quiet time
 
-    /// The start's climb, continuous: at every reply and tick, while the rate is in use.
+    /// The start's climb, continuous: at every reply and tick while the rate is in use.
     private mutating func climb(now: Double) {
-        guard enabled, phase == .starting, let current = rate, inUse else {
-            climbedAt = now
-            return
-        }
-        if startedAt == nil { startedAt = now }
-        let elapsed = now - (climbedAt ?? now)
-        climbedAt = now
-        rate = min(current * pow(tuning.startGrowth, elapsed), rateCap ?? .infinity)
+        defer { climbedAt = now }
+        guard enabled, phase == .starting, inUse, let current = rate, let climbedAt else { return }
+        rate = min(current * pow(tuning.startGrowth, now - climbedAt), statedCap ?? .infinity, rateCap ?? .infinity)
     }
 
     /// Called several times a second: the rate climbs while nothing refuses. `paceLimited`: rows
@@ -294,8 +250,8 @@ struct RateController {
     mutating func tick(now: Double, paceLimited: Bool) {
         let elapsed = lastTick.map { now - $0 } ?? 0
         lastTick = now
-        guard enabled, let current = rate else { return }
         inUse = paceLimited
+        guard enabled, let current = rate else { return }
         if phase == .starting {
             climb(now: now)
             return
@@ -305,28 +261,24 @@ struct RateController {
             return
         }
         var next = current
-        if let stated, now - statedCutAt < 60 || ceiling == nil {
-            next = current + stated * tuning.statedIncrease * elapsed
-        } else {
-            switch phase {
-            case .starting:
-                break
-            case .replaying(let target):
-                next = min(target, current * pow(tuning.startGrowth, elapsed))
-                if next >= target { phase = .probing(since: now) }
-            case .recovering:
-                let target = (ceiling ?? current) * tuning.plateau
-                next = target - (target - current) * exp(-elapsed / tuning.recoveryTime)
-                if next >= target * 0.995 { phase = .probing(since: now) }
-            case .probing(let since):
-                let target = (ceiling ?? current) * tuning.plateau
-                let probing = now - since
-                next = max(current, target * (1 + tuning.probe * probing * probing * probing))
-            }
+        switch phase {
+        case .starting:
+            break
+        case .replaying(let target):
+            next = min(target, current * pow(tuning.startGrowth, elapsed))
+            if next >= target { phase = .probing(since: now) }
+        case .recovering:
+            let target = (ceiling ?? current) * tuning.plateau
+            next = target - (target - current) * exp(-elapsed / tuning.recoveryTime)
+            if next >= target * 0.995 { phase = .probing(since: now) }
+        case .probing(let since):
+            let target = (ceiling ?? current) * tuning.plateau
+            let probing = now - since
+            next = max(current, target * (1 + tuning.probe * probing * probing * probing))
         }
         if concurrency < concurrencyCap, now - cutAt >= 2 {
             concurrency = min(concurrencyCap, concurrency + max(1, concurrency / 10))
         }
-        rate = min(next, rateCap ?? .infinity)
+        rate = min(next, statedCap ?? .infinity, rateCap ?? .infinity)
     }
 }

@@ -182,12 +182,7 @@ struct SendScheduler<Payload> {
             if httpStatus == 429 { signal = .tooManyRequests(retryAfter: retryAfter) }
             if httpStatus == 503 { signal = .unavailable }
         }
-        if controller.replied(signal, duration: duration, rateLimit: rateLimit, now: now),
-            let rate = controller.effectiveRate
-        {
-            pacer.chargeUnpacedBurst(rate: rate)
-        }
-        pacer.hold(until: controller.holdUntil)
+        controller.replied(signal, duration: duration, rateLimit: rateLimit, now: now)
     }
 
     /// The row is done for this run: the rows after it on its keys may go.

@@ -109,6 +109,16 @@ struct RateController {
         [rate, statedCap, rateCap].compactMap { $0 }.min()
     }
 
+    /// No rate, or one above what the concurrency can carry at the latency seen: the concurrency
+    /// limit holds the sends back, not the pacer.
+    var concurrencyBound: Bool {
+        guard let rate = effectiveRate else { return true }
+        return rate * latency >= Double(concurrency) * 0.8
+    }
+
+    /// The share of the rate found that the rate settles at: `--headroom` leaves its share unused.
+    private var plateau: Double { tuning.plateau * (1 - headroom) }
+
     private var statedCap: Double? { stated.map { $0 * tuning.limitShare * (1 - headroom) } }
 
     /// Below the cap (or with no cap): the replies set the pace, not the options.
@@ -163,7 +173,7 @@ struct RateController {
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
             ceiling = min(accepted, current)
             cut(now: now, to: rateThen / tuning.startGrowth)
-            phase = .replaying(to: ceiling! * tuning.plateau)
+            phase = .replaying(to: ceiling! * plateau)
             return
         }
         // What the limiter accepted from this process over the last window(s), while refusing some
@@ -186,7 +196,7 @@ struct RateController {
             rate = max(0.5, current * tuning.trickle)
         } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
             ceiling = current * (1 - share)
-            cut(now: now, to: ceiling! * tuning.plateau)
+            cut(now: now, to: ceiling! * plateau)
             phase = .recovering
         }
     }
@@ -268,11 +278,11 @@ struct RateController {
             next = min(target, current * pow(tuning.startGrowth, elapsed))
             if next >= target { phase = .probing(since: now) }
         case .recovering:
-            let target = (ceiling ?? current) * tuning.plateau
+            let target = (ceiling ?? current) * plateau
             next = target - (target - current) * exp(-elapsed / tuning.recoveryTime)
             if next >= target * 0.995 { phase = .probing(since: now) }
         case .probing(let since):
-            let target = (ceiling ?? current) * tuning.plateau
+            let target = (ceiling ?? current) * plateau
             let probing = now - since
             next = max(current, target * (1 + tuning.probe * probing * probing * probing))
         }

@@ -158,10 +158,10 @@ struct SendScheduler<Payload> {
         return withdrawn
     }
 
-    /// Rows may be marked ahead of need only while nothing paces the sends: a paced row goes
-    /// when the pacer says, never early from a reserve.
+    /// Rows may be marked ahead of need only while the concurrency limit, not the rate, holds the
+    /// sends back: a paced row goes when the pacer says, never early from a reserve.
     private func reserveAllowed(now: Double) -> Int {
-        controller.effectiveRate == nil && now >= pacer.nextSendAt ? reserveLimit : 0
+        controller.concurrencyBound && now >= pacer.nextSendAt ? reserveLimit : 0
     }
 
     /// A reply arrived: its row is no longer in flight, and what it says about the service's

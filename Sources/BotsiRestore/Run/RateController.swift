@@ -19,7 +19,7 @@ struct RateController {
     struct Tuning: Equatable {
         /// The start: paced from this rate, growing by `startGrowth` a second until the limit shows.
         var startRate = 10.0
-        var startGrowth = 8.0
+        var startGrowth = 32.0
         /// A 429 episode cuts to this share of the rate the limiter accepted from this process.
         var backoff = 0.95
         /// After a cut the rate returns toward the plateau with this time constant (seconds).

@@ -215,7 +215,13 @@ extension RunCommand {
                 help: "only rows whose profileId hashes to shard I of N (0 <= I < N); auto/N reads I from "
                     + "JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch; "
                     + "auto alone also takes N from AWS_BATCH_JOB_ARRAY_SIZE)"
-            ) { $0.shard = $1 },
+            ) {
+                $0.shard = $1
+                if case .fixed(let index, let count) = $1 {
+                    $0.options.shardIndex = index
+                    $0.options.shardCount = count
+                }
+            },
             .value(
                 "--job-rate", .positiveNumber(meaning: "a number of requests per second"), job: "jobRate",
                 help: "requests per second for the whole job, all its shards together (the app's budget, stated "

@@ -203,7 +203,7 @@ enum Shard {
         placeholder: "I/N",
         expected: "I/N with 0 <= I < N (e.g. 0/4, as JOB_COMPLETION_INDEX counts), or auto/N to read I from "
             + "JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (a job file takes only auto/N or auto)",
-        example: "1/4", fromText: ShardSpec.init,
+        example: "auto/4", fromText: ShardSpec.init,
         fromJSON: { json in
             guard let spec = json.string.flatMap(ShardSpec.init), case .fromEnvironment = spec else { return nil }
             return spec

@@ -45,14 +45,15 @@ import Testing
         value.map { abs($0 - expected) <= tolerance } ?? false
     }
 
-    @Test func theStartIsPacedAndClimbsEightfoldASecondOnlyWhileTheRateIsInUse() {
+    @Test func theStartIsPacedAndClimbsByItsGrowthASecondOnlyWhileTheRateIsInUse() {
         var controller = Self.controller()
+        let growth = Self.tuning.startGrowth
         #expect(controller.effectiveRate == 10)
         #expect(!controller.isThrottled, "climbing is not being throttled")
         Self.ticks(&controller, from: 0, to: 1)
-        #expect(Self.close(controller.effectiveRate, 80, within: 1e-6))
+        #expect(Self.close(controller.effectiveRate, 10 * growth, within: 1e-6))
         Self.ticks(&controller, from: 1.25, to: 3, inUse: false)
-        #expect(Self.close(controller.effectiveRate, 80, within: 1e-6), "a rate not in use does not grow")
+        #expect(Self.close(controller.effectiveRate, 10 * growth, within: 1e-6), "a rate not in use does not grow")
         let capped = Self.controller(rateCap: 4)
         #expect(capped.effectiveRate == 4, "--rate caps the start too")
         let off = Self.controller(adaptive: false)
@@ -63,10 +64,11 @@ import Testing
         var controller = Self.controller()
         Self.ticks(&controller, from: 0, to: 1)
         Self.replies(&controller, count: 100, from: 0.5, to: 1.5)
-        // The replies climb it too, to 10 × 8^1.49 by the last one, 10 × 8^1.5 at the 429.
-        #expect(Self.close(controller.effectiveRate, 10 * pow(8, 1.49), within: 1e-6))
+        // The replies climb it too, to 10 × G^1.49 by the last one, 10 × G^1.5 at the 429.
+        let growth = Self.tuning.startGrowth
+        #expect(Self.close(controller.effectiveRate, 10 * pow(growth, 1.49), within: 1e-6))
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1.5)
-        let expected = 10 * pow(8, 1.5) / pow(8, 0.05) / 8
+        let expected = 10 * pow(growth, 1.5) / pow(growth, 0.05) / growth
         #expect(Self.close(controller.effectiveRate, expected, within: 1e-6), "\(controller.effectiveRate!) vs \(expected)")
         #expect(controller.isThrottled)
         #expect(controller.summary.throttleEvents == 1)

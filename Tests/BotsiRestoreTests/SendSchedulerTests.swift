@@ -93,8 +93,8 @@ import Testing
 
     @Test func aCutThatMakesTheRateBindTakesTheReserveBackInOrder() {
         // A start of 400/s is above what 4 slots carry at 50 ms: the concurrency binds, so rows are
-        // marked ahead of need; a 429 brings the rate back to what it sent a window before, 50/s,
-        // which the slots carry: the rate binds, and the reserve goes back.
+        // marked ahead of need; a 429 brings the rate back to what it sent a window before (a
+        // fraction of it), which the slots carry: the rate binds, and the reserve goes back.
         var scheduler = Self.adaptive(concurrency: 4, startRate: 400)
         for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
         var sent: [String] = []
@@ -209,19 +209,20 @@ import Testing
     }
 
     @Test func theAdaptiveStartIsPacedAndA429SendsAgainWhatWasSentAWindowEarlier() {
-        var scheduler = Self.adaptive()
+        var scheduler = Self.adaptive(startRate: 50)
         for index in 0..<20 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        #expect(Self.sendAll(&scheduler, now: 10) == ["0"], "the start is paced at 10/s")
-        #expect(scheduler.counts.rateLimit == 10)
+        #expect(Self.sendAll(&scheduler, now: 10) == ["0"], "the start is paced")
+        #expect(scheduler.counts.rateLimit == 50)
         #expect(scheduler.counts.throttledRate == nil, "climbing is not being throttled")
         _ = scheduler.replied(
             .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.1, rateLimit: nil,
             now: 10.1)
         #expect(scheduler.counts.throttleEvents == 1)
-        // Sent 0.1 s before, at 10/8^0.1 a second of the climb: it goes back to the rate a window
-        // (1 s) before that, an eighth of it.
+        // Sent 0.1 s before, at 50/G^0.1 with G the climb's growth a second: it goes back to the
+        // rate a window (1 s) before that, 1/G of it.
+        let growth = RateController.Tuning().startGrowth
         let rate = scheduler.counts.rateLimit
-        #expect(rate.map { abs($0 - 10 / pow(8, 0.1) / 8) < 1e-9 } == true, "\(String(describing: rate))")
+        #expect(rate.map { abs($0 - 50 / pow(growth, 0.1) / growth) < 1e-9 } == true, "\(String(describing: rate))")
         #expect(scheduler.counts.throttledRate != nil)
         #expect(scheduler.pacingSummary.throttleEvents == 1)
     }

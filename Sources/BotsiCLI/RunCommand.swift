@@ -78,7 +78,8 @@ enum RunCommand: Command {
         try checkMetricsOptions(settings)
         if let shard = settings.shard {
             do {
-                (options.shardIndex, options.shardCount) = try shard.resolve(environment: ProcessInfo.processInfo.environment)
+                (options.shardIndex, options.shardCount) = try shard.resolve(
+                    environment: ProcessInfo.processInfo.environment)
             } catch {
                 throw UsageError(message: error.message)
             }

@@ -264,9 +264,11 @@ extension ValueKind where Value == Double {
             plainNumber(text.hasSuffix("%") ? String(text.dropLast()) : text).flatMap { $0 < 100 ? $0 : nil }
         },
         fromJSON: { json in
-            let number = json.number ?? json.string.flatMap {
-                plainNumber($0.hasSuffix("%") ? String($0.dropLast()) : $0)
-            }
+            let number =
+                json.number
+                ?? json.string.flatMap {
+                    plainNumber($0.hasSuffix("%") ? String($0.dropLast()) : $0)
+                }
             return number.flatMap { $0 >= 0 && $0 < 100 ? $0 : nil }
         })
 }

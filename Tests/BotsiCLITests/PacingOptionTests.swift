@@ -73,8 +73,12 @@ import Testing
         #expect(resolve("auto", ["JOB_COMPLETION_INDEX": "0"]).contains("--shard auto/N"))
         #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "4"]).contains("not below 4"))
         #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "x"]).contains("'x', not a shard index"))
-        #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "1", "AWS_BATCH_JOB_ARRAY_INDEX": "2"]).contains("disagree"))
-        #expect(resolve("auto/4", ["AWS_BATCH_JOB_ARRAY_INDEX": "1", "AWS_BATCH_JOB_ARRAY_SIZE": "8"]).contains("agree"))
-        #expect(resolve("auto", ["AWS_BATCH_JOB_ARRAY_INDEX": "1", "AWS_BATCH_JOB_ARRAY_SIZE": "0"]).contains("not a number"))
+        #expect(
+            resolve("auto/4", ["JOB_COMPLETION_INDEX": "1", "AWS_BATCH_JOB_ARRAY_INDEX": "2"]).contains("disagree"))
+        #expect(
+            resolve("auto/4", ["AWS_BATCH_JOB_ARRAY_INDEX": "1", "AWS_BATCH_JOB_ARRAY_SIZE": "8"]).contains("agree"))
+        #expect(
+            resolve("auto", ["AWS_BATCH_JOB_ARRAY_INDEX": "1", "AWS_BATCH_JOB_ARRAY_SIZE": "0"]).contains(
+                "not a number"))
     }
 }

@@ -51,17 +51,44 @@ import Testing
                     return s
                 }
                 for n in [1, 2, 4, 8] {
-                    scenarios.append(make { $0.processes = n; $0.rowsPerProcess = 3000 / n })
+                    scenarios.append(
+                        make {
+                            $0.processes = n; $0.rowsPerProcess = 3000 / n
+                        })
                 }
-                scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0.2; $0.jitter = 0.02 })
-                scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0; $0.jitter = 0.001 })
-                scenarios.append(make { $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2] })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 6000; $0.latency = 0.2; $0.jitter = 0.02
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 6000; $0.latency = 0; $0.jitter = 0.001
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2]
+                    })
                 scenarios.append(make { $0.rowsPerProcess = 6000 })
-                scenarios.append(make { $0.rowsPerProcess = 2400; $0.limit = 40 })
-                scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 300; $0.limit = 10 })
-                scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 1000; $0.statesLimit = true })
-                scenarios.append(make { $0.processes = 4; $0.rowsPerProcess = 1500; $0.starts = [0, 0, 0, 15] })
-                scenarios.append(make { $0.rowsPerProcess = 9000; $0.limitChanges = [(30, 50), (60, 100)] })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 2400; $0.limit = 40
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 300; $0.limit = 10
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 1000; $0.statesLimit = true
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 1500; $0.starts = [0, 0, 0, 15]
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 9000; $0.limitChanges = [(30, 50), (60, 100)]
+                    })
             }
         }
         if let only = Self.environment["BOTSI_PACING_ONLY"], !only.isEmpty {
@@ -72,7 +99,10 @@ import Testing
             let fair = outcome.fairness(from: (s.starts.max() ?? 0) + 10)
             print(outcome.report)
             if Self.environment["BOTSI_PACING_TRACE"] != nil { print(outcome.trace) }
-            print(String(format: "  fairness %.2f–%.2f over %d windows, finish spread %.2f", fair.lowest, fair.highest, fair.windows, outcome.finishSpread))
+            print(
+                String(
+                    format: "  fairness %.2f–%.2f over %d windows, finish spread %.2f", fair.lowest, fair.highest,
+                    fair.windows, outcome.finishSpread))
             print("  " + (outcome.failures.isEmpty ? "OK" : "FAIL " + outcome.failures.joined(separator: "; ")))
         }
     }

@@ -40,7 +40,9 @@ struct PacingScenario: CustomStringConvertible {
 
     var description: String {
         var text = "\(processes)×\(rowsPerProcess) rows, \(kind) limiter \(limit)/s"
-        if !limitChanges.isEmpty { text += " then " + limitChanges.map { "\($0.limit)/s at \($0.at)s" }.joined(separator: ", ") }
+        if !limitChanges.isEmpty {
+            text += " then " + limitChanges.map { "\($0.limit)/s at \($0.at)s" }.joined(separator: ", ")
+        }
         text += ", latency \(Int(latency * 1000))+\(Int(jitter * 1000)) ms"
         if liveRate > 0 { text += ", live \(liveRate)/s" + (livePoisson ? " (Poisson)" : "") }
         if statesLimit { text += ", limit stated" }
@@ -183,7 +185,9 @@ struct PacingOutcome {
                 line += String(format: " | %3d %2d %6.1f", count, refused, rate)
             }
             if liveRequests > 0 {
-                line += String(format: " | live refused %d", liveRefusedAt.filter { $0 >= Double(second) && $0 < Double(second + 1) }.count)
+                line += String(
+                    format: " | live refused %d",
+                    liveRefusedAt.filter { $0 >= Double(second) && $0 < Double(second + 1) }.count)
             }
             lines.append(line)
         }

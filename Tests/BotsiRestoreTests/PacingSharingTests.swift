@@ -31,7 +31,8 @@ import Testing
     }
 
     static func scenario(
-        _ kind: RateLimiterKind, processes: Int = 1, rows: Int, _ change: @escaping @Sendable (inout PacingScenario) -> Void = { _ in }
+        _ kind: RateLimiterKind, processes: Int = 1, rows: Int,
+        _ change: @escaping @Sendable (inout PacingScenario) -> Void = { _ in }
     ) -> @Sendable (UInt64) -> PacingScenario {
         { seed in
             var scenario = PacingScenario()
@@ -87,18 +88,30 @@ import Testing
     static let cases: [Case] = RateLimiterKind.allCases.flatMap { kind -> [Case] in
         [
             Case(name: "\(kind): alone, 20 ms", build: scenario(kind, rows: 6000)),
-            Case(name: "\(kind): alone, 0 ms", build: scenario(kind, rows: 6000) { $0.latency = 0; $0.jitter = 0.001 }),
-            Case(name: "\(kind): alone, 200 ms", build: scenario(kind, rows: 6000) { $0.latency = 0.2; $0.jitter = 0.02 }),
+            Case(
+                name: "\(kind): alone, 0 ms",
+                build: scenario(kind, rows: 6000) {
+                    $0.latency = 0; $0.jitter = 0.001
+                }),
+            Case(
+                name: "\(kind): alone, 200 ms",
+                build: scenario(kind, rows: 6000) {
+                    $0.latency = 0.2; $0.jitter = 0.02
+                }),
             Case(name: "\(kind): alone at 40/s", build: scenario(kind, rows: 2400) { $0.limit = 40 }),
             Case(name: "\(kind): 2 shards", build: scenario(kind, processes: 2, rows: 2500)),
             Case(name: "\(kind): 4 shards", build: scenario(kind, processes: 4, rows: 1250)),
             Case(name: "\(kind): 8 shards", build: scenario(kind, processes: 8, rows: 625)),
             Case(
                 name: "\(kind): beside a live client at 30%",
-                build: scenario(kind, rows: 2500) { $0.liveRate = 30; $0.starts = [2] }),
+                build: scenario(kind, rows: 2500) {
+                    $0.liveRate = 30; $0.starts = [2]
+                }),
             Case(
                 name: "\(kind): 4 shards beside a live client at 30%",
-                build: scenario(kind, processes: 4, rows: 700) { $0.liveRate = 30; $0.starts = [2, 2, 2, 2] }),
+                build: scenario(kind, processes: 4, rows: 700) {
+                    $0.liveRate = 30; $0.starts = [2, 2, 2, 2]
+                }),
             Case(
                 name: "\(kind): 4 shards, limit stated",
                 build: scenario(kind, processes: 4, rows: 1250) { $0.statesLimit = true }),

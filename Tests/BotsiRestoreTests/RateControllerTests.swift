@@ -14,7 +14,8 @@ import Testing
         concurrency: Int = 32, rateCap: Double? = nil, adaptive: Bool = true, headroom: Double = 0,
         startRate: Double = 10
     ) -> Controller {
-        var pacing = PacingConfiguration(concurrency: concurrency, rateCap: rateCap, adaptive: adaptive, headroom: headroom)
+        var pacing = PacingConfiguration(
+            concurrency: concurrency, rateCap: rateCap, adaptive: adaptive, headroom: headroom)
         pacing.tuning.startRate = startRate
         return Controller(pacing: pacing, tuning: pacing.tuning)
     }
@@ -69,7 +70,8 @@ import Testing
         #expect(Self.close(controller.effectiveRate, 10 * pow(growth, 1.49), within: 1e-6))
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1.5)
         let expected = 10 * pow(growth, 1.5) / pow(growth, 0.05) / growth
-        #expect(Self.close(controller.effectiveRate, expected, within: 1e-6), "\(controller.effectiveRate!) vs \(expected)")
+        #expect(
+            Self.close(controller.effectiveRate, expected, within: 1e-6), "\(controller.effectiveRate!) vs \(expected)")
         #expect(controller.isThrottled)
         #expect(controller.summary.throttleEvents == 1)
         // Back up at the climb's pace to 0.99 of what the window took (100 in the last second).
@@ -85,7 +87,9 @@ import Testing
         #expect(controller.summary.throttleEvents == 1)
         controller.replied(Self.refused, duration: 0.2, rateLimit: nil, now: 1.1)
         #expect(controller.effectiveRate == cut, "sent at 0.9, before the cut: its echo")
-        for step in 1...3 { controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1 + Double(step) * 0.05) }
+        for step in 1...3 {
+            controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1 + Double(step) * 0.05)
+        }
         Self.replies(&controller, count: 20, from: 1.2, to: 1.8, latency: 0.01)
         #expect(controller.effectiveRate == cut, "3 of 23 since the cut, within the window: the same overshoot")
         #expect(controller.summary.throttleEvents == 1)
@@ -136,7 +140,8 @@ import Testing
         // Half of what was sent since the cut refused, 12 of 24: it takes half the rate.
         for step in 0..<24 {
             controller.replied(
-                step % 2 == 0 ? Self.refused : .accepted, duration: 0.01, rateLimit: nil, now: 1.1 + Double(step) * 0.01)
+                step % 2 == 0 ? Self.refused : .accepted, duration: 0.01, rateLimit: nil, now: 1.1 + Double(step) * 0.01
+            )
         }
         let expected = cut * 0.5 * Self.tuning.plateau
         #expect(Self.close(controller.effectiveRate, expected, within: cut * 0.05), "\(controller.effectiveRate!)")
@@ -186,7 +191,9 @@ import Testing
         var trickle = Self.controller(concurrency: 8, startRate: 100)
         for step in 0..<100 {
             trickle.replied(.accepted, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03)
-            if step % 10 == 0 { trickle.replied(.unavailable, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03) }
+            if step % 10 == 0 {
+                trickle.replied(.unavailable, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03)
+            }
         }
         #expect(trickle.summary.throttleEvents == 0)
         var burst = Self.controller(concurrency: 64, startRate: 100)

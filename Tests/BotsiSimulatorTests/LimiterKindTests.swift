@@ -60,7 +60,9 @@ struct LimiterKindTests {
         #expect(count == (kind == .bucket ? 1000 + 50 - 1 : 1000), "\(kind): \(count)")
     }
 
-    @Test("a quota that halves keeps what was admitted; one that doubles admits more at once", arguments: RateLimiterKind.allCases)
+    @Test(
+        "a quota that halves keeps what was admitted; one that doubles admits more at once",
+        arguments: RateLimiterKind.allCases)
     func quotaChanges(kind: RateLimiterKind) {
         var limiter = RateLimiter(kind: kind, quota: 20, windowSeconds: 1)
         let before = (0..<1000).filter { limiter.admit(now: UInt64($0) * Self.millisecond).admitted }.count

@@ -22,8 +22,10 @@ struct SendMeter {
     mutating func ratePerSecond(now: Double, over seconds: Double) -> Double {
         advance(to: now)
         let count = max(1, min(Self.bucketCount, Int((seconds * 10).rounded(.up))))
-        let total = (0..<count).map { buckets[Int((currentBucket - Int64($0) + Int64(Self.bucketCount) * 2) % Int64(Self.bucketCount))] }
-            .reduce(0, +)
+        let total = (0..<count).map {
+            buckets[Int((currentBucket - Int64($0) + Int64(Self.bucketCount) * 2) % Int64(Self.bucketCount))]
+        }
+        .reduce(0, +)
         let covered = Double(count - 1) / 10 + (now * 10 - (now * 10).rounded(.down)) / 10
         return Double(total) / max(0.1, min(covered, now - (firstAt ?? now)))
     }

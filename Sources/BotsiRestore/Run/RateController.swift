@@ -21,13 +21,13 @@ struct RateController {
         var startRate = 10.0
         var startGrowth = 32.0
         /// A 429 episode cuts to this share of the rate the limiter accepted from this process.
-        var backoff = 0.95
+        var backoff = 0.97
         /// After a cut the rate returns toward the plateau with this time constant (seconds).
         var recoveryTime = 0.25
         /// The share of the ceiling (the rate found) the rate settles at after a cut.
         var plateau = 0.99
         /// Past the plateau the rate probes: plateau × ceiling × (1 + probe × t³), t in seconds.
-        var probe = 0.002
+        var probe = 0.001
         /// One episode per window: 429s within this long of a cut are the same overshoot draining.
         var holdoff = 1.0
         /// The accepted rate at a cut is the lower of the last second's and this many seconds'.

@@ -172,7 +172,9 @@ struct RateController {
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
             ceiling = min(accepted, current)
-            cut(now: now, to: rateThen / tuning.startGrowth)
+            // The replay is the climb's own, not a slowdown: the rate it settles at is what the
+            // summary calls the lowest.
+            cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
             phase = .replaying(to: ceiling! * plateau)
             return
         }
@@ -236,13 +238,14 @@ struct RateController {
         }
     }
 
-    private mutating func cut(now: Double, to newRate: Double) {
+    /// `settlesAt`: where the rate goes back to at once, when the cut is a step on the way there.
+    private mutating func cut(now: Double, to newRate: Double, settlesAt: Double? = nil) {
         cutAt = now
         fresh = (0, 0)
         resumeRate = nil
         rate = max(0.5, newRate)
         events += 1
-        lowestRate = min(lowestRate ?? .infinity, rate!)
+        lowestRate = min(lowestRate ?? .infinity, settlesAt ?? rate!)
     }
 
     // MARK: Quiet time

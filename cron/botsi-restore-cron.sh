@@ -209,6 +209,7 @@ case $status in
     66) advice="input missing: check that the export ran and the job's inputs paths" ;;
     69) advice="unavailable (TLS failure, or too many rows failing): look at the lines above; see failures with 'botsi-restore report --run latest --status failed --format table'" ;;
     70) advice="internal error: keep this log and report it" ;;
+    71) advice="a local resource ran out (memory, file descriptors, a thread): raise what the message above names (ulimit -n, ulimit -v, the unit's LimitNOFILE=); nothing was sent, the next run continues" ;;
     73) advice="journal unusable (disk full, permissions, not a journal): fix as the message says; committed rows are safe" ;;
     75) advice="rows remain pending (window ended, retries spent, or another run holds the journal): nothing to do, the next run continues; if it repeats for days see 'botsi-restore status'" ;;
     77) advice="the API key was refused: put a valid key in $env_file" ;;

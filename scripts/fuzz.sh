@@ -8,8 +8,9 @@
 # mark), jsonarray (JSON arrays), jws (StoreKit 2 signed transactions) and receipt (App Store
 # receipts through libcrypto). Each target is the BotsiInput sources plus
 # Fuzz/InputFuzzHarness.swift and one entry file, compiled by swiftc into one module with
-# -sanitize=fuzzer,address and linked with libcrypto. SwiftPM is not used: libFuzzer brings its
-# own main, and the harness uses the reader's internal read-size knob.
+# -sanitize=fuzzer,address and linked with libcrypto and BotsiBasics (built first, the same way,
+# as a static library BotsiInput imports). SwiftPM is not used: libFuzzer brings its own main, and
+# the harness uses the reader's internal read-size knob.
 # The seeds in Tests/FuzzCorpus/<format>/ are read, never written; what the fuzzer discovers goes
 # to .build/fuzz/corpus/<format>/ and is reused by the next local run.
 # A crash, a memory error or leak, a hang past -timeout or memory past -rss_limit_mb fails the
@@ -39,16 +40,33 @@ fuzz_flags=(
     -print_final_stats=1
 )
 
+# BotsiInput imports BotsiBasics: one instrumented static library and module for every target.
+basics="$work/basics"
+build_basics() {
+    if [ -f "$basics/libBotsiBasics.a" ] && [ -z "$(find Sources/BotsiBasics -newer "$basics/libBotsiBasics.a" -type f)" ]; then
+        return
+    fi
+    echo "== building BotsiBasics for the fuzz targets"
+    mkdir -p "$basics"
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 \
+        -module-name BotsiBasics -emit-module -emit-module-path "$basics/BotsiBasics.swiftmodule" \
+        -emit-library -static -o "$basics/libBotsiBasics.a" Sources/BotsiBasics/*.swift \
+        >"$work/build-basics.log" 2>&1; then
+        cat "$work/build-basics.log"
+        exit 1
+    fi
+}
+
 build() {
     local name="$1" entry="$2"
     local binary="$work/fuzz-$name"
-    if [ -x "$binary" ] && [ -z "$(find Sources/BotsiInput Sources/CCrypto Fuzz -newer "$binary" -type f)" ]; then
+    if [ -x "$binary" ] && [ -z "$(find Sources/BotsiInput Sources/BotsiBasics Sources/CCrypto Fuzz -newer "$binary" -type f)" ]; then
         echo "== fuzz target $name is up to date"
         return
     fi
     echo "== building fuzz target $name"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 \
-        -module-name BotsiInput \
+        -module-name BotsiInput -I "$basics" -L "$basics" -lBotsiBasics \
         -Xcc -fmodule-map-file=Sources/CZlib/module.modulemap \
         -Xcc -fmodule-map-file=Sources/CCrypto/module.modulemap \
         Sources/BotsiInput/*.swift Fuzz/InputFuzzHarness.swift "Fuzz/$entry" -lz -lcrypto \
@@ -94,5 +112,6 @@ entry() {
     *) echo "unknown fuzz target '$1' (csv jsonl dialect utf16 jsonarray jws receipt)" >&2; exit 64 ;;
     esac
 }
+build_basics
 for name in "${targets[@]}"; do build "$name" "$(entry "$name")"; done
 for name in "${targets[@]}"; do run "$name"; done

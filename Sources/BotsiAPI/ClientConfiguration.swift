@@ -58,9 +58,20 @@ extension ClientConfiguration: CustomStringConvertible {
 
 /// A problem with the client's setup, in one sentence that says what to do.
 public struct ClientError: Error, Sendable, CustomStringConvertible {
+    /// Whose the failure is: the settings (the user's to fix), or the machine's.
+    public enum Kind: Sendable, Equatable {
+        /// The configuration cannot work: a base URL, key, timeout, CA file or proxy to fix.
+        case configuration
+        /// The machine could not give the client what it needs (memory, descriptors, a thread,
+        /// libcurl's own set-up); the message names the resource. Nothing the user typed is wrong.
+        case localResource
+    }
+
+    public let kind: Kind
     public let message: String
 
-    public init(_ message: String) {
+    public init(_ message: String, kind: Kind = .configuration) {
+        self.kind = kind
         self.message = message
     }
 

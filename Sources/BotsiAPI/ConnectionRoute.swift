@@ -12,6 +12,13 @@ public enum ProxySetting: Sendable, Equatable {
     case url(String)
 }
 
+extension ProxySetting {
+    /// `--no-proxy` and `--proxy URL` as the run's options hold them.
+    public init(proxy: String?, noProxy: Bool) {
+        self = noProxy ? .none : proxy.map { .url($0) } ?? .environment
+    }
+}
+
 /// How the client reaches the server: directly or through one proxy, and why.
 public struct ConnectionRoute: Sendable, Equatable, CustomStringConvertible {
     /// The value for `CURLOPT_PROXY`: empty for a direct connection (which also stops libcurl from
@@ -37,7 +44,25 @@ public struct ConnectionRoute: Sendable, Equatable, CustomStringConvertible {
 public func connectionRoute(
     baseURL: String, setting: ProxySetting, environment: [String: String]
 ) throws(ClientError) -> ConnectionRoute {
-    let target = try BaseURLParts(validating: baseURL)
+    try route(
+        to: BaseURLParts(validating: baseURL), setting: setting, environment: environment,
+        plainReason: "plain http:// never goes through a proxy, the key would cross it in clear")
+}
+
+/// The route for a request that carries no key, such as the metrics push (`url` any http:// or
+/// https:// URL, loopback or not), decided by the same rules: plain http:// never through a proxy,
+/// https:// through `HTTPS_PROXY` or `--proxy` as a CONNECT tunnel unless `NO_PROXY` lists the host.
+public func publishingRoute(
+    url: String, setting: ProxySetting, environment: [String: String]
+) throws(ClientError) -> ConnectionRoute {
+    try route(
+        to: BaseURLParts(anyHTTP: url), setting: setting, environment: environment,
+        plainReason: "plain http:// never goes through a proxy")
+}
+
+private func route(
+    to target: BaseURLParts, setting: ProxySetting, environment: [String: String], plainReason: String
+) throws(ClientError) -> ConnectionRoute {
     let pins = target.host == "localhost" ? ["localhost:\(target.port):127.0.0.1,::1"] : []
     func direct(_ reason: String) -> ConnectionRoute {
         ConnectionRoute(curlProxy: "", proxyForDisplay: nil, reason: reason, pinnedAddresses: pins)
@@ -47,7 +72,7 @@ public func connectionRoute(
         var ignored = proxyVariables.filter { !(environment[$0] ?? "").isEmpty }
         if case .url = setting { ignored.insert("--proxy", at: 0) }
         let note = ignored.isEmpty ? "" : "; not using " + ignored.joined(separator: ", ")
-        return direct("plain http:// never goes through a proxy, the key would cross it in clear" + note)
+        return direct(plainReason + note)
     }
     let candidate: (url: String, source: String)
     if case .url(let url) = setting {
@@ -92,6 +117,22 @@ struct BaseURLParts {
         let authority = normalized[schemeEnd.upperBound...].prefix { $0 != "/" }
         let (host, port) = try splitHostAndPort(authority)
         self.host = host
+        self.port = port ?? (scheme == "https" ? 443 : 80)
+    }
+
+    /// Any http:// or https:// URL, whatever its host (no key travels to it); a user name and
+    /// password before the host are skipped.
+    init(anyHTTP url: String) throws(ClientError) {
+        let schemeEnd = url.range(of: "://")
+        let scheme = schemeEnd.map { url[..<$0.lowerBound].lowercased() }
+        guard let schemeEnd, let scheme, scheme == "http" || scheme == "https" else {
+            throw ClientError("The URL must start with http:// or https://.")
+        }
+        var authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let (host, port) = try splitHostAndPort(authority)
+        self.scheme = scheme
+        self.host = host.lowercased()
         self.port = port ?? (scheme == "https" ? 443 : 80)
     }
 }

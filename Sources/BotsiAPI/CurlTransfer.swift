@@ -1,3 +1,4 @@
+import BotsiBasics
 internal import CCurl
 import Dispatch
 import Foundation
@@ -50,7 +51,9 @@ final class RequestTemplate: @unchecked Sendable {
         for line in lines {
             guard let appended = curl_slist_append(list, line) else {
                 curl_slist_free_all(list)
-                throw ClientError("libcurl could not allocate the request headers; the machine may be out of memory.")
+                throw ClientError(
+                    "libcurl could not allocate the request headers; the machine may be out of memory.",
+                    kind: .localResource)
             }
             list = appended
         }
@@ -63,11 +66,34 @@ final class RequestTemplate: @unchecked Sendable {
     }
 }
 
+/// Sets the route `connectionRoute` or `publishingRoute` decided on an easy handle: the one way
+/// every request the tool makes is routed. An empty proxy means none, whatever http_proxy, ALL_PROXY
+/// and the like say; an empty NOPROXY stops libcurl from reading NO_PROXY itself; a proxy is always
+/// a CONNECT tunnel; `pinned` (the route's `CURLOPT_RESOLVE` list) answers localhost. Returns the
+/// option libcurl refused, if one was.
+func applyRoute(
+    _ route: ConnectionRoute, pinned: UnsafeMutablePointer<curl_slist>?, to easy: UnsafeMutableRawPointer
+) -> (code: CURLcode, what: String)? {
+    var code = ccurl_easy_setopt_string(easy, CURLOPT_PROXY, route.curlProxy)
+    guard code == CURLE_OK else { return (code, "the proxy") }
+    code = ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, "")
+    guard code == CURLE_OK else { return (code, "the proxy exceptions") }
+    code = ccurl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1)
+    guard code == CURLE_OK else { return (code, "the proxy tunnel") }
+    if let pinned {
+        code = ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinned)
+        guard code == CURLE_OK else { return (code, "the localhost addresses") }
+    }
+    return nil
+}
+
 /// One easy handle with the buffers libcurl writes into. Reused from a pool so that connections and
 /// TLS sessions stay warm. Owned by the driver thread only.
 final class Transfer {
     let easy: UnsafeMutableRawPointer
     let errorBuffer: UnsafeMutablePointer<CChar>
+    /// errno of the last socket(2) that failed for this transfer (0: none), written by the shim.
+    let socketError: UnsafeMutablePointer<Int32>
     let maxBodyBytes: Int
     var body: [UInt8] = []
     var retryAfter: String?
@@ -85,11 +111,14 @@ final class Transfer {
 
     init(template: RequestTemplate) throws(ClientError) {
         guard let easy = curl_easy_init() else {
-            throw ClientError("libcurl could not create a handle; the machine may be out of memory.")
+            throw ClientError(
+                "libcurl could not create a handle; the machine may be out of memory.", kind: .localResource)
         }
         self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        socketError = .allocate(capacity: 1)
+        socketError.initialize(to: 0)
         maxBodyBytes = template.configuration.maxResponseBytes
         // From here on deinit frees the handle, even if configuring it throws.
         try configure(template)
@@ -98,6 +127,7 @@ final class Transfer {
     deinit {
         curl_easy_cleanup(easy)
         errorBuffer.deallocate()
+        socketError.deallocate()
     }
 
     private func configure(_ template: RequestTemplate) throws(ClientError) {
@@ -110,13 +140,8 @@ final class Transfer {
         try check(
             ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(configuration.connectTimeout)),
             "the connect timeout")
-        // The route was decided by connectionRoute: an empty proxy means none, whatever http_proxy,
-        // ALL_PROXY and the like say, and an empty NOPROXY stops libcurl from reading NO_PROXY itself.
-        try check(ccurl_easy_setopt_string(easy, CURLOPT_PROXY, template.route.curlProxy), "the proxy")
-        try check(ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, ""), "the proxy exceptions")
-        try check(ccurl_easy_setopt_long(easy, CURLOPT_HTTPPROXYTUNNEL, 1), "the proxy tunnel")
-        if let pinned = template.pinnedAddresses {
-            try check(ccurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, pinned), "the localhost addresses")
+        if let (code, what) = applyRoute(template.route, pinned: template.pinnedAddresses, to: easy) {
+            try check(code, what)
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)), "TLS 1.2 at least")
         let verify = configuration.insecureSkipTLSVerify ? 0 : 1
@@ -142,9 +167,9 @@ final class Transfer {
         }
         try check(ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1), "TCP keep-alive")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
+        try check(ccurl_easy_open_sockets_recording_errors(easy, socketError), "the socket opener")
         try check(ccurl_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
         try check(ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, template.headers), "the request headers")
-        try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, userdata), "the private pointer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, userdata), "the body buffer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, userdata), "the header buffer")
         try check(ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userdata), "the send counter")
@@ -171,6 +196,11 @@ final class Transfer {
     private func check(_ code: CURLcode, _ what: String) throws(ClientError) {
         guard code == CURLE_OK else {
             let reason = String(cString: curl_easy_strerror(code))
+            if code == CURLE_OUT_OF_MEMORY {
+                throw ClientError(
+                    "libcurl ran out of memory setting \(what) (\(reason)); free memory and run again.",
+                    kind: .localResource)
+            }
             throw ClientError("libcurl refused \(what) (\(reason)); check the client settings.")
         }
     }
@@ -187,6 +217,7 @@ final class Transfer {
         sends = 0
         resendRefused = false
         errorBuffer[0] = 0
+        socketError.pointee = 0
         let payload = restoreRequestBody(
             profileId: request.profileId, originalTransactionId: request.originalTransactionId)
         // The size goes first: COPYPOSTFIELDS copies exactly that many bytes.
@@ -197,7 +228,7 @@ final class Transfer {
             ccurl_easy_setopt_pointer(
                 easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
         }
-        startedAt = Date()
+        startedAt = request.submittedAt
         startedUptime = DispatchTime.now().uptimeNanoseconds
         return copied == CURLE_OK
     }
@@ -240,7 +271,7 @@ final class Transfer {
             return byteCount
         }
         if byteCount < 512, rateLimitFields.count < 16, line.count > 10,
-            lowercasedASCII(line[0]) == UInt8(ascii: "r") || lowercasedASCII(line[0]) == UInt8(ascii: "x"),
+            ASCIICase.lowercased(line[0]) == UInt8(ascii: "r") || ASCIICase.lowercased(line[0]) == UInt8(ascii: "x"),
             let colon = line.firstIndex(of: UInt8(ascii: ":"))
         {
             let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
@@ -252,7 +283,7 @@ final class Transfer {
         }
         let name = "retry-after:".utf8
         guard byteCount > name.count, byteCount < 512,
-            zip(line, name).allSatisfy({ lowercasedASCII($0) == $1 })
+            zip(line, name).allSatisfy({ ASCIICase.lowercased($0) == $1 })
         else { return byteCount }
         let value = String(decoding: line.dropFirst(name.count), as: UTF8.self)
         retryAfter = value.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -290,7 +321,8 @@ final class Transfer {
             }
         } else {
             reply = classifyTransportFailure(
-                code: code, detail: String(cString: errorBuffer), httpStatus: httpStatus)
+                code: code, detail: String(cString: errorBuffer), httpStatus: httpStatus,
+                socketError: socketError.pointee)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- startedUptime) / 1e9
         let tag = request?.tag ?? -1
@@ -307,20 +339,23 @@ final class Transfer {
 /// Far above any real reply's header section, far below what would hurt memory.
 private let maxHeaderBytes = 256 << 10
 
-private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
-    byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
-}
-
 private func milliseconds(_ seconds: Double) -> Int {
     Int(min(max(seconds * 1000, 1), 1e9).rounded())
 }
 
 /// Maps a failed transfer's CURLcode onto the outcome table. TLS failures stop the run: retrying
 /// cannot fix a certificate, and sending the key anywhere unverified is not an option.
-func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?) -> RestoreReply {
+func classifyTransportFailure(code: CURLcode, detail: String, httpStatus: Int?, socketError: Int32 = 0) -> RestoreReply
+{
     let reason = String(cString: curl_easy_strerror(code))
     let detailText = detail.trimmingCharacters(in: .whitespacesAndNewlines)
-    let text = cleanMessage(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    var text = VisibleText.oneLine(detailText.isEmpty || detailText == reason ? reason : "\(reason): \(detailText)")
+    // Out of descriptors, a socket cannot even be made: curl says "Couldn't connect", as for a
+    // server that refuses. Say whose limit it is.
+    if socketError == EMFILE || socketError == ENFILE {
+        text +=
+            " — no socket could be made: \(localResourceReason(socketError)); a limit of this machine, not the server"
+    }
     switch code {
     case CURLE_OPERATION_TIMEDOUT:
         return .retryable(code: "timeout", httpStatus: httpStatus, retryAfter: nil, message: text)

@@ -16,7 +16,7 @@ final class MultiDriver {
     private let epoll: Int32
     private let template: RequestTemplate
     private let onResult: @Sendable (RestoreResult) -> Void
-    private var active: [ObjectIdentifier: Transfer] = [:]
+    private var active = ActiveTransfers()
     private var idle: [Transfer] = []
     private let idleLimit: Int
     /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
@@ -152,7 +152,7 @@ final class MultiDriver {
     private func checkAction(_ code: CURLMcode) {
         guard code != CURLM_OK, code != CURLM_BAD_SOCKET else { return }
         let reason = String(cString: curl_multi_strerror(code))
-        for transfer in active.values {
+        for transfer in active.all {
             let removed = curl_multi_remove_handle(multi, transfer.easy)
             var result = transfer.finish(code: CURLE_SEND_ERROR, now: Date())
             result = RestoreResult(
@@ -187,7 +187,7 @@ final class MultiDriver {
             deliver(failure(request, message: "libcurl could not start the request."))
             return
         }
-        active[ObjectIdentifier(transfer)] = transfer
+        active.insert(transfer)
     }
     private func failure(_ request: RestoreRequest, message: String) -> RestoreResult {
         RestoreResult(
@@ -202,14 +202,9 @@ final class MultiDriver {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
             // Read everything from the message before remove_handle invalidates it.
             let code = message.pointee.data.result
-            var owner: UnsafeMutableRawPointer?
-            let found = ccurl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &owner)
+            let transfer = active.remove(UnsafeMutableRawPointer(easy))
             let removed = curl_multi_remove_handle(multi, easy)
-            // Every easy handle carries its Transfer; without it there is no request to answer.
-            guard found == CURLE_OK, let owner else { continue }
-            let transfer = Unmanaged<Transfer>.fromOpaque(owner).takeUnretainedValue()
             let result = transfer.finish(code: code, now: Date())
-            active[ObjectIdentifier(transfer)] = nil
             // A handle curl would not let go of is not reused; dropping it frees it.
             if removed == CURLM_OK && idle.count < idleLimit { idle.append(transfer) }
             deliver(result)
@@ -251,9 +246,11 @@ final class MultiDriver {
                     + "Said once per run."))
     }
 
-    private func tearDown() {
+    /// Frees every handle and descriptor; the last thing `run` does, or `RestoreClient.init` when the thread
+    /// could not start.
+    func tearDown() {
         // Easy handles leave the multi handle before they are cleaned up, and the multi handle goes last.
-        for transfer in active.values {
+        for transfer in active.all {
             let removed = curl_multi_remove_handle(multi, transfer.easy)
             assert(removed == CURLM_OK, "an active easy handle was not in the multi handle")
         }
@@ -271,4 +268,30 @@ final class MultiDriver {
         Glibc.close(core.wakeupDescriptor)
         core.driverFinished.signal()
     }
+}
+
+/// The transfers in the multi handle, by the easy handle curl hands back when one finishes. The
+/// driver adds no other handle, so each finished one is found; one that is not would leave its
+/// request unanswered and the run waiting for in-flight to reach 0 forever, so it stops the
+/// process loudly instead (the journal stays sound: such a row is sent again by the next run).
+struct ActiveTransfers {
+    private var byHandle: [UnsafeMutableRawPointer: Transfer] = [:]
+
+    var all: Dictionary<UnsafeMutableRawPointer, Transfer>.Values { byHandle.values }
+
+    mutating func insert(_ transfer: Transfer) {
+        byHandle[transfer.easy] = transfer
+    }
+
+    /// The transfer of `easy`, no longer active.
+    mutating func remove(_ easy: UnsafeMutableRawPointer) -> Transfer {
+        guard let transfer = byHandle.removeValue(forKey: easy) else {
+            preconditionFailure(
+                "libcurl finished a transfer the client never started (easy handle \(easy)): its request would "
+                    + "never be answered and the run would wait for it forever")
+        }
+        return transfer
+    }
+
+    mutating func removeAll() { byHandle.removeAll() }
 }

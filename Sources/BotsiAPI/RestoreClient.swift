@@ -21,7 +21,10 @@ public final class RestoreClient: Sendable {
         throws(ClientError)
     {
         guard curlGlobalInitCode == CURLE_OK else {
-            throw ClientError("libcurl could not be initialized (curl_global_init failed); reinstall libcurl4.")
+            let reason = String(cString: curl_easy_strerror(curlGlobalInitCode))
+            throw ClientError(
+                "libcurl could not be initialized (curl_global_init: \(reason)); the machine may be out of memory, "
+                    + "or libcurl or OpenSSL is broken (reinstall libcurl4).", kind: .localResource)
         }
         var configuration = configuration
         configuration.baseURL = try validateBaseURL(configuration.baseURL)
@@ -36,7 +39,8 @@ public final class RestoreClient: Sendable {
         let descriptors = try DriverDescriptors()
         guard let multi = curl_multi_init() else {
             descriptors.close()
-            throw ClientError("libcurl could not create its multi handle; the machine may be out of memory.")
+            throw ClientError(
+                "libcurl could not create its multi handle; the machine may be out of memory.", kind: .localResource)
         }
         let core = ClientCore(wakeupDescriptor: descriptors.wakeup)
         let driver = MultiDriver(
@@ -61,6 +65,13 @@ public final class RestoreClient: Sendable {
             descriptors.close()
             throw error
         }
+        do throws(ClientError) {
+            try DriverThread.start(DriverHandOver(driver: driver))
+        } catch {
+            // Nothing was added to the multi handle: the driver frees it and its descriptors here.
+            driver.tearDown()
+            throw error
+        }
         self.core = core
 
         Notices.post(Notice(.info, "botsi-restore: sending to \(configuration.baseURL) \(route)"))
@@ -72,10 +83,6 @@ public final class RestoreClient: Sendable {
                         + "network path can pose as \(configuration.baseURL) and read the API key and every reply. "
                         + "For a private CA, pass its certificate with --cacert FILE instead."))
         }
-        let handOver = DriverHandOver(driver: driver)
-        let thread = Thread { handOver.driver.run() }
-        thread.name = "botsi-restore-curl"
-        thread.start()
     }
 
     deinit {
@@ -168,19 +175,19 @@ private struct DriverDescriptors {
     init() throws(ClientError) {
         let epoll = ccurl_epoll_create()
         guard epoll >= 0 else {
-            throw ClientError("Could not create an epoll set (\(String(cString: strerror(errno)))).")
+            throw localResourceError("could not create the client's epoll set", errno)
         }
         let wakeup = ccurl_eventfd_create()
         guard wakeup >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             Glibc.close(epoll)
-            throw ClientError("Could not create an eventfd (\(reason)).")
+            throw localResourceError("could not create the client's wake-up eventfd", code)
         }
         guard ccurl_epoll_watch(epoll, wakeup, CURL_POLL_IN, 0) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             Glibc.close(epoll)
             Glibc.close(wakeup)
-            throw ClientError("Could not watch the eventfd (\(reason)).")
+            throw localResourceError("could not add the client's eventfd to its epoll set", code)
         }
         self.epoll = epoll
         self.wakeup = wakeup
@@ -209,6 +216,11 @@ struct DriverHandOver: @unchecked Sendable {
 func checkMulti(_ code: CURLMcode, _ what: String) throws(ClientError) {
     guard code == CURLM_OK else {
         let reason = String(cString: curl_multi_strerror(code))
+        if code == CURLM_OUT_OF_MEMORY {
+            throw ClientError(
+                "libcurl ran out of memory setting \(what) (\(reason)); free memory and run again.",
+                kind: .localResource)
+        }
         throw ClientError("libcurl refused \(what) (\(reason)); check the client settings.")
     }
 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import Foundation
 
 /// What the journal keeps of one access level, for audits.
@@ -116,7 +117,7 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfter: Double?) -
         return .fatal(
             .unauthorized, httpStatus: 401,
             message: "The server refused the API key (401"
-                + (server.map { ": \(cleanMessage($0))" } ?? "")
+                + (server.map { ": \(VisibleText.oneLine($0))" } ?? "")
                 + "). Check the key in the environment variable (BOTSI_SECRET_KEY or the one --key-env names) "
                 + "and that it holds the raw key, without a \"Bearer \" prefix.")
     case 403:
@@ -124,7 +125,7 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfter: Double?) -
         return .fatal(
             .forbidden, httpStatus: 403,
             message: "The server refused this request for the API key (403"
-                + (server.map { ": \(cleanMessage($0))" } ?? "")
+                + (server.map { ": \(VisibleText.oneLine($0))" } ?? "")
                 + "). Check that the key in the environment variable belongs to this app and may restore purchases.")
     case 400..<500:
         return classifyClientError(httpStatus: httpStatus, body: body, retryAfter: retryAfter)
@@ -132,7 +133,8 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfter: Double?) -
         let reply = decodeErrorReply(body)
         return .retryable(
             code: reply?.code ?? "http_\(httpStatus)", httpStatus: httpStatus,
-            retryAfter: retryAfter, message: reply?.message.map(cleanMessage) ?? "The server answered \(httpStatus).")
+            retryAfter: retryAfter,
+            message: reply?.message.map { VisibleText.oneLine($0) } ?? "The server answered \(httpStatus).")
     default:
         return .retryable(
             code: "invalid_response", httpStatus: httpStatus, retryAfter: nil,
@@ -142,7 +144,7 @@ public func classifyReply(httpStatus: Int, body: [UInt8], retryAfter: Double?) -
 
 private func classifyClientError(httpStatus: Int, body: [UInt8], retryAfter: Double?) -> RestoreReply {
     let reply = decodeErrorReply(body)
-    let message = reply?.message.map(cleanMessage)
+    let message = reply?.message.map { VisibleText.oneLine($0) }
     switch httpStatus {
     case 408, 429:
         return .retryable(
@@ -212,17 +214,4 @@ func decodeRestoredProfile(_ body: [UInt8]) -> ProfileSnapshot? {
 private func jsonObject(_ body: [UInt8]) -> [String: Any]? {
     guard !body.isEmpty, body.count <= 16 << 20 else { return nil }
     return (try? JSONSerialization.jsonObject(with: Data(body), options: [])) as? [String: Any]
-}
-
-/// Server text made safe for a one-line message: no control characters, bounded length.
-func cleanMessage(_ text: String) -> String {
-    var scalars = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars {
-        scalars.append(scalar.properties.generalCategory == .control ? " " : scalar)
-        if scalars.count >= 500 {
-            scalars.append("…")
-            break
-        }
-    }
-    return String(scalars)
 }

@@ -6,11 +6,15 @@ public struct RestoreRequest: Sendable {
     public let tag: Int64
     public let profileId: String
     public let originalTransactionId: String
+    /// When the caller handed it to the client (`submit`): the attempt's start on record, so that
+    /// the caller's own clock orders it against what it decided (a stop, say).
+    public let submittedAt: Date
 
-    public init(tag: Int64, profileId: String, originalTransactionId: String) {
+    public init(tag: Int64, profileId: String, originalTransactionId: String, submittedAt: Date = Date()) {
         self.tag = tag
         self.profileId = profileId
         self.originalTransactionId = originalTransactionId
+        self.submittedAt = submittedAt
     }
 }
 
@@ -20,7 +24,7 @@ public struct RestoreResult: Sendable {
     public let reply: RestoreReply
     /// The HTTP status, when a status line arrived.
     public let httpStatus: Int?
-    /// When the request was handed to libcurl.
+    /// When the request was submitted to the client (`RestoreRequest.submittedAt`).
     public let startedAt: Date
     /// Seconds from hand-over to completion (monotonic clock).
     public let duration: Double

@@ -2,13 +2,30 @@ internal import CCurl
 import Foundation
 
 /// One small HTTP PUT of a text body, for publishing (e.g. metrics to a Prometheus Pushgateway).
-/// It sends no Authorization header: nothing of the key goes with it.
+/// It sends no Authorization header: nothing of the key goes with it. It takes the route the tool
+/// decides, as the restore requests do (`publishingRoute`): libcurl reads no proxy variable itself.
 public enum TextPut {
-    /// PUTs `body` to `url` within `timeout` seconds. Returns nil on a 2xx reply, else why it failed.
-    public static func put(url: String, body: String, contentType: String, timeout: Double) -> String? {
+    /// PUTs `body` to `url` within `timeout` seconds, by the route `proxy` and `environment` decide.
+    /// Returns nil on a 2xx reply, else why it failed.
+    public static func put(
+        url: String, body: String, contentType: String, timeout: Double, proxy: ProxySetting,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        let route: ConnectionRoute
+        do {
+            route = try publishingRoute(url: url, setting: proxy, environment: environment)
+        } catch {
+            return error.message
+        }
         guard curlGlobalInitCode == CURLE_OK else { return "libcurl could not start" }
         guard let easy = curl_easy_init() else { return "libcurl could not start (out of memory?)" }
         defer { curl_easy_cleanup(easy) }
+        var pinned: UnsafeMutablePointer<curl_slist>?
+        for entry in route.pinnedAddresses { pinned = curl_slist_append(pinned, entry) }
+        defer { curl_slist_free_all(pinned) }
+        if let (code, what) = applyRoute(route, pinned: pinned, to: easy) {
+            return "libcurl refused \(what): \(String(cString: curl_easy_strerror(code)))"
+        }
         var headers = curl_slist_append(nil, "Content-Type: \(contentType)")
         headers = curl_slist_append(headers, "Expect:")
         defer { curl_slist_free_all(headers) }

@@ -26,6 +26,20 @@ extension Basics {
         return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) + " s"
     }
 
+    /// A duration as an option takes it back (`7d`, `12h`, `90m`, `30s`, `500ms`): the largest unit
+    /// that holds it whole, so a command built from a run's options reads as it was typed.
+    public static func durationOption(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0, seconds < 1e15 else { return "\(seconds)" }
+        let units: [(suffix: String, scale: Double)] = [("d", 86400), ("h", 3600), ("m", 60), ("s", 1)]
+        for unit in units where seconds >= unit.scale || unit.scale == 1 {
+            let count = seconds / unit.scale
+            if count == count.rounded() { return "\(Int(count))\(unit.suffix)" }
+        }
+        let milliseconds = seconds * 1000
+        if milliseconds == milliseconds.rounded() { return "\(Int(milliseconds))ms" }
+        return "\(seconds)"
+    }
+
     /// `%.1f` without Foundation: rounded to the nearest tenth.
     private static func tenths(_ seconds: Double) -> String {
         let scaled = Int((seconds * 10).rounded())

@@ -3,9 +3,10 @@
 ///
 /// Escaped: the quote and the backslash; C0 controls (as `\n`, `\r`, `\t`, `\b`, `\f` where JSON has a
 /// short form, else `\u001b`); and, beyond what RFC 8259 requires, every scalar `VisibleText` calls
-/// active (DEL, C1 controls, bidirectional overrides and isolates) so that a report or log shown on a
-/// terminal carries none of them raw, and U+2028 and U+2029 so the text is also safe inside
-/// JavaScript. Everything else stays as it is, in UTF-8.
+/// active (DEL, C1 controls, and the invisible ones: bidirectional marks, overrides and isolates,
+/// zero-width and other format characters, U+2028 and U+2029, variation selectors…; beyond U+FFFF
+/// as a UTF-16 pair) so that a report or log shown on a terminal carries none of them raw, and the
+/// text is also safe inside JavaScript. Everything else stays as it is, in UTF-8.
 public enum JSONString {
     /// `text` as a JSON string literal, quotes included.
     public static func quoted(_ text: String) -> String {
@@ -66,8 +67,8 @@ public enum JSONString {
         }
     }
 
-    /// True when some UTF-8 byte could start a scalar that is escaped (C2 starts the C1 controls,
-    /// E2 the bidi controls and U+2028/U+2029); may say true for harmless text such as `€`.
+    /// True when some UTF-8 byte could start a scalar that is escaped (the quote, the backslash,
+    /// and `VisibleText.mayStartActive`); may say true for harmless text such as `€`.
     private static func mayNeedEscaping(_ text: String) -> Bool {
         var text = text
         // One pass over the contiguous bytes with a table: no closure call per byte.
@@ -78,7 +79,7 @@ public enum JSONString {
 
     /// Per byte: `escapeStart` for the bytes `mayNeedEscaping` looks for, `nonASCII` for 80–FF.
     private static let byteKinds: [UInt8] = (0...255).map { byte in
-        let escapes = byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2
+        let escapes = byte == 0x22 || byte == 0x5C || VisibleText.mayStartActive[byte]
         return (escapes ? escapeStart : 0) | (byte >= 0x80 ? nonASCII : 0)
     }
     private static let escapeStart: UInt8 = 1
@@ -93,10 +94,11 @@ public enum JSONString {
         case "\t": out.append(contentsOf: #"\t"#.utf8)
         case "\u{8}": out.append(contentsOf: #"\b"#.utf8)
         case "\u{C}": out.append(contentsOf: #"\f"#.utf8)
-        case _ where VisibleText.isActive(scalar) || scalar == "\u{2028}" || scalar == "\u{2029}":
-            out.append(contentsOf: #"\u"#.utf8)
-            let value = Int(scalar.value)
-            for shift in [12, 8, 4, 0] { out.append(hexDigits[(value >> shift) & 0xF]) }
+        case _ where VisibleText.isActive(scalar):
+            for unit in String(scalar).utf16 {
+                out.append(contentsOf: #"\u"#.utf8)
+                for shift in [12, 8, 4, 0] { out.append(hexDigits[(Int(unit) >> shift) & 0xF]) }
+            }
         default:
             UTF8.encode(scalar) { out.append($0) }
         }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 
 /// `botsi-restore completion bash|zsh|fish`: a completion script written from `CLI.commands` and

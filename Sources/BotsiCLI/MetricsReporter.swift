@@ -13,7 +13,11 @@ final class MetricsReporter: Sendable {
     let file: String?
     let pushURL: String?
     let journalPath: String
+    /// The run's inputs, which the file must never replace (nor the journal).
+    let inputs: [String]
     let rateOption: Double?
+    /// The run's proxy options: the push takes the route the run's requests would.
+    let proxy: ProxySetting
     let interval: Double
     let warn: @Sendable (String) -> Void
     private let lastWrite = Mutex<Double?>(nil)
@@ -31,7 +35,9 @@ final class MetricsReporter: Sendable {
         self.file = file
         self.pushURL = pushURL
         journalPath = options.journalPath
+        inputs = options.inputs
         rateOption = options.rate
+        proxy = ProxySetting(proxy: options.proxy, noProxy: options.noProxy)
         self.interval = interval
         self.warn = warn
     }
@@ -71,7 +77,8 @@ final class MetricsReporter: Sendable {
             if let pushURL {
                 let target = Self.pushTarget(base: pushURL, journalName: journalName)
                 if let failure = TextPut.put(
-                    url: target, body: text, contentType: "text/plain; version=0.0.4", timeout: Self.pushTimeout)
+                    url: target, body: text, contentType: "text/plain; version=0.0.4", timeout: Self.pushTimeout,
+                    proxy: proxy)
                 {
                     warn(
                         "warning: could not push the metrics to the Pushgateway (--metrics-push): \(failure); "
@@ -91,10 +98,18 @@ final class MetricsReporter: Sendable {
         return metrics
     }
 
+    /// The journal (under any name, with its side files) and every input of the run.
+    static func protectedFiles(journal: String, inputs: [String]) -> ProtectedFiles {
+        var protected = ProtectedFiles()
+        protected.add(journalAt: journal)
+        for input in inputs { protected.add(inputAt: input, as: "the input \(input == "-" ? "stdin" : input)") }
+        return protected
+    }
+
     private func writeFile(_ text: String) {
         guard let file else { return }
-        var protected = ProtectedFiles()
-        protected.add(journalAt: journalPath)
+        // Taken at each write: the journal a first run creates exists only from its start.
+        let protected = Self.protectedFiles(journal: journalPath, inputs: inputs)
         do {
             // 0644, the one exception to 0600: node_exporter's textfile collector reads it, and it holds no secret.
             let output = try OutputFile(path: file, role: "metrics file", mode: 0o644, protecting: protected)

@@ -66,6 +66,15 @@ extension ReportCommand {
                 ) {
                     $0.output = $1
                 },
+                .value(
+                    "--columns", .text("LIST"),
+                    help: "only these columns, in this order (comma-separated, e.g. profileId,status,code); "
+                        + "docs/reports.md lists each report's"
+                ) {
+                    $0.columns = $1.split(separator: ",", omittingEmptySubsequences: false).map {
+                        $0.trimmingCharacters(in: .whitespaces)
+                    }
+                },
             ])
         + section(
             "Changes between two runs (the nightly audit)",

@@ -94,7 +94,8 @@ final class ProgressPrinter: Sendable {
             "elapsedSeconds": progress.elapsed, "rowsRead": progress.rowsRead, "bytesRead": progress.bytesRead,
             "done": progress.finished, "inFlight": progress.inFlight, "waitingToRetry": progress.waitingToRetry,
             "requests": progress.requests, "retries": progress.retries, "ratePerSecond": progress.recentRate,
-            "statuses": progress.statuses, "rejected": progress.rejected, "alreadyDone": progress.skipped,
+            "statuses": Dictionary(uniqueKeysWithValues: progress.statuses.map { ($0.key.rawValue, $0.value) }),
+            "rejected": progress.rejected, "alreadyDone": progress.skipped,
             "duplicates": progress.duplicates, "concurrencyLimit": progress.concurrencyLimit,
         ]
         if let total = progress.totalBytes { object["totalBytes"] = total }
@@ -128,7 +129,7 @@ final class ProgressPrinter: Sendable {
         parts.append(String(format: "%.0f req/s", progress.recentRate))
         parts.append("\(progress.inFlight) in flight")
         if progress.waitingToRetry > 0 { parts.append("\(progress.waitingToRetry) waiting to retry") }
-        let statuses = progress.statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        let statuses = progress.statuses.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }
         if !statuses.isEmpty { parts.append(statuses.joined(separator: ", ")) }
         if progress.retries > 0 { parts.append("\(progress.retries) retries") }
         if progress.rejected > 0 { parts.append("\(progress.rejected) rejected") }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiFiles
 import BotsiJournal
 import BotsiRestore
@@ -15,6 +16,8 @@ struct ReportSettings: JournalReading {
     var changes = false
     var sinceRun: String?
     var conflicts = false
+    /// `--columns`: the columns to write, in this order; nil for every one.
+    var columns: [String]?
 }
 
 enum ReportCommand: Command {
@@ -31,6 +34,7 @@ enum ReportCommand: Command {
     static func initialSettings() -> ReportSettings { ReportSettings() }
 
     static func run(_ settings: ReportSettings) throws -> Int32 {
+        try checkColumns(settings)
         if settings.conflicts { return try conflicts(settings) }
         if settings.changes { return try changes(settings) }
         if settings.sinceRun != nil {
@@ -42,10 +46,24 @@ enum ReportCommand: Command {
             if let run = settings.run {
                 filter.runID = try resolveRun(run, journal: journal)
             }
-            let writer = ReportWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ReportWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachReportRow(filter) { writer.write($0) }
             writer.finish()
+        }
+    }
+
+    /// `--columns` names only columns the chosen report has: refused before any output is opened.
+    private static func checkColumns(_ settings: ReportSettings) throws(UsageError) {
+        guard let chosen = settings.columns else { return }
+        let known =
+            settings.conflicts ? ConflictWriter.columns : settings.changes ? ChangeWriter.columns : ReportWriter.columns
+        for name in chosen where !known.contains(name) {
+            let hint = Basics.nearest(to: name, among: known).map { " (did you mean '\($0)'?)" } ?? ""
+            throw UsageError(
+                message: "--columns: the report has no column '\(name)'\(hint); its columns are "
+                    + known.joined(separator: ", "))
         }
     }
 
@@ -66,7 +84,8 @@ enum ReportCommand: Command {
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "
                         + "run \(later) has no earlier run \(earlier)")
             }
-            let writer = ChangeWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ChangeWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachChange(since: earlier, until: later) { writer.write($0) }
             writer.finish()
@@ -83,7 +102,8 @@ enum ReportCommand: Command {
                 ("--since", settings.since != nil),
             ], with: "--conflicts")
         return try withReportOutput(settings) { journal, sink in
-            let writer = ConflictWriter(format: settings.format, writeChunk: { sink.write(bytes: $0) })
+            let writer = try ConflictWriter(
+                format: settings.format, sink: .chunks { sink.write(bytes: $0) }, columns: settings.columns)
             writer.header()
             try journal.forEachConflict { writer.write($0) }
             writer.finish()
@@ -97,16 +117,23 @@ enum ReportCommand: Command {
         }
     }
 
-    /// What every report shares: the output is opened first (one that is refused leaves even the
-    /// journal unread), then the journal read-only; `body` writes; the output is put in place only
-    /// when whole. A journal or file failure is exit 73 with its message; a usage error goes up.
+    /// What every report shares: the output is checked first against the journal (one onto it
+    /// leaves even the journal unread), then the journal is opened read-only and the output opened
+    /// where it replaces neither the journal nor an input any of its runs read; `body` writes; the
+    /// output is put in place only when whole. A journal or file failure is exit 73 with its
+    /// message; a usage error goes up.
     private static func withReportOutput(
         _ settings: ReportSettings, _ body: (Journal, ReportSink) throws -> Void
     ) throws -> Int32 {
         do {
-            let sink = try ReportSink(path: settings.output, journal: settings.journal)
+            var protected = ProtectedFiles()
+            protected.add(journalAt: settings.journal)
+            let file = ReportSink.file(settings.output)
+            if let file { _ = try OutputFile.checkTarget(file, role: "report", protecting: protected) }
             let journal = try Journal(path: settings.journal, create: false, readOnly: true)
             defer { journal.close() }
+            if file != nil { try protectInputs(of: journal, in: &protected) }
+            let sink = try ReportSink(path: file, protecting: protected)
             try body(journal, sink)
             try sink.commit()
             return ExitCode.success
@@ -116,6 +143,17 @@ enum ReportCommand: Command {
         } catch let error as FileError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
+        }
+    }
+
+    /// The inputs the journal's runs were given. A relative one is taken both from here and from
+    /// the journal's directory: which directory the run had is not recorded.
+    private static func protectInputs(of journal: Journal, in protected: inout ProtectedFiles) throws(JournalError) {
+        let journalDirectory = journal.file.resolved.directory
+        for input in try journal.recordedInputs() where input.path != "-" {
+            let description = "the input \(input.path) of run \(input.runID) of this journal"
+            protected.add(inputAt: input.path, as: description)
+            protected.add(inputAt: input.path, as: description, relativeTo: journalDirectory)
         }
     }
 
@@ -138,15 +176,19 @@ final class ReportSink {
     private let file: OutputFile?
     private var buffer: [UInt8] = []
 
-    /// `journal` is the path of the journal the output must never replace, under any of its names.
-    init(path: String?, journal: String? = nil) throws(FileError) {
-        // `-` is standard output, as for every tool that takes an output file.
-        guard let path, path != "-" else {
+    /// The file `--output` names; nil for standard output (no `--output`, or `--output -`, as for
+    /// every tool that takes an output file).
+    static func file(_ output: String?) -> String? {
+        output == "-" ? nil : output
+    }
+
+    /// `path` nil is standard output. `protected`: what the file must never replace (the journal
+    /// under any of its names, its runs' inputs).
+    init(path: String?, protecting protected: ProtectedFiles = ProtectedFiles()) throws(FileError) {
+        guard let path else {
             file = nil
             return
         }
-        var protected = ProtectedFiles()
-        if let journal { protected.add(journalAt: journal) }
         file = try OutputFile(path: path, role: "report", mode: 0o600, protecting: protected)
     }
 

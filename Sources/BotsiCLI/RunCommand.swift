@@ -1,8 +1,10 @@
+import BotsiAPI
 import BotsiBasics
 import BotsiFiles
 import BotsiRestore
 import Dispatch
 import Foundation
+import Synchronization
 
 /// What `run`'s options fill in: the runner's options and how this process reports.
 struct RunSettings: Equatable {
@@ -33,9 +35,9 @@ enum RunCommand: Command {
         """
     static let epilogue = """
         Exit status: 0 every row final; 64 usage; 65 input unusable; 66 input missing; 69 TLS failure or
-        failure threshold; 73 journal unusable; 75 rows remain pending, the time window ended, or the
-        journal is in use; 77 key refused; 78 App Store connection not set up in Botsi; 130/143 stopped
-        by SIGINT/SIGTERM.
+        failure threshold; 71 a local resource ran out (memory, descriptors, a thread); 73 journal
+        unusable; 75 rows remain pending, the time window ended, or the journal is in use; 77 key
+        refused; 78 App Store connection not set up in Botsi; 130/143 stopped by SIGINT/SIGTERM.
         """
 
     static func initialSettings() -> RunSettings { RunSettings() }
@@ -88,11 +90,12 @@ enum RunCommand: Command {
         return options
     }
 
-    /// A metrics file that could never be written is refused before the run, not warned about after it.
+    /// A metrics file that could never be written, or would replace the journal or an input, is
+    /// refused before the run, not warned about after it.
     static func checkMetricsOptions(_ settings: RunSettings) throws(UsageError) {
         if let file = settings.metricsFile {
-            var protected = ProtectedFiles()
-            protected.add(journalAt: settings.options.journalPath)
+            let protected = MetricsReporter.protectedFiles(
+                journal: settings.options.journalPath, inputs: settings.options.inputs)
             do {
                 _ = try OutputFile.checkTarget(file, role: "metrics file", protecting: protected)
             } catch {
@@ -170,6 +173,11 @@ enum RunCommand: Command {
             printer.event(notice.kind == .warning ? "warning" : "notice", message: notice.message)
         }
         defer { Notices.install(outer) }
+        var options = options
+        if let refused = fitToDescriptorLimit(&options, printer: printer) {
+            metrics?.finish(summary: nil, exitCode: refused)
+            return refused
+        }
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
             onProgress: onProgress)
@@ -200,6 +208,37 @@ enum RunCommand: Command {
     }
 }
 
+extension RunCommand {
+    /// Fits `--concurrency` to the descriptor limit (ulimit -n), saying so once; past the limit
+    /// every connection would fail like a server that refuses. Returns 71 (said) when not even one
+    /// connection fits beside what a run holds.
+    static func fitToDescriptorLimit(_ options: inout RunOptions, printer: ProgressPrinter) -> Int32? {
+        let inputs = options.inputs.count
+        switch DescriptorBudget.fit(concurrency: options.concurrency, inputs: inputs) {
+        case .fits:
+            return nil
+        case .lowered(let concurrency, let limit):
+            let wanted = DescriptorBudget.needed(concurrency: options.concurrency, inputs: inputs)
+            Notices.post(
+                Notice(
+                    .info,
+                    "botsi-restore: this process may open at most \(limit) files (ulimit -n), enough for "
+                        + "\(concurrency) requests at a time: sending at most \(concurrency) instead of --concurrency "
+                        + "\(options.concurrency) (for that many, raise it to ulimit -n \(wanted))"))
+            options.concurrency = concurrency
+            return nil
+        case .tooLow(let limit, let needed):
+            printer.event(
+                "error",
+                message: "botsi-restore run: this process may open at most \(limit) files (ulimit -n), fewer than a "
+                    + "run needs (\(needed): the journal and its files, the inputs, the client and one connection); "
+                    + "nothing was sent — raise the limit (ulimit -n \(needed) or more) and run again",
+                exitCode: ExitCode.osError)
+            return ExitCode.osError
+        }
+    }
+}
+
 /// SIGINT/SIGTERM through Dispatch, counting how many arrived.
 final class SignalWatcher {
     private let sources: [DispatchSourceSignal]
@@ -221,12 +260,9 @@ final class SignalWatcher {
         for source in sources { source.cancel() }
     }
 
-    private final class Counter: @unchecked Sendable {
-        // Only touched on the signal queue.
-        private var value = 0
-        func increment() -> Int {
-            value += 1
-            return value
-        }
+    /// Signals counted as they arrive.
+    private final class Counter: Sendable {
+        private let value = Atomic(0)
+        func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
     }
 }

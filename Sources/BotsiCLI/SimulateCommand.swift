@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiFiles
 import BotsiJournal
 import BotsiRestore

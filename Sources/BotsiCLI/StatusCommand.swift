@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import BotsiRestore
 import Foundation

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What an output must never be written over: journals, under any name, and the files SQLite keeps
-/// beside them (and the lock file older versions kept there).
+/// beside them (and the lock file older versions kept there); and the inputs runs read.
 public struct ProtectedFiles: Sendable {
     private var names: [String: String] = [:]
     private var identities: [FileIdentity: String] = [:]
@@ -21,6 +21,22 @@ public struct ProtectedFiles: Sendable {
     public mutating func add(journalAt typed: String) {
         guard let resolved = try? ResolvedPath.resolve(typed, role: "journal"), resolved.exists else { return }
         add(path: resolved.path, typed: typed, identity: FileStatus.ofTarget(resolved.path)?.identity)
+    }
+
+    /// An input, by the path given for it (links followed, compared by device and inode, so any
+    /// other name of it is refused too); `-` is standard input, protected when it is a regular
+    /// file. A relative path is taken from `directory` when one is given, else from the working
+    /// directory. `description` names it in the refusal ("the input export.csv"). An input that
+    /// does not exist protects nothing.
+    public mutating func add(inputAt typed: String, as description: String, relativeTo directory: String? = nil) {
+        if typed == "-" {
+            if let status = FileStatus.ofDescriptor(0), status.isRegular { identities[status.identity] = description }
+            return
+        }
+        let path = directory.map { typed.hasPrefix("/") ? typed : $0 + "/" + typed } ?? typed
+        guard let status = FileStatus.ofTarget(path), status.isRegular else { return }
+        identities[status.identity] = identities[status.identity] ?? description
+        if let real = ResolvedPath.realPath(path) { names[real] = names[real] ?? description }
     }
 
     private mutating func add(path: String, typed: String, identity: FileIdentity?) {

@@ -49,22 +49,23 @@ public struct ResolvedPath: Sendable, Equatable {
         guard code == ENOENT else {
             throw FileError(FileError.kind(of: code), path: typed, "cannot use \(role) \(typed): \(Files.reason(code))")
         }
-        let (directory, name) = split(typed)
-        guard !name.isEmpty, name != ".", name != ".." else {
-            throw FileError(.refused, path: typed, "\(role) \(typed) does not name a file; give a file name")
-        }
-        guard let realDirectory = realPath(directory), FileStatus.ofTarget(realDirectory)?.isDirectory == true else {
-            throw FileError(
-                .missing, path: typed, "the directory \(directory) for \(role) \(typed) does not exist; create it first"
-            )
-        }
-        let path = realDirectory == "/" ? "/" + name : realDirectory + "/" + name
+        let (path, realDirectory) = try inResolvedDirectory(typed, role: role)
         return ResolvedPath(typed: typed, path: path, directory: realDirectory, exists: false)
     }
 
     /// The directory that holds `typed` resolved, and `typed`'s own last name, not followed: where
     /// an output is renamed to (a link there is replaced, never written through).
     public static func resolveParent(_ typed: String, role: String) throws(FileError) -> ResolvedPath {
+        let (path, realDirectory) = try inResolvedDirectory(typed, role: role)
+        return ResolvedPath(
+            typed: typed, path: path, directory: realDirectory, exists: FileStatus.ofName(path) != nil)
+    }
+
+    /// `typed`'s last name (not followed) in its directory resolved: the path and that directory.
+    /// Refuses a name that names no file and a directory that does not exist.
+    private static func inResolvedDirectory(
+        _ typed: String, role: String
+    ) throws(FileError) -> (path: String, directory: String) {
         let (directory, name) = split(typed)
         guard !name.isEmpty, name != ".", name != ".." else {
             throw FileError(.refused, path: typed, "\(role) \(typed) does not name a file; give a file name")
@@ -74,9 +75,7 @@ public struct ResolvedPath: Sendable, Equatable {
                 .missing, path: typed, "the directory \(directory) for \(role) \(typed) does not exist; create it first"
             )
         }
-        let path = realDirectory == "/" ? "/" + name : realDirectory + "/" + name
-        return ResolvedPath(
-            typed: typed, path: path, directory: realDirectory, exists: FileStatus.ofName(path) != nil)
+        return (realDirectory == "/" ? "/" + name : realDirectory + "/" + name, realDirectory)
     }
 
     /// Refuses a directory someone else could write to: they could put a link or a file of their

@@ -241,7 +241,7 @@ private final class Inflater {
 
     private func corrupt(_ what: String) -> InputError {
         InputError(
-            kind: .unreadable, path: raw.path,
+            kind: .damaged, path: raw.path,
             message:
                 "Input '\(raw.displayName)' \(what) after \(raw.bytesRead) compressed bytes; check it with 'gzip -t' and provide an intact file."
         )

@@ -76,6 +76,8 @@ final class CSVRowParser: RecordParser {
         scanner: CSVScanner, context: ParserContext, scratch: ScratchBuffer, notTabular: (String) -> InputError
     ) throws(InputError) -> HeaderMapping.Header {
         scanner.collectsAllFields = true
+        scanner.skipsTooLongLines = false
+        defer { scanner.skipsTooLongLines = true }
         guard let header = try scanner.next() else {
             throw notTabular("its first line is blank.")  // unreachable: a non-blank byte was seen
         }

@@ -50,6 +50,10 @@ final class CSVScanner {
     private var spans: KeptFields.Spans = (nil, nil, nil, nil)
     /// Collect every span in `allSpans` (for the header).
     var collectsAllFields = false
+    /// A record longer than the limit is skipped to its line end before `.tooLong` is returned, so
+    /// reading goes on after it; a header that long ends the input at once instead (false), rather
+    /// than reading what may be gigabytes to find the end of a line of a file that is not CSV.
+    var skipsTooLongLines = true
     private(set) var allSpans: [FieldSpan] = []
     /// Window index of the first byte of the record last returned.
     private(set) var recordStart = 0
@@ -220,7 +224,7 @@ final class CSVScanner {
                         why: "is not closed within \(maxRecordBytes) bytes")
                 }
                 cursor.line = recordLine
-                try cursor.skipPhysicalLine(from: index)
+                if skipsTooLongLines { try cursor.skipPhysicalLine(from: index) }
                 return .done(.tooLong(line: recordLine))
             }
 

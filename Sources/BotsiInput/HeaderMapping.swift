@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// Which CSV column holds each field, from the header's names. Ambiguity is an error: two
 /// columns that match one field stop the reader, naming both and how to pick one.
 enum HeaderMapping {
@@ -11,10 +13,10 @@ enum HeaderMapping {
 
     /// The column index of each `Field`, -1 where the header has none.
     static func columns(header: Header, context: ParserContext, delimiter: UInt8) throws(InputError) -> [Int] {
-        let accepted = context.fieldNames.map { Set($0.map { $0.trimmingWhitespace().lowercasedASCII() }) }
+        let accepted = context.fieldNames.map { Set($0.map { ASCIICase.lowercased($0.trimmingWhitespace()) }) }
         var matches = Field.allCases.map { _ in [Int]() }
         for (index, name) in header.names.enumerated() {
-            let key = name.lowercasedASCII()
+            let key = ASCIICase.lowercased(name)
             // A column serves the first field that accepts its name, so a column the user named
             // for the transaction (say `receipt`) is not also read as a receipt.
             if let field = accepted.firstIndex(where: { $0.contains(key) }) { matches[field].append(index) }

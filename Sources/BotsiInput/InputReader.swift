@@ -259,8 +259,4 @@ extension String {
         else { return "" }
         return String(scalars[first...last])
     }
-
-    func lowercasedASCII() -> String {
-        String(decoding: utf8.map(BotsiInput.lowercasedASCII), as: UTF8.self)
-    }
 }

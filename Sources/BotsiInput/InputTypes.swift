@@ -102,7 +102,7 @@ public struct InputRow: Sendable, Hashable {
 }
 
 /// Why a row is never sent. The raw values are the journal's `code` column.
-public enum RejectionReason: String, Sendable, CaseIterable {
+public enum RejectionReason: String, Sendable, CaseIterable, Codable, CodingKeyRepresentable {
     case missingProfileId = "missing_profile_id"
     case missingTransactionId = "missing_transaction_id"
     case invalidProfileId = "invalid_profile_id"
@@ -166,8 +166,11 @@ public struct InputError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {
         /// The file does not exist (sysexits 66).
         case fileMissing
-        /// The file exists but cannot be read, or its gzip data is corrupt or truncated.
+        /// The file exists but cannot be opened or read (permissions, a directory, an I/O error).
         case unreadable
+        /// Its content is damaged: gzip data that is corrupt or cut short, wherever the damage lies
+        /// (sysexits 65, like a file damaged part-way).
+        case damaged
         /// The format was not given and the file name does not tell it.
         case unknownFormat
         /// The content is not CSV or JSON at all (a spreadsheet, a PDF, another binary, the

@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// A value of a wanted key, located in the line's bytes (offsets into the line).
 enum JSONValueSpan: Equatable {
     /// Content between the quotes, escapes not yet decoded.
@@ -79,7 +81,7 @@ struct JSONLineParser {
         precondition(groups.count <= 4)
         self.ignoringCase = ignoringCase
         self.groups = groups.map { names in
-            names.map { ignoringCase ? Array($0.utf8).map(lowercasedASCII) : Array($0.utf8) }
+            names.map { ignoringCase ? Array($0.utf8).map(ASCIICase.lowercased) : Array($0.utf8) }
         }
     }
 
@@ -156,7 +158,7 @@ struct JSONLineParser {
         for (group, candidates) in groups.enumerated() {
             candidateLoop: for candidate in candidates where candidate.count == key.count {
                 if ignoringCase {
-                    for index in 0..<key.count where lowercasedASCII(key[index]) != candidate[index] {
+                    for index in 0..<key.count where ASCIICase.lowercased(key[index]) != candidate[index] {
                         continue candidateLoop
                     }
                 } else {
@@ -172,11 +174,6 @@ struct JSONLineParser {
     private static func keyText(_ range: Range<Int>, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
         String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
-}
-
-@inline(__always)
-func lowercasedASCII(_ byte: UInt8) -> UInt8 {
-    byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
 }
 
 private struct Scanner {

@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// A field as a reader found it, before validation.
 enum FieldInput {
     /// The column or key is not there (a short CSV record, a JSON object without the key).
@@ -15,7 +17,10 @@ enum FieldInput {
 ///
 /// - Both fields are trimmed of Unicode whitespace (spaces, tabs, no-break spaces…) at both ends.
 /// - `profileId`: non-empty, at most 128 Unicode scalars, valid UTF-8, no control characters
-///   (Unicode category Cc, which includes NUL).
+///   (Unicode category Cc, which includes NUL), and no invisible ones (`VisibleText.isInvisible`:
+///   format characters such as bidi marks, zero-width spaces and joiners, the byte-order mark,
+///   U+2028/U+2029, variation selectors, tag characters…): an id holding one prints like another
+///   id and would be sent as a pair of its own. The message names the code point.
 /// - `originalTransactionId`: 1–20 ASCII digits whose value fits `UInt64`. A leading zero is
 ///   rejected as `invalid_transaction_id`: Apple's ids never start with 0, so a zero-padded id
 ///   was rewritten by some tool, and stripping the zeros would be a guess about which id was meant.
@@ -61,21 +66,9 @@ enum RowValidation {
         return String(String.UnicodeScalarView(scalars.prefix(maxRawValueScalars))) + "…"
     }
 
-    /// The value quoted for a message: control characters escaped, cut to 64 scalars.
+    /// The value quoted for a message: controls and invisible characters escaped, cut to 64 scalars.
     static func display(_ text: String) -> String {
-        var result = "'"
-        for (count, scalar) in text.unicodeScalars.enumerated() {
-            if count == 64 {
-                result += "…"
-                break
-            }
-            if scalar.properties.generalCategory == .control {
-                result += scalar.value == 0 ? "\\0" : "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "'"
+        VisibleText.quoted(text)
     }
 
     private static func display(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
@@ -119,6 +112,12 @@ enum RowValidation {
         case .unicode(let text):
             if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
                 return .rejected(.invalidProfileId, "profileId \(display(text)) contains a control character.")
+            }
+            if let invisible = text.unicodeScalars.first(where: VisibleText.isInvisible) {
+                return .rejected(
+                    .invalidProfileId,
+                    "profileId \(display(text)) contains \(VisibleText.describe(invisible)), an invisible character, so it looks like another id; remove it from the export."
+                )
             }
             let count = text.unicodeScalars.count
             guard count <= maxProfileIdScalars else {
@@ -220,6 +219,10 @@ enum RowValidation {
     private static func describeNonDigits(_ value: String) -> String {
         let shown = display(value)
         let scalars = Array(value.unicodeScalars)
+        if let invisible = scalars.first(where: VisibleText.isInvisible) {
+            return
+                "originalTransactionId \(shown) contains \(VisibleText.describe(invisible)), an invisible character; it must be digits only."
+        }
         func isASCIIDigit(_ scalar: Unicode.Scalar) -> Bool { scalar >= "0" && scalar <= "9" }
         let isFullWidthDigit = { (scalar: Unicode.Scalar) in scalar.value >= 0xFF10 && scalar.value <= 0xFF19 }
         if scalars.contains(where: isFullWidthDigit) && scalars.allSatisfy({ isASCIIDigit($0) || isFullWidthDigit($0) })

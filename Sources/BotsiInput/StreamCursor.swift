@@ -31,9 +31,26 @@ final class StreamCursor {
         return position < window.end
     }
 
-    /// Skips empty lines; returns false at the end of the stream.
+    /// Skips empty lines, and a byte-order mark at the start of a line (what `cat a.csv b.csv` leaves
+    /// where the second file begins: it marks a file's start and is never part of a value); returns
+    /// false at the end of the stream. Called only at the start of a line.
     func skipLineEnds() throws(InputError) -> Bool {
-        try skip(spacesToo: false)
+        while true {
+            guard try skip(spacesToo: false) else { return false }
+            guard try isAtByteOrderMark() else { return true }
+            position += 3
+        }
+    }
+
+    /// The UTF-8 byte-order mark (EF BB BF) at `position`, reading on when the window ends inside it.
+    private func isAtByteOrderMark() throws(InputError) -> Bool {
+        guard window.base[position] == 0xEF else { return false }
+        while window.end - position < 3 {
+            let before = window.end - position
+            position -= try window.refill(keepingFrom: position)
+            if window.end - position == before { return false }
+        }
+        return window.base[position + 1] == 0xBB && window.base[position + 2] == 0xBF
     }
 
     /// Skips line ends, spaces and tabs (JSON's whitespace); returns false at the end of the stream.

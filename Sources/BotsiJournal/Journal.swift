@@ -25,8 +25,9 @@ public enum ItemStatus: String, Sendable, CaseIterable, Codable {
 
 /// What a run should do with a row it read from its input.
 public enum Admission: Equatable, Sendable {
-    /// A pair the journal did not hold: send it. (`attempts` and `isNew` are 0 and true.)
-    case send(itemID: Int64, attempts: Int, isNew: Bool)
+    /// A pair the journal did not hold, recorded `pending`: send it. `mark` is what the journal
+    /// wrote, so that marking the row in flight need not read it back.
+    case send(itemID: Int64, mark: InFlightMark)
     /// The same pair already appeared earlier in this run, from its input or as an owed row.
     case duplicate
     /// The journal holds the pair and this run did not select it as owed: nothing to do. A run
@@ -64,11 +65,6 @@ public final class Journal {
     private var statements: [UInt: SQLiteStatement] = [:]
     /// Statements whose text is put together at run time (once per run, not per row).
     private var builtStatements: [String: SQLiteStatement] = [:]
-    /// The row of the last `recordAttempt` whose count (and in-flight mark) is not written yet:
-    /// the `recordOutcome` that nearly always follows writes it in its own UPDATE, one statement
-    /// per request fewer. Anything else the journal does writes it first (`wrap`), so no query and
-    /// no commit ever sees the row without it. Only ever set inside an open transaction.
-    var unwrittenAttempt: Int64?
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -215,25 +211,15 @@ public final class Journal {
 
     func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(JournalError) -> T {
         do {
-            if unwrittenAttempt != nil { try writeAttemptCount() }
             return try body()
         } catch {
             throw JournalError.from(error, path: path)
         }
     }
 
-    func writeAttemptCount() throws(SQLiteError) {
-        guard let itemID = unwrittenAttempt else { return }
-        try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
-            .reset(.int(itemID)).run()
-        unwrittenAttempt = nil
-    }
-
     /// Closes the SQLite connection, then lets go of the journal file and its run lock (in that
     /// order: the file's descriptor must outlive the connection). Safe to call more than once.
     public func close() {
-        // Closing inside a transaction rolls it back, the attempt with it.
-        unwrittenAttempt = nil
         statements.removeAll()
         builtStatements.removeAll()
         connection.close()
@@ -255,7 +241,6 @@ public final class Journal {
 
     /// Rolls back the open batch, if SQLite has not already rolled it back itself.
     public func rollback() {
-        unwrittenAttempt = nil
         if connection.isInTransaction { try? connection.execute("ROLLBACK") }
     }
 
@@ -293,10 +278,9 @@ public final class Journal {
         }
     }
 
-    /// Records the end of a run. `countsJSON` is its summary as the runner encodes it (a JSON
-    /// object; readers use the fields of `RunCounts`).
+    /// Records the end of a run: its state, exit status, inputs and counts.
     public func finishRun(
-        _ runID: Int64, endedAt: Date, state: RunState, exitCode: Int32, inputs: [RunInput], countsJSON: String
+        _ runID: Int64, endedAt: Date, state: RunState, exitCode: Int32, inputs: [RunInput], counts: RunCounts
     ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
@@ -304,7 +288,7 @@ public final class Journal {
             )
             .reset(
                 .text(Timestamp.string(endedAt)), .text(state.rawValue), .int(Int64(exitCode)),
-                .text(ColumnJSON.encode(inputs)), .text(countsJSON), .int(runID)
+                .text(ColumnJSON.encode(inputs)), .text(ColumnJSON.encode(counts)), .int(runID)
             ).run()
         }
     }

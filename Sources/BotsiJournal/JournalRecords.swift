@@ -1,3 +1,4 @@
+import BotsiBasics
 import Foundation
 
 // The values the journal's columns hold, as types: what the runner writes and what the reports
@@ -130,29 +131,98 @@ public struct RunProgressRecord: Sendable, Equatable, Codable {
     }
 }
 
-/// What the readers use of a run's summary (`runs.counts`, written from the run's `RunSummary`
-/// when it ends): the rest of the object is there for people and for `jq`. A run that never
-/// ended holds `{}`, so every field is optional.
+/// A row's status with its code: what a run's summary and its record count rows by. Written
+/// `status/code` where a key must be text (`restored/`, `pending/http_503`), as since schema v1.
+public struct StatusCode: Hashable, Sendable, Comparable, Codable, CodingKeyRepresentable,
+    CustomStringConvertible
+{
+    public var status: ItemStatus
+    public var code: String?
+
+    public init(_ status: ItemStatus, _ code: String?) {
+        self.status = status
+        self.code = code
+    }
+
+    public var description: String { "\(status.rawValue)/\(code ?? "")" }
+
+    /// `status/code` back; nil when the status is not one of the journal's.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let status = ItemStatus(rawValue: String(parts[0])) else { return nil }
+        self.init(status, parts.count > 1 && !parts[1].isEmpty ? String(parts[1]) : nil)
+    }
+
+    public static func < (left: StatusCode, right: StatusCode) -> Bool {
+        (left.status.rawValue, left.code ?? "") < (right.status.rawValue, right.code ?? "")
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public var codingKey: any CodingKey { Key(stringValue: description) }
+
+    public init?<T: CodingKey>(codingKey: T) { self.init(codingKey.stringValue) }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let value = StatusCode(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "no status in '\(text)'")
+        }
+        self = value
+    }
+}
+
+/// A run's record of what it did (`runs.counts`): the run writes this very type when it ends, and
+/// `status`, `runs` and the metrics read it back, so a field cannot be renamed on one side only.
+/// Every field is optional: a run that never ended holds `{}`, and an older version's record may
+/// lack the newer fields (the JSON a version wrote before this type existed — its whole summary —
+/// reads as one of these; the rest of it is ignored).
 public struct RunCounts: Sendable, Equatable, Codable {
-    /// The rows the run worked on, by their status at its end.
+    /// The rows the run worked on (its new input rows and the owed rows it took up), by their
+    /// status at its end, and by status and code.
     public var statuses: [ItemStatus: Int]?
-    /// Input rows the checks refused, by reason.
+    public var codes: [StatusCode: Int]?
+    /// Input rows the checks refused, by reason (the `rejections.reason` text).
     public var rejectedByReason: [String: Int]?
+    public var rowsRead: Int?
+    public var newRows: Int?
+    public var duplicates: Int?
+    /// Rows whose final outcome was already on record, by status.
+    public var alreadyFinished: [ItemStatus: Int]?
+    /// Rows of other shards, skipped.
+    public var otherShards: Int?
+    /// Owed rows the run took up, and those it did not take up because it stopped first.
+    public var owedRows: Int?
+    public var owedNotTakenUp: Int?
+    /// Of the pending rows it worked on, those it did not send because it stopped first.
+    public var notSent: Int?
+    /// Final rows it resent without a definitive answer: they kept their status.
+    public var kept: Int?
     public var requests: Int?
     public var retries: Int?
-    /// What stopped the run, as the lifecycle table names it.
-    public var stopCause: String?
+    public var durationSeconds: Double?
+    /// Whether it read all of its input.
+    public var inputComplete: Bool?
+    /// What stopped it, and the sentence its summary gave.
+    public var stopCause: StopCause?
+    public var stopMessage: String?
+    /// When the stop was decided (ISO 8601, UTC).
+    public var stoppedAt: String?
+    /// Times adaptive throttling slowed it down.
+    public var throttleEvents: Int?
 
-    public init(
-        statuses: [ItemStatus: Int]? = nil, rejectedByReason: [String: Int]? = nil, requests: Int? = nil,
-        retries: Int? = nil, stopCause: String? = nil
-    ) {
-        self.statuses = statuses
-        self.rejectedByReason = rejectedByReason
-        self.requests = requests
-        self.retries = retries
-        self.stopCause = stopCause
-    }
+    public init() {}
 }
 
 /// Encodes and decodes the JSON the `runs` table keeps in its columns, one way for every caller.

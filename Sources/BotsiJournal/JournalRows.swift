@@ -20,6 +20,61 @@ public struct InFlightMark: Sendable, Equatable {
     }
 }
 
+/// One request to a row's pair, as `recordReply` journals it.
+public struct AttemptRecord: Sendable, Equatable {
+    public var itemID: Int64
+    public var runID: Int64
+    /// The row's attempts, this one included, over every run.
+    public var number: Int
+    /// When the run handed the request to the client.
+    public var startedAt: Date
+    public var durationMilliseconds: Double
+    public var httpStatus: Int?
+    public var code: String?
+    /// The status the row took, `retry`, or `kept`.
+    public var outcome: AttemptOutcome
+    /// A 200's profile, kept with the attempt for audits.
+    public var profile: ProfileRecord?
+
+    public init(
+        itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double, httpStatus: Int?,
+        code: String?, outcome: AttemptOutcome, profile: ProfileRecord?
+    ) {
+        self.itemID = itemID
+        self.runID = runID
+        self.number = number
+        self.startedAt = startedAt
+        self.durationMilliseconds = durationMilliseconds
+        self.httpStatus = httpStatus
+        self.code = code
+        self.outcome = outcome
+        self.profile = profile
+    }
+}
+
+/// Where a row stands after a reply (or a stop), as the journal writes it to the row.
+public struct OutcomeRecord: Sendable, Equatable {
+    public var status: ItemStatus
+    public var code: String?
+    public var httpStatus: Int?
+    public var message: String?
+    /// The row's `updated_at` (and `answered_at` for a final status, `restored_at` with a profile).
+    public var now: String
+    /// A 200's profile: replaces the row's snapshot.
+    public var profile: ProfileRecord?
+
+    public init(
+        status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String, profile: ProfileRecord?
+    ) {
+        self.status = status
+        self.code = code
+        self.httpStatus = httpStatus
+        self.message = message
+        self.now = now
+        self.profile = profile
+    }
+}
+
 extension Journal {
     /// Records that this run read the pair at `source` and says whether to send it. Call it after
     /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
@@ -29,7 +84,7 @@ extension Journal {
         profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
         holdConflicts: Bool = false
     ) throws(JournalError) -> Admission {
-        try wrap { () throws(SQLiteError) in
+        let found = try wrap { () throws(SQLiteError) -> AdmitLookup in
             let lookup = try statement(
                 "SELECT id, status, last_run FROM items WHERE profile_id = ? AND original_transaction_id = ?"
             )
@@ -50,13 +105,26 @@ extension Journal {
                     .int(runID), .text(now), .text(now)
                 ).run()
                 let itemID = connection.lastInsertRowID
-                return held ? .held(itemID: itemID) : .send(itemID: itemID, attempts: 0, isNew: true)
+                return .admitted(
+                    held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now)))
             }
-            let status = ItemStatus(rawValue: lookup.text(1) ?? "") ?? .pending
-            // A known row costs no write: a rerun over a journal of finished rows only reads,
-            // which is what makes it fast.
-            return lookup.int(2) == runID ? .duplicate : .finished(status)
+            return .known(itemID: lookup.int(0), status: lookup.text(1), lastRun: lookup.int(2))
         }
+        switch found {
+        case .admitted(let admission):
+            return admission
+        case .known(let itemID, let text, let lastRun):
+            // A known row costs no write: a rerun over a journal of finished rows only reads,
+            // which is what makes it fast. A status this version does not know is refused, not guessed.
+            let status = try decodeEnum(ItemStatus.self, text, table: "items", column: "status", row: itemID)
+            return lastRun == runID ? .duplicate : .finished(status)
+        }
+    }
+
+    /// What `admit` found: a pair it has just inserted, or one the journal held.
+    private enum AdmitLookup {
+        case admitted(Admission)
+        case known(itemID: Int64, status: String?, lastRun: Int64)
     }
 
     /// Marks a row in flight before its request goes out, so a crash leaves a trace of it. A
@@ -110,12 +178,11 @@ extension Journal {
         }
     }
 
-    /// One request and what came of it. `outcome` is the row's status after it, `retry`, or `kept`
-    /// (a final row's resend ended without a definitive answer). Clears a final row's in-flight mark.
-    public func recordAttempt(
-        itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double,
-        httpStatus: Int?, code: String?, outcome: AttemptOutcome, profile: ProfileRecord?
-    ) throws(JournalError) {
+    /// One request and what came of it: the attempt, counted on its row (whose in-flight mark it
+    /// clears), and, when `outcome` is given, where the row stands after it — in one INSERT and one
+    /// UPDATE, the run's two statements per reply. Without an outcome the row keeps its status
+    /// (a final row's resend that got no definitive answer).
+    public func recordReply(_ attempt: AttemptRecord, outcome: OutcomeRecord?) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement(
                 """
@@ -124,46 +191,66 @@ extension Journal {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
             ).reset(
-                .int(itemID), .int(runID), .int(Int64(number)), .text(Timestamp.string(startedAt)),
-                .double(durationMilliseconds), .optionalInt(httpStatus), .optionalText(code), .text(outcome.rawValue),
-                .optionalText(profile?.state), .optionalText(profile?.accessLevelsJSON)
+                .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
+                .text(Timestamp.string(attempt.startedAt)), .double(attempt.durationMilliseconds),
+                .optionalInt(attempt.httpStatus), .optionalText(attempt.code), .text(attempt.outcome.rawValue),
+                .optionalText(attempt.profile?.state), .optionalText(attempt.profile?.accessLevelsJSON)
             ).run()
-            unwrittenAttempt = itemID
-            // Outside a transaction the INSERT is already committed: the count goes with it.
-            if !connection.isInTransaction { try writeAttemptCount() }
+            if let outcome {
+                try writeOutcome(outcome, itemID: attempt.itemID, countsAttempt: true)
+            } else {
+                try statement("UPDATE items SET attempts = attempts + 1, in_flight_run = NULL WHERE id = ?")
+                    .reset(.int(attempt.itemID)).run()
+            }
         }
     }
 
-    /// Records where a row stands after a reply. A final status is a definitive answer (its time
-    /// is `answered_at`, what `--refresh-older-than` ages rows by); `pending` with a code means
-    /// the run gave up on a pending row for now (attempts or retry budget spent, or the run stopped).
+    /// An attempt alone, counted on its row at once; `recordOutcome` may follow.
+    public func recordAttempt(
+        itemID: Int64, runID: Int64, number: Int, startedAt: Date, durationMilliseconds: Double,
+        httpStatus: Int?, code: String?, outcome: AttemptOutcome, profile: ProfileRecord?
+    ) throws(JournalError) {
+        try recordReply(
+            AttemptRecord(
+                itemID: itemID, runID: runID, number: number, startedAt: startedAt,
+                durationMilliseconds: durationMilliseconds, httpStatus: httpStatus, code: code, outcome: outcome,
+                profile: profile),
+            outcome: nil)
+    }
+
+    /// `recordOutcome(_:itemID:)` with the record's fields spelled out.
     public func recordOutcome(
         itemID: Int64, status: ItemStatus, code: String?, httpStatus: Int?, message: String?, now: String,
         profile: ProfileRecord?
     ) throws(JournalError) {
-        // The attempt just recorded for this row is counted by this UPDATE, not by one of its own.
-        let countsAttempt = unwrittenAttempt == itemID
-        if countsAttempt { unwrittenAttempt = nil }
-        do {
-            try wrap { () throws(SQLiteError) in
-                let update = try outcomeStatement(withProfile: profile != nil, countsAttempt: countsAttempt)
-                let finalAt = SQLiteValue.optionalText(status.isFinal ? now : nil)
-                if let profile {
-                    try update.reset(
-                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                        .text(now), finalAt, .int(itemID), .text(now), .optionalText(profile.state),
-                        .optionalText(profile.accessLevelsJSON))
-                } else {
-                    try update.reset(
-                        .text(status.rawValue), .optionalText(code), .optionalInt(httpStatus), .optionalText(message),
-                        .text(now), finalAt, .int(itemID))
-                }
-                try update.run()
-            }
-        } catch {
-            if countsAttempt { unwrittenAttempt = itemID }
-            throw error
+        try recordOutcome(
+            OutcomeRecord(
+                status: status, code: code, httpStatus: httpStatus, message: message, now: now, profile: profile),
+            itemID: itemID)
+    }
+
+    /// Records where a row stands without a new attempt (what a stop writes to a row waiting out
+    /// a backoff). A final status is a definitive answer (its time is `answered_at`, what
+    /// `--refresh-older-than` ages rows by); `pending` with a code means the run gave up on a
+    /// pending row for now.
+    public func recordOutcome(_ outcome: OutcomeRecord, itemID: Int64) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in try writeOutcome(outcome, itemID: itemID, countsAttempt: false) }
+    }
+
+    private func writeOutcome(_ outcome: OutcomeRecord, itemID: Int64, countsAttempt: Bool) throws(SQLiteError) {
+        let update = try outcomeStatement(withProfile: outcome.profile != nil, countsAttempt: countsAttempt)
+        let finalAt = SQLiteValue.optionalText(outcome.status.isFinal ? outcome.now : nil)
+        if let profile = outcome.profile {
+            try update.reset(
+                .text(outcome.status.rawValue), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
+                .optionalText(outcome.message), .text(outcome.now), finalAt, .int(itemID), .text(outcome.now),
+                .optionalText(profile.state), .optionalText(profile.accessLevelsJSON))
+        } else {
+            try update.reset(
+                .text(outcome.status.rawValue), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
+                .optionalText(outcome.message), .text(outcome.now), finalAt, .int(itemID))
         }
+        try update.run()
     }
 
     /// The UPDATE of `recordOutcome`: parameters 1-7 are status, code, HTTP status, message, now,

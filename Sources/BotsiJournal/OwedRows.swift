@@ -18,8 +18,8 @@ public struct OwedSelection: Sendable, Equatable {
 /// A row the journal owes, as a run picks it up.
 public struct OwedRow: Sendable, Equatable {
     public var itemID: Int64
-    public var profileId: String
-    public var originalTransactionId: String
+    public var profileID: String
+    public var originalTransactionID: String
     public var status: ItemStatus
     /// Attempts earlier runs made.
     public var attempts: Int
@@ -42,13 +42,13 @@ public struct InFlightRecovery: Sendable, Equatable {
 
 /// Rows a run worked on, by their status and code at its end.
 public struct RunRowCount: Sendable, Equatable {
-    public var status: String
+    public var status: ItemStatus
     public var code: String?
     public var count: Int
     /// How many of them this run did not send (it stopped first).
     public var notSent: Int
 
-    public init(status: String, code: String?, count: Int, notSent: Int) {
+    public init(status: ItemStatus, code: String?, count: Int, notSent: Int) {
         self.status = status
         self.code = code
         self.count = count
@@ -63,45 +63,83 @@ extension Journal {
         after: Int64, limit: Int, selection: OwedSelection, runID: Int64
     ) throws(JournalError) -> [OwedRow] {
         let columns = "id, profile_id, original_transaction_id, status, attempts, last_source"
-        let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
-        let sql: String
-        if selection.statuses == [.pending] && !refreshing {
-            // The plain run: the partial index `items_pending` holds exactly these rows, in id order
-            // (named, or the planner may pick `items_status` and sort every pending row per batch).
-            sql = """
-                SELECT \(columns) FROM items INDEXED BY items_pending
-                WHERE status = 'pending' AND id > ?1 AND last_run != ?3 ORDER BY id LIMIT ?2
-                """
-        } else {
-            // Failures and refreshable rows may be most of the journal: walk it in id order once,
-            // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
-            var conditions = ["+status IN (\(Self.list(selection.statuses)))"]
-            if refreshing {
-                conditions.append("(+status IN (\(Self.list(selection.refreshStatuses))) AND answered_at < ?4)")
-            }
-            sql = """
-                SELECT \(columns) FROM items
-                WHERE id > ?1 AND last_run != ?3 AND (\(conditions.joined(separator: " OR ")))
-                ORDER BY id LIMIT ?2
-                """
-        }
-        return try wrap { () throws(SQLiteError) in
+        let sql = Self.owedQuery(columns: columns, selection: selection) + " ORDER BY id LIMIT ?2"
+        // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
+        // still a reader never guesses one (docs/journal.md).
+        typealias Found = (
+            itemID: Int64, profileID: String, transactionID: String, status: String?, attempts: Int64, source: String
+        )
+        let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
-            var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
-            if refreshing, let cutoff = selection.answeredBefore { values.append(.text(Timestamp.string(cutoff))) }
-            try statement.reset(binding: values)
-            var rows: [OwedRow] = []
+            try statement.reset(
+                binding: Self.owedValues(after: after, limit: limit, selection: selection, runID: runID))
+            var rows: [Found] = []
             while try statement.step() {
                 rows.append(
-                    OwedRow(
-                        itemID: statement.int(0), profileId: statement.text(1) ?? "",
-                        originalTransactionId: statement.text(2) ?? "",
-                        status: ItemStatus(rawValue: statement.text(3) ?? "") ?? .pending,
-                        attempts: Int(statement.int(4)), source: statement.text(5) ?? ""))
+                    (
+                        statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.text(3),
+                        statement.int(4), statement.text(5) ?? ""
+                    ))
             }
             statement.rewind()
             return rows
         }
+        var rows: [OwedRow] = []
+        rows.reserveCapacity(found.count)
+        for row in found {
+            rows.append(
+                OwedRow(
+                    itemID: row.itemID, profileID: row.profileID, originalTransactionID: row.transactionID,
+                    status: try decodeEnum(
+                        ItemStatus.self, row.status, table: "items", column: "status", row: row.itemID),
+                    attempts: Int(row.attempts), source: row.source))
+        }
+        return rows
+    }
+
+    /// How many rows `owedRows` would still hand out after `after`: what a run that stopped first
+    /// leaves owed.
+    public func owedRowCount(after: Int64, selection: OwedSelection, runID: Int64) throws(JournalError) -> Int {
+        // One row of a count: the limit (-1, none) only keeps the parameters those of `owedRows`.
+        let sql = Self.owedQuery(columns: "count(*)", selection: selection) + " LIMIT ?2"
+        return try wrap { () throws(SQLiteError) in
+            let statement = try statement(built: sql)
+            try statement.reset(binding: Self.owedValues(after: after, limit: -1, selection: selection, runID: runID))
+            defer { statement.rewind() }
+            return try statement.step() ? Int(statement.int(0)) : 0
+        }
+    }
+
+    /// The owed rows after `?1` not claimed by run `?3` (`?4`: the refresh cutoff).
+    private static func owedQuery(columns: String, selection: OwedSelection) -> String {
+        let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
+        if selection.statuses == [.pending] && !refreshing {
+            // The plain run: the partial index `items_pending` holds exactly these rows, in id order
+            // (named, or the planner may pick `items_status` and sort every pending row per batch).
+            return """
+                SELECT \(columns) FROM items INDEXED BY items_pending
+                WHERE status = 'pending' AND id > ?1 AND last_run != ?3
+                """
+        }
+        // Failures and refreshable rows may be most of the journal: walk it in id order once,
+        // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
+        var conditions = ["+status IN (\(list(selection.statuses)))"]
+        if refreshing {
+            conditions.append("(+status IN (\(list(selection.refreshStatuses))) AND answered_at < ?4)")
+        }
+        return """
+            SELECT \(columns) FROM items
+            WHERE id > ?1 AND last_run != ?3 AND (\(conditions.joined(separator: " OR ")))
+            """
+    }
+
+    private static func owedValues(after: Int64, limit: Int, selection: OwedSelection, runID: Int64) -> [SQLiteValue] {
+        var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
+        if selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty, let cutoff = selection.answeredBefore
+        {
+            values.append(.text(Timestamp.string(cutoff)))
+        }
+        return values
     }
 
     private static func list(_ statuses: Set<ItemStatus>) -> String {
@@ -119,22 +157,31 @@ extension Journal {
     /// The rows run `runID` worked on (its new input rows and the owed rows it claimed), by their
     /// status and code now. What the run's summary and its `runs` line show.
     public func rowCounts(runID: Int64) throws(JournalError) -> [RunRowCount] {
-        try wrap { () throws(SQLiteError) in
+        let rows = try wrap { () throws(SQLiteError) in
             let statement = try statement(
                 """
-                SELECT status, code, count(*), sum(sent_run IS NOT ?1) FROM items WHERE last_run = ?1
+                SELECT status, code, count(*), sum(sent_run IS NOT ?1), min(id) FROM items WHERE last_run = ?1
                 GROUP BY status, code ORDER BY status, code
                 """)
             try statement.reset(.int(runID))
-            var counts: [RunRowCount] = []
+            var counts: [(String?, String?, Int, Int, Int64)] = []
             while try statement.step() {
                 counts.append(
-                    RunRowCount(
-                        status: statement.text(0) ?? "", code: statement.text(1), count: Int(statement.int(2)),
-                        notSent: Int(statement.int(3))))
+                    (
+                        statement.text(0), statement.text(1), Int(statement.int(2)), Int(statement.int(3)),
+                        statement.int(4)
+                    ))
             }
             return counts
         }
+        var counts: [RunRowCount] = []
+        for (status, code, count, notSent, row) in rows {
+            counts.append(
+                RunRowCount(
+                    status: try decodeEnum(ItemStatus.self, status, table: "items", column: "status", row: row),
+                    code: code, count: count, notSent: notSent))
+        }
+        return counts
     }
 
     /// The attempts run `runID` made, by outcome.

@@ -116,7 +116,89 @@ public struct ReportRowView {
     }
 }
 
+/// A report row's cells as bytes, as `report` writes them: read in place from the journal
+/// (`ReportRowView.cells`) or lent from a record's Strings; valid only during the call that
+/// hands them over, and not checked to be UTF-8.
+public struct ReportCells {
+    public var profileId: UnsafeBufferPointer<UInt8>
+    public var originalTransactionId: UnsafeBufferPointer<UInt8>
+    public var status: ItemStatus
+    public var code: UnsafeBufferPointer<UInt8>?
+    public var httpStatus: Int64?
+    public var attempts: Int64
+    /// `file:line` of the row's latest sighting.
+    public var source: UnsafeBufferPointer<UInt8>
+    public var updatedAt: UnsafeBufferPointer<UInt8>
+    public var restoredAt: UnsafeBufferPointer<UInt8>?
+    public var profileState: UnsafeBufferPointer<UInt8>?
+    /// The snapshot's JSON object, as the runner wrote it.
+    public var accessLevels: UnsafeBufferPointer<UInt8>?
+    public var message: UnsafeBufferPointer<UInt8>?
+
+    public init(
+        profileId: UnsafeBufferPointer<UInt8>, originalTransactionId: UnsafeBufferPointer<UInt8>, status: ItemStatus,
+        code: UnsafeBufferPointer<UInt8>?, httpStatus: Int64?, attempts: Int64, source: UnsafeBufferPointer<UInt8>,
+        updatedAt: UnsafeBufferPointer<UInt8>, restoredAt: UnsafeBufferPointer<UInt8>?,
+        profileState: UnsafeBufferPointer<UInt8>?, accessLevels: UnsafeBufferPointer<UInt8>?,
+        message: UnsafeBufferPointer<UInt8>?
+    ) {
+        self.profileId = profileId
+        self.originalTransactionId = originalTransactionId
+        self.status = status
+        self.code = code
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+        self.source = source
+        self.updatedAt = updatedAt
+        self.restoredAt = restoredAt
+        self.profileState = profileState
+        self.accessLevels = accessLevels
+        self.message = message
+    }
+}
+
+extension ReportRowView {
+    /// The row's cells, read in place.
+    public var cells: ReportCells {
+        ReportCells(
+            profileId: profileId, originalTransactionId: originalTransactionId, status: status, code: code,
+            httpStatus: httpStatus, attempts: attempts, source: source, updatedAt: updatedAt, restoredAt: restoredAt,
+            profileState: profileState, accessLevels: accessLevels, message: message)
+    }
+}
+
 extension ReportRecord {
+    /// The record's cells, lent from its Strings for the duration of `body`.
+    public func withCells<T>(_ body: (ReportCells) throws -> T) rethrows -> T {
+        // One buffer holds every text, each cell a slice of it.
+        let texts: [String?] = [
+            profileId, originalTransactionId, code, source, updatedAt, restoredAt, profileState, accessLevels, message,
+        ]
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>?] = []
+        for text in texts {
+            guard let text else {
+                ranges.append(nil)
+                continue
+            }
+            let start = bytes.count
+            bytes.append(contentsOf: text.utf8)
+            ranges.append(start..<bytes.count)
+        }
+        return try bytes.withUnsafeBufferPointer { buffer in
+            func cell(_ index: Int) -> UnsafeBufferPointer<UInt8>? {
+                ranges[index].map { UnsafeBufferPointer(rebasing: buffer[$0]) }
+            }
+            let empty = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+            return try body(
+                ReportCells(
+                    profileId: cell(0) ?? empty, originalTransactionId: cell(1) ?? empty, status: status, code: cell(2),
+                    httpStatus: httpStatus.map(Int64.init), attempts: Int64(attempts), source: cell(3) ?? empty,
+                    updatedAt: cell(4) ?? empty, restoredAt: cell(5), profileState: cell(6), accessLevels: cell(7),
+                    message: cell(8)))
+        }
+    }
+
     /// The row copied into Strings (invalid UTF-8 repaired as `String(decoding:)` does).
     public init(_ row: ReportRowView) {
         func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }

@@ -119,6 +119,27 @@ static inline void ccurl_eventfd_drain(int fd) {
     (void)eventfd_read(fd, &value);
 }
 
+// curl reports a socket(2) that fails — no descriptor left (EMFILE) — as "Couldn't connect to
+// server", with CURLINFO_OS_ERRNO 0, exactly like a server that refuses. Opening the socket here,
+// as curl would (close-on-exec), keeps the errno where the transfer can read it.
+#include <sys/socket.h>
+
+static inline curl_socket_t ccurl_open_socket(void *error, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)purpose;
+    int fd = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+    if (fd < 0) {
+        *(int *)error = errno;
+        return CURL_SOCKET_BAD;
+    }
+    return fd;
+}
+
+/// Makes `handle` open its sockets with `ccurl_open_socket`, which writes a failure's errno to `error`.
+static inline CURLcode ccurl_easy_open_sockets_recording_errors(CURL *handle, int *error) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, ccurl_open_socket);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, error);
+}
+
 // Not curl itself, but the process that hands curl the key: prctl is variadic, which Swift cannot
 // call. Marks the process not dumpable: no core file, and other processes of the same user can
 // neither ptrace it nor read its /proc/<pid>/environ or memory. Returns 0, or -1 with errno set.

@@ -24,6 +24,31 @@ private let everyProxyVariable = Dictionary(uniqueKeysWithValues: proxyVariables
         #expect(chosen.description.contains("ALL_PROXY"), "the start line names what it ignores")
     }
 
+    /// A request without the key (the metrics push) is routed by the same rules, to any host.
+    @Test func aPublishingRequestTakesTheSameRoutesToAnyHost() throws {
+        let plain = try publishingRoute(
+            url: "http://user:secret@pushgateway.corp:9091/metrics/job/x", setting: .environment,
+            environment: everyProxyVariable)
+        #expect(plain.curlProxy == "" && plain.description.hasPrefix("directly (plain http:// never goes through"))
+        #expect(!plain.description.contains("secret"))
+        let tunnelled = try publishingRoute(
+            url: "https://pushgateway.corp/metrics", setting: .environment, environment: ["HTTPS_PROXY": "p:3128"])
+        #expect(tunnelled.curlProxy == "http://p:3128" && tunnelled.description.contains("CONNECT tunnel"))
+        let listed = try publishingRoute(
+            url: "https://PushGateway.corp:9091", setting: .environment,
+            environment: ["HTTPS_PROXY": "p:3128", "NO_PROXY": ".corp"])
+        #expect(listed.curlProxy == "" && listed.description == "directly (NO_PROXY lists .corp)")
+        let none = try publishingRoute(
+            url: "https://pushgateway.corp", setting: ProxySetting(proxy: "http://p:1", noProxy: true),
+            environment: everyProxyVariable)
+        #expect(none.curlProxy == "" && none.description == "directly (--no-proxy)")
+        let pinned = try publishingRoute(url: "http://localhost:9091/x", setting: .environment, environment: [:])
+        #expect(pinned.pinnedAddresses == ["localhost:9091:127.0.0.1,::1"])
+        #expect(throws: ClientError.self) {
+            try publishingRoute(url: "ftp://pushgateway.corp", setting: .environment, environment: [:])
+        }
+    }
+
     @Test func httpsGoesThroughHTTPSProxyFromTheEnvironment() throws {
         for variable in ["HTTPS_PROXY", "https_proxy"] {
             let chosen = try route("https://api.botsi.com", .environment, [variable: "proxy.corp:3128"])

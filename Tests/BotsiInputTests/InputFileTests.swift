@@ -148,7 +148,7 @@ import Testing
         let path = try directory.writeGzip("whole.csv.gz", Array(text.utf8))
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         let truncated = directory.write("cut.csv.gz", Array(bytes.prefix(bytes.count / 2)))
-        let error = expectInputError(.unreadable) { _ = try readAll(truncated) }
+        let error = expectInputError(.damaged) { _ = try readAll(truncated) }
         #expect(error?.message.contains("gzip -t") == true)
     }
 
@@ -157,7 +157,7 @@ import Testing
             try Data(contentsOf: URL(fileURLWithPath: directory.writeGzip("ok.gz", Array(Self.csv.utf8)))))
         for index in 12..<bytes.count - 8 { bytes[index] ^= 0x5A }
         let path = directory.write("bad.csv.gz", bytes)
-        expectInputError(.unreadable) { _ = try readAll(path) }
+        expectInputError(.damaged) { _ = try readAll(path) }
     }
 
     @Test func aGzipNameWithPlainContentIsReadAsIs() throws {

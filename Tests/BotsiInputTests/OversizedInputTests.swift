@@ -1,5 +1,6 @@
 import BotsiTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BotsiInput
@@ -77,6 +78,38 @@ import Testing
         let growth = peak - before
         print("100 MB \(format.rawValue) line: resident memory grew by \(growth >> 10) KiB")
         #expect(growth < 50 << 20, "resident memory grew by \(growth >> 20) MB while reading a 100 MB line")
+    }
+
+    /// A header past the limit ends the input there: the reader does not read on to find the end
+    /// of a line that may never come (a pipe that keeps writing, a 2 GB sparse file).
+    @Test func aHeaderPastTheLimitIsRefusedWithoutReadingTheRestOfItsLine() throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        let writer = FileHandle(fileDescriptor: descriptors[1], closeOnDealloc: true)
+        // 4 MiB of one endless line, and the pipe stays open: only giving up at the limit returns.
+        let chunk = Data(repeating: UInt8(ascii: "a"), count: 1 << 16)
+        let feeding = DispatchQueue(label: "feed")
+        feeding.async { for _ in 0..<64 { try? writer.write(contentsOf: chunk) } }
+        let result = Mutex<InputError?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let path = "/dev/fd/\(descriptors[0])"
+        Thread.detachNewThread {
+            do throws(InputError) {
+                _ = try InputReader(path: path, format: .csv, columns: .init(), maxRecordBytes: 1 << 20)
+            } catch {
+                result.withLock { $0 = error }
+            }
+            done.signal()
+        }
+        let answered = done.wait(timeout: .now() + 20) == .success
+        #expect(answered, "the reader kept reading the header's line past the limit")
+        let error = try #require(result.withLock { $0 })
+        #expect(error.message.contains("header (line 1) is longer than 1048576 bytes"), "\(error.message)")
+        // The feeder, blocked on a full pipe nobody reads, fails its writes once the read end closes.
+        signal(SIGPIPE, SIG_IGN)
+        close(descriptors[0])
+        feeding.sync {}
+        try? writer.close()
     }
 
     @Test func sqlTextInIdsIsReadAsPlainText() throws {

@@ -150,7 +150,7 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
     @Test func messagesEscapeControlCharacters() throws {
         let rejected = try #require(try readOne(profile: "a\u{1B}[31mred", transaction: "1").asRejected)
         #expect(!rejected.message.contains("\u{1B}"))
-        #expect(rejected.message.contains("\\u{1b}"))
+        #expect(rejected.message.contains("\\u001B"))
     }
 
     @Test func everyReasonHasTheDocumentedCode() {

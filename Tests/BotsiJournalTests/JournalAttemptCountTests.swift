@@ -3,9 +3,9 @@ import BotsiTestSupport
 import Foundation
 import Testing
 
-/// `recordAttempt` leaves the row's count to the `recordOutcome` that follows it (one UPDATE per
-/// request, not two). Whatever else happens in between, the count and the in-flight mark must
-/// come out as if each had been written at once.
+/// An attempt is counted on its row, and its in-flight mark cleared, by the same call that records
+/// it: `recordReply` (the run's one call per reply, attempt and outcome in two statements) or
+/// `recordAttempt` alone. Whatever happens after, no query and no commit sees a row without it.
 @Suite struct JournalAttemptCountTests {
     private let directory = Workspace()
     private var path: String { directory.file("j.sqlite") }
@@ -23,7 +23,7 @@ import Testing
                     profileId: "p\(index)", originalTransactionId: "10\(index)", source: "in.csv:\(index + 2)",
                     runID: run, now: Timestamp.string(Date()))
             }
-            guard case .send(let item, _, _) = admission else { throw CancellationError() }
+            guard case .send(let item, _) = admission else { throw CancellationError() }
             items.append(item)
         }
         return (journal, run, items)
@@ -55,6 +55,24 @@ import Testing
         return attempts
     }
 
+    @Test func aReplyRecordedInOneCallCountsOnceAndClearsTheMark() throws {
+        let (journal, run, items) = try openWithRows(1)
+        try journal.transaction { () throws(JournalError) in
+            try journal.markInFlight(itemID: items[0], runID: run, now: Timestamp.string(Date()))
+            try journal.recordReply(
+                AttemptRecord(
+                    itemID: items[0], runID: run, number: 1, startedAt: Date(), durationMilliseconds: 1,
+                    httpStatus: 200, code: nil, outcome: .status(.restored), profile: nil),
+                outcome: OutcomeRecord(
+                    status: .restored, code: nil, httpStatus: 200, message: nil, now: Timestamp.string(Date()),
+                    profile: nil))
+        }
+        #expect(try committedAttempts() == ["p0": 1])
+        let recovered = try journal.transaction { () throws(JournalError) in try journal.recoverInFlight() }
+        #expect(recovered == InFlightRecovery(pending: 0, final: 0), "the reply cleared the mark")
+        journal.close()
+    }
+
     @Test(arguments: [true, false])
     func anAttemptAndItsOutcomeCountOnceAndClearTheMark(withProfile: Bool) throws {
         let (journal, run, items) = try openWithRows(2)
@@ -81,7 +99,7 @@ import Testing
         #expect(recovered == InFlightRecovery(pending: 0, final: 0), "the outcome cleared the resend's mark")
     }
 
-    @Test func anAttemptWithoutItsOutcomeIsWrittenByWhateverComesNext() throws {
+    @Test func anAttemptWithoutItsOutcomeIsCountedBeforeWhateverComesNext() throws {
         let (journal, run, items) = try openWithRows(3)
         try journal.transaction { () throws(JournalError) in
             try attempt(journal, items[0], run: run, outcome: .retry)

@@ -27,7 +27,8 @@ import Testing
                 let admission = try journal.admit(
                     profileId: profile, originalTransactionId: String(1000 + index), source: "in.csv:\(index + 2)",
                     runID: run, now: now)
-                #expect(admission == .send(itemID: Int64(index + 1), attempts: 0, isNew: true))
+                #expect(
+                    admission == .send(itemID: Int64(index + 1), mark: .admitted(itemID: Int64(index + 1), at: now)))
             }
             // An input rejection keeps the raw text, NUL byte and all.
             try journal.recordRejection(

@@ -29,7 +29,7 @@ import Testing
                     profileId: "p\(index)", originalTransactionId: "10\(index)", source: "in.csv:\(index + 2)",
                     runID: first, now: "2026-01-0\(index + 1)T00:00:00.000Z")
             }
-            guard case .send(let item, _, _) = admission else { throw CancellationError() }
+            guard case .send(let item, _) = admission else { throw CancellationError() }
             items.append(item)
         }
         // p1 is final; p2 was sent by the first run and is pending again with its last error.

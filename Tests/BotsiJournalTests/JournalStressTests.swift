@@ -175,7 +175,7 @@ enum StressFixture {
                 let admission = try journal.admit(
                     profileId: profile, originalTransactionId: transaction, source: "in.csv:\(index + 2)",
                     runID: run, now: now)
-                guard case .send(let item, _, _) = admission else { continue }
+                guard case .send(let item, _) = admission else { continue }
                 try journal.recordOutcome(
                     itemID: item, status: .restored, code: nil, httpStatus: 200, message: nil, now: now,
                     profile: ProfileRecord(state: "subscribed", accessLevelsJSON: "{}"))

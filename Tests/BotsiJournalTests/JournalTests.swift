@@ -25,7 +25,7 @@ private func owed(_ journal: Journal, _ selection: OwedSelection, run: Int64 = 0
     while true {
         let rows = try journal.owedRows(after: after, limit: batch, selection: selection, runID: run)
         guard let last = rows.last else { return ids }
-        ids += rows.map(\.profileId)
+        ids += rows.map(\.profileID)
         after = last.itemID
     }
 }
@@ -58,7 +58,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, 0, true) = try admit(journal, "p1", "100", run: run) else {
+        guard case .send(let item, _) = try admit(journal, "p1", "100", run: run) else {
             Issue.record("a new pair must be sent")
             return
         }
@@ -74,7 +74,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let run = try startRun(journal)
         var items: [Int64] = []
         for index in 0..<5 {
-            guard case .send(let item, _, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
+            guard case .send(let item, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
                 Issue.record("expected send")
                 return
             }
@@ -102,7 +102,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
+        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
         try settle(journal, item: item, status, code: "x")
         #expect(try admit(journal, "p", "1", run: try startRun(journal)) == .finished(status))
         #expect(try owed(journal, plain).isEmpty)
@@ -114,7 +114,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _, _) = try admit(journal, "p", "1", run: run) else { return }
+        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
         try settle(journal, item: item, status)
         let past = OwedSelection(
             statuses: [.pending], refreshStatuses: [status], answeredBefore: Date().addingTimeInterval(-3600))
@@ -130,7 +130,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let first = try startRun(journal)
         for index in 0..<3 { _ = try admit(journal, "p\(index)", "\(index)", run: first) }
         let second = try startRun(journal)
-        guard case .send(let item, _, _) = try admit(journal, "q", "9", run: second) else { return }
+        guard case .send(let item, _) = try admit(journal, "q", "9", run: second) else { return }
         try journal.transaction { () throws(JournalError) in
             try journal.claim(itemID: 1, runID: second)
             try journal.markInFlight(itemID: 1, runID: second, now: Timestamp.string(Date()))
@@ -138,11 +138,11 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         try settle(journal, item: 1, .restored)
         #expect(
             try journal.rowCounts(runID: second) == [
-                RunRowCount(status: "pending", code: nil, count: 1, notSent: 1),
-                RunRowCount(status: "restored", code: nil, count: 1, notSent: 0),
+                RunRowCount(status: .pending, code: nil, count: 1, notSent: 1),
+                RunRowCount(status: .restored, code: nil, count: 1, notSent: 0),
             ])
         #expect(
-            try journal.rowCounts(runID: first) == [RunRowCount(status: "pending", code: nil, count: 2, notSent: 2)])
+            try journal.rowCounts(runID: first) == [RunRowCount(status: .pending, code: nil, count: 2, notSent: 2)])
         _ = item
     }
 
@@ -221,8 +221,8 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let first, _, _) = try admit(journal, "p1", "1", run: run),
-            case .send(let second, _, _) = try admit(journal, "p2", "2", run: run)
+        guard case .send(let first, _) = try admit(journal, "p1", "1", run: run),
+            case .send(let second, _) = try admit(journal, "p2", "2", run: run)
         else { return }
         try settle(journal, item: first, .restored)
         try settle(journal, item: second, .failed, code: "http_409")

@@ -66,8 +66,8 @@ import Testing
 
     @Test func theSummaryCountsHeldRowsApartFromPendingOnesAndSaysHowToReleaseThem() {
         var summary = RunSummary()
-        summary.statuses = ["restored": 1, "held": 2]
-        summary.codes = ["restored/": 1, "held/\(ItemStatus.heldCode)": 2]
+        summary.statuses = [.restored: 1, .held: 2]
+        summary.codes = [StatusCode(.restored, nil): 1, StatusCode(.held, ItemStatus.heldCode): 2]
         summary.conflicts = ConflictCounts(groups: 1, rows: 3)
         summary.inputComplete = true
         #expect(summary.pending == 0)

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import BotsiRestore
 import Foundation
@@ -7,32 +8,28 @@ import Testing
 /// (MetricsTests) check them with promtool, a Pushgateway and real runs.
 @Suite struct MetricsExpositionTests {
     /// What a run's summary holds in the journal, read back as the journal's readers see it.
-    private func counts(stopCause: String?, restored: Int) -> RunCounts {
-        var summary = RunSummary()
-        summary.stopCause = stopCause
-        if restored > 0 {
-            summary.statuses = ["restored": restored, "pending": 3]
-        } else {
-            summary.statuses = ["pending": 3]
-        }
-        return try! JSONDecoder().decode(RunCounts.self, from: JSONEncoder().encode(summary))
+    private func counts(stopCause: StopCause?, restored: Int) -> RunCounts {
+        var counts = RunCounts()
+        counts.stopCause = stopCause
+        counts.statuses = restored > 0 ? [.restored: restored, .pending: 3] : [.pending: 3]
+        return counts
     }
 
     @Test func onlyExit0OrAWindowThatEndedAfterProgressIsASuccess() {
         #expect(RunMetrics.isSuccess(exitCode: 0, counts: RunCounts()))
-        #expect(RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: "windowEnd", restored: 2)))
+        #expect(RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: .windowEnd, restored: 2)))
         // The window ended before any row was finished: the backlog is not moving.
-        #expect(!RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: "windowEnd", restored: 0)))
+        #expect(!RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: .windowEnd, restored: 0)))
         // Rows remain pending without a window: transient failures, not a success.
         #expect(!RunMetrics.isSuccess(exitCode: 75, counts: counts(stopCause: nil, restored: 2)))
         for code in [64, 65, 66, 69, 73, 77, 78, 130, 143] {
-            #expect(!RunMetrics.isSuccess(exitCode: code, counts: counts(stopCause: "windowEnd", restored: 2)))
+            #expect(!RunMetrics.isSuccess(exitCode: code, counts: counts(stopCause: .windowEnd, restored: 2)))
         }
     }
 
     @Test func everyFamilyHasHelpAndTypeAndLabelValuesAreEscaped() {
         var metrics = RunMetrics(journal: "odd \"name\"\\\n.sqlite")
-        metrics.rowsByStatus = ["restored": 4]
+        metrics.rowsByStatus = [.restored: 4]
         metrics.exitCode = 0
         metrics.lastSuccessAt = Date(timeIntervalSince1970: 1_700_000_000)
         let text = metrics.exposition()

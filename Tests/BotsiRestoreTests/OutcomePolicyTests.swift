@@ -220,10 +220,10 @@ import Testing
     }
 
     @Test func stopCausesNameTheirExitCodes() {
-        #expect(Policy.StopCause.unauthorized.exitCodes == [77])
-        #expect(Policy.StopCause.iosSettingsMissing.exitCodes == [78])
-        #expect(Policy.StopCause.windowEnd.exitCodes == [75])
-        #expect(Policy.StopCause.signal.exitCodes == [130, 143])
+        #expect(StopCause.unauthorized.exitCodes == [77])
+        #expect(StopCause.iosSettingsMissing.exitCodes == [78])
+        #expect(StopCause.windowEnd.exitCodes == [75])
+        #expect(StopCause.signal.exitCodes == [130, 143])
     }
 }
 

@@ -87,7 +87,7 @@ struct JournalBuilder {
             let admission = try journal.admit(
                 profileId: profile, originalTransactionId: "2000000000000002", source: "in.csv:1", runID: run,
                 now: now)
-            guard case .send(let itemID, _, _) = admission else { throw CancellationError() }
+            guard case .send(let itemID, _) = admission else { throw CancellationError() }
             items[profile] = itemID
         }
         let itemID = items[profile]!

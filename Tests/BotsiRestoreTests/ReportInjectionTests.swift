@@ -134,6 +134,36 @@ enum Hostile {
         #expect(object["message"] as? String == Hostile.splitting)
     }
 
+    /// The bidi marks U+200E, U+200F and U+061C were missing from the escape set, and every other
+    /// invisible character (zero-width ones, the BOM, tags, U+2028, variation selectors…) reached
+    /// reports raw, so two ids that differ only by one printed alike (issue 20, item 5). Every format
+    /// shows each escaped now, the JSON still decoding to the same text.
+    @Test(arguments: [
+        "\u{200E}", "\u{200F}", "\u{061C}", "\u{200B}", "\u{200D}", "\u{2060}", "\u{FEFF}", "\u{00AD}", "\u{180E}",
+        "\u{034F}", "\u{2028}", "\u{2029}", "\u{FE0F}", "\u{3164}", "\u{E0041}", "\u{E0100}",
+    ])
+    func everyFormatShowsInvisibleCharactersEscaped(_ invisible: String) throws {
+        let scalar = invisible.unicodeScalars.first!
+        let escape = String(scalar).utf16.map { String(format: "\\u%04X", $0) }.joined()
+        let id = "c\(invisible)1"
+        for format in [ReportFormat.csv, .table] {
+            var text = ""
+            let writer = ReportWriter(format: format) { text += $0 }
+            writer.header()
+            writer.write(Self.record(id, message: "m\(invisible)"))
+            writer.finish()
+            #expect(!text.unicodeScalars.contains(scalar), "\(format) carries \(escape) raw")
+            #expect(text.contains("c\(escape)1") && text.contains("m\(escape)"), "\(format): \(text)")
+        }
+        var lines = ""
+        let writer = ReportWriter(format: .jsonl) { lines += $0 }
+        writer.write(Self.record(id, message: nil))
+        #expect(!lines.unicodeScalars.contains(scalar))
+        #expect(lines.contains("c\(escape.lowercased())1"), "\(lines)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(lines.utf8)) as? [String: Any])
+        #expect(object["profileId"] as? String == id)
+    }
+
     /// The issue's reproduction: rejected input values keep their raw bytes in the journal, and the
     /// CSV report of them must still parse to one record per row.
     @Test func rejectedInputValuesWithLineBreaksStayOneRecordEach() throws {

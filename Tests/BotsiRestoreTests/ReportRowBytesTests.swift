@@ -69,7 +69,7 @@ import Testing
         let journal = try Journal(path: path, create: false, readOnly: true)
         defer { journal.close() }
         var bytes: [UInt8] = []
-        let writer = ReportWriter(format: format, writeChunk: { bytes += $0 })
+        let writer = try ReportWriter(format: format, sink: .chunks { bytes += $0 })
         writer.header()
         if inPlace {
             try journal.forEachReportRow(ReportFilter()) { writer.write($0) }

@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test(arguments: ReportFormat.allCases)
-    func chunksCarryTheSameBytesAsLines(_ format: ReportFormat) {
+    func chunksCarryTheSameBytesAsLines(_ format: ReportFormat) throws {
         var lines = ""
         var lineCalls = 0
         let byLine = ReportWriter(format: format) {
@@ -102,9 +102,9 @@ import Testing
         }
         var chunks: [UInt8] = []
         var chunkCalls = 0
-        let byChunk = ReportWriter(
+        let byChunk = try ReportWriter(
             format: format,
-            writeChunk: {
+            sink: .chunks {
                 chunks += $0
                 chunkCalls += 1
             })

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiJournal
 import Foundation
 import Testing
@@ -13,10 +14,11 @@ import Testing
         #expect(threshold.record(.failed) == nil)
         #expect(threshold.record(.failed) == nil, "three bad rows of three, but the sample is four")
         let stop = threshold.record(.restored)
-        guard case .failureThreshold(let message)? = stop else {
+        guard let stop, stop.cause == .failureThreshold else {
             Issue.record("expected a failure-threshold stop, got \(String(describing: stop))")
             return
         }
+        let message = stop.message
         #expect(message.contains("75% of the 4 rows sent"), "\(message)")
         #expect(message.contains("threshold 50% after 4 rows"), "\(message)")
     }
@@ -71,7 +73,7 @@ import Testing
         var tracker = ProgressTracker(reportInterval: 1, journals: true, reports: true)
         var summary = Self.summary(requests: 7)
         summary.rowsRead = 12
-        summary.alreadyFinished = ["restored": 2, "failed": 1]
+        summary.alreadyFinished = [.restored: 2, .failed: 1]
         summary.stopMessage = "stopping"
         let progress = tracker.snapshot(
             at: 3, summary: summary, input: InputPosition(bytesRead: 100, totalBytes: 400),
@@ -88,25 +90,32 @@ import Testing
     }
 }
 
-@Suite struct StopReasonTests {
-    private static let every: [StopReason] = [
-        .unauthorized(message: "m"), .forbidden(message: "m"), .iosSettingsMissing(message: "m"),
-        .tlsFailure(message: "m"), .signal(SIGINT), .signal(SIGTERM), .journalFailure(message: "m"),
-        .inputFailure(message: "m"), .deadline(message: "m"), .failureThreshold(message: "m"),
+@Suite struct RunStopTests {
+    private static let every: [RunStop] = [
+        .fatal(.unauthorized, message: "m"), .fatal(.forbidden, message: "m"),
+        .fatal(.iosSettingsMissing, message: "m"),
+        .fatal(.tlsFailure, message: "m"), .signal(SIGINT), .signal(SIGTERM), .journalFailure(message: "m"),
+        .inputDamaged(message: "m"), .windowEnded(at: Date()), .failureThreshold(message: "m"),
     ]
 
     @Test func eachStopExitsWithItsDocumentedStatus() {
-        #expect(
-            Self.every.map(\.exitCode) == [77, 77, 78, 69, 130, 143, 73, 65, 75, 69])
+        #expect(Self.every.map(\.exitCode) == [77, 77, 78, 69, 130, 143, 73, 65, 75, 69])
     }
 
-    @Test func theExitStatusAgreesWithTheLifecycleTable() {
-        for reason in Self.every {
-            guard let cause = reason.cause else {
-                #expect(reason == .journalFailure(message: "m"))
-                continue
-            }
-            #expect(cause.exitCodes.contains(reason.exitCode), "\(reason)")
+    @Test func theExitStatusAgreesWithTheCause() {
+        for stop in Self.every {
+            #expect(stop.cause.exitCodes.contains(stop.exitCode), "\(stop)")
+        }
+        #expect(Set(Self.every.map(\.cause)) == Set(StopCause.allCases), "every cause has a stop")
+    }
+
+    @Test func eachFatalReplyStopsWithTheCauseItsTableClassNames() {
+        for (reason, cause) in [
+            (FatalReason.unauthorized, StopCause.unauthorized), (.forbidden, .forbidden),
+            (.iosSettingsMissing, .iosSettingsMissing), (.tlsFailure, .tlsFailure),
+        ] {
+            #expect(StopCause(reason) == cause)
+            #expect(OutcomePolicy.ReplyClass(reason).stopCause == cause)
         }
     }
 
@@ -117,13 +126,13 @@ import Testing
     }
 
     @Test func eachStopSaysWhatStoppedTheRun() {
-        #expect(StopReason.signal(SIGINT).message.hasPrefix("interrupted (SIGINT);"))
-        #expect(StopReason.signal(SIGTERM).message.hasPrefix("terminated (SIGTERM);"))
-        #expect(StopReason.forbidden(message: "the key may not restore").message == "the key may not restore")
-        let window = StopReason.windowEnded(at: Date(timeIntervalSince1970: 0))
+        #expect(RunStop.signal(SIGINT).message.hasPrefix("interrupted (SIGINT);"))
+        #expect(RunStop.signal(SIGTERM).message.hasPrefix("terminated (SIGTERM);"))
+        #expect(RunStop.fatal(.forbidden, message: "the key may not restore").message == "the key may not restore")
+        let window = RunStop.windowEnded(at: Date(timeIntervalSince1970: 0))
         #expect(window.message.hasPrefix("the time window ended (1970-01-01T00:00:00"), "\(window.message)")
         #expect(window.exitCode == 75)
-        #expect(StopReason(fatal: .iosSettingsMissing, message: "no settings").exitCode == 78)
+        #expect(RunStop.fatal(.iosSettingsMissing, message: "no settings").exitCode == 78)
     }
 }
 

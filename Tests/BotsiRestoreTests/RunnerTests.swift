@@ -143,7 +143,7 @@ import Testing
         #expect(second.exitCode == 0)
         #expect(second.requests == 0)
         // A finished row costs no journal write on a rerun, so its repeat is not told apart.
-        #expect(second.alreadyFinished["restored"] == 3)
+        #expect(second.alreadyFinished[.restored] == 3)
         #expect(harness.simulator.stats().requests == 2)
     }
 
@@ -184,9 +184,9 @@ import Testing
         let summary = try harness.run([input])
         #expect(summary.exitCode == 0)
         #expect(summary.requests == 1)
-        #expect(summary.rejectedByReason["scientific_notation"] == 1)
-        #expect(summary.rejectedByReason["missing_profile_id"] == 1)
-        #expect(summary.rejectedByReason["invalid_transaction_id"] == 1)
+        #expect(summary.rejectedByReason[.scientificNotation] == 1)
+        #expect(summary.rejectedByReason[.missingProfileId] == 1)
+        #expect(summary.rejectedByReason[.invalidTransactionId] == 1)
         let rejected = try harness.records(ReportFilter(statuses: ["rejected"]))
         #expect(
             rejected.compactMap(\.code).sorted() == [

@@ -40,7 +40,10 @@ struct CronWrapperTests {
         #expect(cron.log.contains("refused"))
     }
 
-    @Test(arguments: [(Int32(75), "rows remain pending"), (77, "the API key was refused"), (66, "input missing")])
+    @Test(arguments: [
+        (Int32(75), "rows remain pending"), (77, "the API key was refused"), (66, "input missing"),
+        (71, "a local resource ran out"),
+    ])
     func theExitStatusIsKeptAndExplained(status: Int32, advice: String) throws {
         let cron = CronSetup()
         cron.release()

@@ -180,6 +180,50 @@ struct InputFlagTests {
         #expect(decoded.journal?.finalPairs == [Pair("müller", "2000000000000002")], "\(decoded.finished.stderr)")
     }
 
+    /// The issue's reproduction: `c1`, `c\u{200B}1`, `c\u{200E}1`, `c\u{200F}1`, `c\u{2060}1`,
+    /// `\u{FEFF}c1` (and U+061C, U+00AD, U+180E, U+034F, a tag, U+2028) on one transaction were
+    /// twelve requests, twelve `restored` rows and one "conflict group" whose rows all printed `c1`.
+    /// Now one request for `c1`; the others are rejected as `invalid_profile_id` naming the code
+    /// point, and every report shows them escaped.
+    @Test func idsThatDifferOnlyByInvisibleCharactersAreRejectedNotSentAsPairsOfTheirOwn() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let invisible = [
+            "\u{200B}", "\u{200E}", "\u{200F}", "\u{2060}", "\u{061C}", "\u{00AD}", "\u{180E}", "\u{034F}", "\u{E0041}",
+            "\u{2028}", "\u{FE0F}",
+        ]
+        let rows =
+            [("c1", "2000000000000005")] + invisible.map { ("c\($0)1", "2000000000000005") } + [
+                ("\u{FEFF}c1", "2000000000000005")
+            ]
+        let input = workspace.csv("ids.csv", rows: rows)
+        let finished = try botsi(
+            runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 1)
+        #expect(!finished.stderr.contains("claimed by several profiles"), "stderr: \(finished.stderr)")
+        let view = try #require(JournalView.read(workspace.journal))
+        #expect(view.items.keys.map(\.profileId) == ["c1"])
+        // The byte-order mark begins its line: it is not part of the id, and that row is `c1` again.
+        #expect(view.rejections.count == invisible.count, "\(view.rejections.map(\.profileId))")
+        #expect(view.rejections.allSatisfy { $0.code == "invalid_profile_id" })
+        for named in ["U+200B ZERO WIDTH SPACE", "U+200E LEFT-TO-RIGHT MARK", "U+E0041 TAG LATIN CAPITAL LETTER A"] {
+            #expect(view.rejections.contains { $0.message?.contains(named) == true }, "\(named)")
+        }
+        for format in ["table", "csv", "jsonl"] {
+            let report = try botsi(
+                ["report", "--journal", workspace.journal, "--format", format], key: nil, in: workspace, timeout: 20)
+            #expect(report.status == 0, "stderr: \(report.stderr)")
+            for scalar in invisible + ["\u{FEFF}"] {
+                #expect(!report.stdout.unicodeScalars.contains(scalar.unicodeScalars.first!), "\(format) shows it raw")
+            }
+        }
+        let table = try botsi(
+            ["report", "--journal", workspace.journal, "--format", "table"], key: nil, in: workspace, timeout: 20)
+        #expect(table.stdout.contains(#"c\u200E1"#) && table.stdout.contains(#"c\uDB40\uDC411"#), "\(table.stdout)")
+    }
+
     @Test(arguments: [
         (["--delimiter", "ab"], "'--delimiter'"), (["--encoding", "ebcdic"], "'--encoding'"),
         (["--environment", "staging"], "'--environment'"), (["--format", "xlsx"], "'--format'"),

@@ -48,6 +48,45 @@ struct KeyTransportTests {
         #expect(finished.stderr.contains("not using http_proxy, HTTP_PROXY, https_proxy, HTTPS_PROXY"))
     }
 
+    /// `--metrics-push` went through `http_proxy`: TextPut set no proxy option, so libcurl read the
+    /// environment (issue 20, item 6). Now the push takes the route the tool decides, as the restore
+    /// requests do: plain http:// never through a proxy; https:// through HTTPS_PROXY as a CONNECT
+    /// tunnel, or directly with --no-proxy.
+    @Test func theMetricsPushTakesTheRouteTheToolDecides() throws {
+        let workspace = Workspace()
+        let proxy = try RecordingProxy()
+        defer { proxy.stop() }
+        // Records the PUT and answers 502, which the run reports as a warning.
+        let gateway = try RecordingProxy()
+        defer { gateway.stop() }
+        let simulator = try startSimulator { $0.keys = [Self.key] }
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(3, prefix: "push"))
+        func run(_ extra: [String]) throws -> Finished {
+            try botsi(
+                runArguments([input], workspace, simulator, extra), key: Self.key, in: workspace,
+                environment: Self.environment(proxy: proxy.url))
+        }
+
+        let plain = try run(["--metrics-push", gateway.url])
+        #expect(plain.status == 0, "stderr: \(plain.stderr)")
+        #expect(proxy.connections == 0, "the proxy got: \(String(decoding: proxy.received, as: UTF8.self))")
+        let pushed = String(decoding: gateway.received, as: UTF8.self)
+        #expect(pushed.hasPrefix("PUT /metrics/job/botsi-restore/journal/journal.sqlite HTTP/1.1\r\n"), "\(pushed)")
+        #expect(!Self.echoesTheKey(gateway.received))
+
+        // Nothing listens on `closed`: the tunnel (or the direct connection) fails at once, a warning.
+        let closed = try Loopback.freePort()
+        let tunnelled = try run(["--metrics-push", "https://127.0.0.1:\(closed)"])
+        #expect(tunnelled.status == 0, "stderr: \(tunnelled.stderr)")
+        let seen = String(decoding: proxy.received, as: UTF8.self)
+        #expect(seen.hasPrefix("CONNECT 127.0.0.1:\(closed) HTTP/1.1\r\n"), "the proxy saw: \(seen.prefix(200))")
+        #expect(proxy.connections == 1)
+        let direct = try run(["--metrics-push", "https://127.0.0.1:\(closed)", "--no-proxy"])
+        #expect(direct.status == 0 && direct.stderr.contains("could not push"), "stderr: \(direct.stderr)")
+        #expect(proxy.connections == 1, "--no-proxy still went through the proxy")
+    }
+
     /// The environment's HTTPS_PROXY is used for an https:// base URL, through CONNECT: the proxy sees
     /// where the tunnel goes and TLS records, never the request or the key.
     @Test(.enabled(if: OpenSSLTool.path != nil, "openssl is not installed"))

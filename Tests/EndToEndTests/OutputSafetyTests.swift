@@ -62,6 +62,80 @@ struct OutputSafetyTests {
         #expect(names(in: workspace.path) == beforeHardLink)
     }
 
+    /// `run export.csv --metrics-file export.csv` exited 0 and the input then started with
+    /// `# HELP botsi_restore_rows` (issue 20, item 4). Refused now under any name of any input, stdin
+    /// included, as onto the journal: exit 64, naming both, nothing sent.
+    @Test func aMetricsFileOntoAnInputIsRefusedUnderAnySpellingAndTheInputStaysWhole() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(5))
+        let other = workspace.csv(Pair.generate(3, prefix: "o"), name: "other.csv")
+        let bytes = try #require(workspace.bytes("in.csv"))
+        symlink("in.csv", workspace.file("link.csv"))
+        link(input, workspace.file("hard.csv"))
+        mkdir(workspace.file("sub"), 0o700)
+        let inputs = [other, "in.csv"]
+        for target in ["in.csv", input, "link.csv", "sub/../in.csv", "hard.csv", "./other.csv"] {
+            let refused = try botsi(
+                runArguments(inputs, workspace, simulator, ["--metrics-file", target]), key: Simulator.defaultKey,
+                in: workspace)
+            #expect(refused.status == 64, "--metrics-file \(target): \(refused.stderr)")
+            #expect(
+                refused.stderr.contains("cannot write the metrics file to \(target): it is ")
+                    && refused.stderr.contains("the input "), "\(target): \(refused.stderr)")
+        }
+        // stdin that is the file itself (`run - < in.csv`).
+        let child = try Child(
+            ["run", "-", "--format", "csv"]
+                + Array(runArguments([], workspace, simulator, ["--metrics-file", "hard.csv"]).dropFirst()),
+            key: Simulator.defaultKey, in: workspace, launcher: ["/bin/sh", "-c", "exec \"$0\" \"$@\" < in.csv"])
+        let fromStdin = child.wait(timeout: 60)
+        #expect(fromStdin.status == 64, "stdin: \(fromStdin.stderr)")
+        #expect(fromStdin.stderr.contains("it is the input stdin (under another name)"), "\(fromStdin.stderr)")
+        #expect(workspace.bytes("in.csv") == bytes, "the input changed")
+        #expect(simulator.stats().requests == 0, "a refused run sent requests")
+        #expect(!FileManager.default.fileExists(atPath: workspace.journal))
+    }
+
+    /// `report --output` onto an input any run of its journal read: refused like onto the journal
+    /// (exit 73), naming the input and its run, whatever the spelling and the working directory.
+    @Test func aReportOntoAnInputOfItsJournalsRunsIsRefused() throws {
+        let workspace = try finishedJournal(5)
+        let input = workspace.file("in.csv")
+        let bytes = try #require(workspace.bytes("in.csv"))
+        // A second run with a relative input, read from the workspace.
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let relative = workspace.csv(Pair.generate(3, prefix: "r"), name: "relative.csv")
+        let second = try botsi(
+            runArguments(["relative.csv"], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        try #require(second.status == 0, "stderr: \(second.stderr)")
+        symlink("in.csv", workspace.file("link.csv"))
+        link(input, workspace.file("hard.csv"))
+        mkdir(workspace.file("sub"), 0o700)
+        for (target, directory, named) in [
+            ("in.csv", workspace.path, "in.csv of run 1"), (input, workspace.path, "in.csv of run 1"),
+            ("link.csv", workspace.path, "in.csv of run 1"), ("hard.csv", workspace.path, "in.csv of run 1"),
+            ("relative.csv", workspace.path, "relative.csv of run 2"),
+            // From another directory: the relative input is found beside the journal.
+            ("../relative.csv", workspace.file("sub"), "relative.csv of run 2"),
+        ] {
+            let refused = try botsi(
+                ["report", "--journal", workspace.journal, "--output", target], key: nil, in: workspace,
+                workingDirectory: directory, timeout: 20)
+            #expect(refused.status == 73, "--output \(target) in \(directory): \(refused.stderr)")
+            #expect(
+                refused.stderr.contains("it is ") && refused.stderr.contains("\(named) of this journal")
+                    && refused.stderr.contains("nothing was changed"), "\(target): \(refused.stderr)")
+        }
+        #expect(workspace.bytes("in.csv") == bytes && workspace.bytes("relative.csv").map(Array.init) != nil)
+        #expect(try String(contentsOfFile: relative, encoding: .utf8).hasPrefix("profileId,"))
+        // Another file is written as before.
+        let written = try report(workspace, output: "fresh.csv")
+        #expect(written.status == 0, "stderr: \(written.stderr)")
+    }
+
     @Test func aLinkAtTheOutputPathIsReplacedNotWrittenThrough() throws {
         let workspace = try finishedJournal()
         let victim = workspace.write("victim.txt", "precious\n")

@@ -184,6 +184,31 @@ struct OwedRowsAndPreflightTests {
         #expect(!finished.stderr.contains("nothing was sent"), "stderr: \(finished.stderr)")
     }
 
+    /// A gzip cut before its first row is damaged data too, so 65 like one cut later (docs/exit-codes.md),
+    /// not 66, "missing" (issue 20, item 9). An unreadable gzip header and garbage after the magic bytes too.
+    @Test func aGzipCutBeforeItsFirstRowExits65AsADamagedInput() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let plain = workspace.csv(Pair.generate(50), name: "rows.csv")
+        try runProgram("/bin/sh", ["-c", "gzip -c \"$0\" > \"$0.full\"", plain]).requireSuccess()
+        let full = try #require(workspace.bytes("rows.csv.full"))
+        // 15 bytes: the gzip header and a few bytes of the first block. 10: the header alone. Then the
+        // magic bytes followed by garbage.
+        let cuts: [(String, Data)] = [
+            ("cut15.csv.gz", full.prefix(15)), ("cut10.csv.gz", full.prefix(10)),
+            ("garbage.csv.gz", Data([0x1F, 0x8B]) + Data(repeating: 0x41, count: 40)),
+        ]
+        for (name, bytes) in cuts {
+            _ = workspace.write(name, [UInt8](bytes))
+            let finished = try botsi(
+                runArguments([workspace.file(name)], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+            #expect(finished.status == 65, "\(name): \(finished.stderr)")
+            #expect(finished.stderr.contains("gzip -t"), "\(name): \(finished.stderr)")
+        }
+        #expect(simulator.stats().requests == 0)
+    }
+
     // MARK: kill -9 during a resend (problem 4)
 
     @Test func aKilledRefreshLeavesEveryFinalRowFinalOnDisk() throws {

@@ -102,6 +102,46 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: workspace.file("-")), "no file named '-'")
     }
 
+    /// `--columns` chooses the columns and their order, in every report and format; a name the
+    /// report does not have is refused before anything is written, with the nearest one named.
+    @Test func columnsChooseWhatIsWrittenAndInWhichOrder() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        let journal = workspace.file("j.sqlite")
+        try run(workspace.csv("in.csv", rows: [("p1", "2000000000000002")]), journal: journal, simulator, in: workspace)
+        let csv = try botsi(
+            ["report", "--journal", journal, "--format", "csv", "--columns", "status,profileId"], key: nil,
+            in: workspace)
+        #expect(csv.status == 0, "\(csv.stderr)")
+        #expect(csv.stdout == "status,profileId\r\nrestored,p1\r\n")
+        let jsonl = try botsi(
+            ["report", "--journal", journal, "--columns", "profileId,accessLevels"], key: nil, in: workspace)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(jsonl.stdout.utf8)) as? [String: Any], "\(jsonl.stdout)")
+        #expect(Set(object.keys) == ["profileId", "accessLevels"])
+        // Chosen, the raw snapshot is shown in a table too.
+        let table = try botsi(
+            ["report", "--journal", journal, "--format", "table", "--columns", "profileId,accessLevels"], key: nil,
+            in: workspace)
+        #expect(table.stdout.hasPrefix("profileId  accessLevels"), "\(table.stdout)")
+        let changes = try botsi(
+            ["report", "--journal", journal, "--changes", "--format", "csv", "--columns", "change,profileId"],
+            key: nil, in: workspace)
+        #expect(changes.status == 64, "one run: no earlier one to compare, \(changes.stderr)")
+        let unknown = try botsi(
+            ["report", "--journal", journal, "--columns", "profileId,stauts", "--output", workspace.file("out.csv")],
+            key: nil, in: workspace)
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("no column 'stauts' (did you mean 'status'?)"), "\(unknown.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("out.csv")), "refused before any output")
+        let conflict = try botsi(
+            ["report", "--journal", journal, "--conflicts", "--columns", "claim,status"], key: nil, in: workspace)
+        #expect(conflict.status == 0 && conflict.stdout.isEmpty, "\(conflict.stderr)")
+        let wrongReport = try botsi(
+            ["report", "--journal", journal, "--conflicts", "--columns", "accessLevels"], key: nil, in: workspace)
+        #expect(wrongReport.status == 64 && wrongReport.stderr.contains("claim"), "\(wrongReport.stderr)")
+    }
+
     @Test func mergeAndChangesFromTheCommandLine() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiRestore
 
 /// One subcommand: its name, its help, its option table (`OptionTable.swift`, `RunOptionTable.swift`)

@@ -49,56 +49,60 @@ public enum ChangeKind: String, Sendable, CaseIterable {
 /// Writes `report --changes` rows: the pair, the kind of change, and each side's status and
 /// profile snapshot as of the two runs.
 public struct ChangeWriter {
-    public static let columns = [
-        "profileId", "originalTransactionId", "change", "statusBefore", "statusAfter", "codeBefore", "codeAfter",
-        "profileStateBefore", "profileStateAfter", "activeAccessLevelsBefore", "activeAccessLevelsAfter",
-        "expiresAtBefore", "expiresAtAfter", "willRenewBefore", "willRenewAfter", "runBefore", "runAfter", "source",
+    /// A change as the columns read it: classified, each side's snapshot summarised once.
+    struct Line {
+        let change: RowChange
+        let kind: ChangeKind
+        let levelsBefore: AccessLevelSummary?
+        let levelsAfter: AccessLevelSummary?
+    }
+
+    static let table: [ReportColumn<Line>] = [
+        ReportColumn("profileId") { $1.text($0.change.profileId) },
+        ReportColumn("originalTransactionId") { $1.text($0.change.originalTransactionId) },
+        ReportColumn("change") { $1.text($0.kind.rawValue) },
+        ReportColumn("statusBefore") { $1.text($0.change.before?.status.rawValue) },
+        ReportColumn("statusAfter") { $1.text($0.change.after.status.rawValue) },
+        ReportColumn("codeBefore") { $1.text($0.change.before?.code) },
+        ReportColumn("codeAfter") { $1.text($0.change.after.code) },
+        ReportColumn("profileStateBefore") { $1.text($0.change.before?.profileState) },
+        ReportColumn("profileStateAfter") { $1.text($0.change.after.profileState) },
+        ReportColumn("activeAccessLevelsBefore") { $1.text($0.levelsBefore.map(\.activeList)) },
+        ReportColumn("activeAccessLevelsAfter") { $1.text($0.levelsAfter.map(\.activeList)) },
+        ReportColumn("expiresAtBefore") { $1.text($0.levelsBefore?.latestExpiry) },
+        ReportColumn("expiresAtAfter") { $1.text($0.levelsAfter?.latestExpiry) },
+        ReportColumn("willRenewBefore") { $1.bool($0.levelsBefore?.willRenew) },
+        ReportColumn("willRenewAfter") { $1.bool($0.levelsAfter?.willRenew) },
+        ReportColumn("runBefore") { $1.number($0.change.before?.runID) },
+        ReportColumn("runAfter") { $1.number($0.change.after.runID) },
+        ReportColumn("source") { $1.text($0.change.source) },
     ]
 
-    public var format: ReportFormat { rows.format }
-    private let rows: FieldRowWriter
+    public static let columns = table.map(\.name)
+
+    public var format: ReportFormat { writer.rows.format }
+    private let writer: ColumnWriter<Line>
+
+    /// `columns`: the ones to write, in that order (`--columns`); nil for all.
+    public init(format: ReportFormat, sink: ReportSink, columns: [String]? = nil) throws(UnknownReportColumn) {
+        writer = try ColumnWriter(format: format, columns: Self.table, chosen: columns, sink: sink)
+    }
 
     /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        self.init(format: format, output: ReportOutput(lines: write))
+        // Every column: nothing to refuse.
+        writer = try! ColumnWriter(format: format, columns: Self.table, chosen: nil, sink: .lines(write))
     }
 
-    /// Hands the report to `writeChunk` in chunks of about 256 KiB.
-    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
-        self.init(format: format, output: ReportOutput(chunks: writeChunk))
-    }
+    public func header() { writer.header() }
 
-    private init(format: ReportFormat, output: ReportOutput) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, output: output)
-    }
+    public func finish() { writer.finish() }
 
-    public func header() { rows.header() }
-
-    public func finish() { rows.finish() }
-
-    /// One line: the cells in the order of `columns`.
     public func write(_ change: RowChange) {
-        let kind = ChangeKind.classify(before: change.before, after: change.after)
-        let levelsBefore = AccessLevelSummary(json: change.before?.accessLevels)
-        let levelsAfter = AccessLevelSummary(json: change.after.accessLevels)
-        rows.text(change.profileId)
-        rows.text(change.originalTransactionId)
-        rows.text(kind.rawValue)
-        rows.text(change.before?.status.rawValue)
-        rows.text(change.after.status.rawValue)
-        rows.text(change.before?.code)
-        rows.text(change.after.code)
-        rows.text(change.before?.profileState)
-        rows.text(change.after.profileState)
-        rows.text(levelsBefore.map(\.activeList))
-        rows.text(levelsAfter.map(\.activeList))
-        rows.text(levelsBefore?.latestExpiry)
-        rows.text(levelsAfter?.latestExpiry)
-        rows.bool(levelsBefore?.willRenew)
-        rows.bool(levelsAfter?.willRenew)
-        rows.number(change.before?.runID)
-        rows.number(change.after.runID)
-        rows.text(change.source)
-        rows.endRow()
+        writer.write(
+            Line(
+                change: change, kind: ChangeKind.classify(before: change.before, after: change.after),
+                levelsBefore: AccessLevelSummary(json: change.before?.accessLevels),
+                levelsAfter: AccessLevelSummary(json: change.after.accessLevels)))
     }
 }

@@ -5,44 +5,38 @@ import Foundation
 /// grouped by transaction, in journal order within a group. The cells go through the same
 /// escaping as every report (`FieldRowWriter`): ids come from customer files.
 public struct ConflictWriter {
-    public static let columns = [
-        "originalTransactionId", "profiles", "claim", "profileId", "status", "code", "attempts", "firstSource",
-        "lastSource", "updatedAt",
+    static let table: [ReportColumn<ConflictRecord>] = [
+        ReportColumn("originalTransactionId") { $1.text($0.originalTransactionId) },
+        ReportColumn("profiles") { $1.number($0.profiles) },
+        ReportColumn("claim") { $1.number($0.claim) },
+        ReportColumn("profileId") { $1.text($0.profileId) },
+        ReportColumn("status") { $1.text($0.status.rawValue) },
+        ReportColumn("code") { $1.text($0.code) },
+        ReportColumn("attempts") { $1.number($0.attempts) },
+        ReportColumn("firstSource") { $1.text($0.firstSource) },
+        ReportColumn("lastSource") { $1.text($0.lastSource) },
+        ReportColumn("updatedAt") { $1.text($0.updatedAt) },
     ]
 
-    public var format: ReportFormat { rows.format }
-    private let rows: FieldRowWriter
+    public static let columns = table.map(\.name)
+
+    public var format: ReportFormat { writer.rows.format }
+    private let writer: ColumnWriter<ConflictRecord>
+
+    /// `columns`: the ones to write, in that order (`--columns`); nil for all.
+    public init(format: ReportFormat, sink: ReportSink, columns: [String]? = nil) throws(UnknownReportColumn) {
+        writer = try ColumnWriter(format: format, columns: Self.table, chosen: columns, sink: sink)
+    }
 
     /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        self.init(format: format, output: ReportOutput(lines: write))
+        // Every column: nothing to refuse.
+        writer = try! ColumnWriter(format: format, columns: Self.table, chosen: nil, sink: .lines(write))
     }
 
-    /// Hands the report to `writeChunk` in chunks of about 256 KiB.
-    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
-        self.init(format: format, output: ReportOutput(chunks: writeChunk))
-    }
+    public func header() { writer.header() }
 
-    private init(format: ReportFormat, output: ReportOutput) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.columns, output: output)
-    }
+    public func finish() { writer.finish() }
 
-    public func header() { rows.header() }
-
-    public func finish() { rows.finish() }
-
-    /// One line: the cells in the order of `columns`.
-    public func write(_ record: ConflictRecord) {
-        rows.text(record.originalTransactionId)
-        rows.number(record.profiles)
-        rows.number(record.claim)
-        rows.text(record.profileId)
-        rows.text(record.status.rawValue)
-        rows.text(record.code)
-        rows.number(record.attempts)
-        rows.text(record.firstSource)
-        rows.text(record.lastSource)
-        rows.text(record.updatedAt)
-        rows.endRow()
-    }
+    public func write(_ record: ConflictRecord) { writer.write(record) }
 }

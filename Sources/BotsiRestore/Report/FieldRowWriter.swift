@@ -215,8 +215,8 @@ final class FieldRowWriter {
 /// What each byte means to the report writers, looked up once per byte instead of compared
 /// against each case.
 enum ReportBytes {
-    /// C0 controls, DEL, and C2 and E2, the lead bytes of the C1 controls and of the bidi
-    /// controls (and U+2028/U+2029): every format escapes them or may have to.
+    /// C0 controls, DEL, and the lead bytes of the other scalars `VisibleText` calls active (C1
+    /// controls, bidi marks and the other invisible ones): every format escapes them or may have to.
     static let escapedEverywhere: UInt8 = 1
     /// `,` and `"`: a CSV cell holding one is quoted.
     static let quotedInCSV: UInt8 = 2
@@ -225,7 +225,7 @@ enum ReportBytes {
 
     static let classes: [UInt8] = (0...255).map { byte -> UInt8 in
         var kind: UInt8 = 0
-        if byte < 0x20 || byte == 0x7F || byte == 0xC2 || byte == 0xE2 { kind |= escapedEverywhere }
+        if VisibleText.mayStartActive[byte] { kind |= escapedEverywhere }
         if byte == 0x2C || byte == 0x22 { kind |= quotedInCSV }
         if byte >= 0x80 { kind |= nonASCII }
         return kind

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -8,7 +9,7 @@ public struct RunMetrics: Sendable, Equatable {
     /// The journal's file name: the `journal` label, which tells one job's series from another's.
     public var journal: String
     /// Rows this run worked on, by status.
-    public var rowsByStatus: [String: Int] = [:]
+    public var rowsByStatus: [ItemStatus: Int] = [:]
     public var rowsOwed = 0
     public var requests: [JournalMetricsFacts.AttemptCount] = []
     public var retries = 0
@@ -24,7 +25,7 @@ public struct RunMetrics: Sendable, Equatable {
     public init(journal: String) { self.journal = journal }
 
     /// Every status a row can hold, so a series exists (at 0) before its first row.
-    static let statuses = ItemStatus.allCases.map(\.rawValue)
+    static let statuses = ItemStatus.allCases
 
     /// A run going on, from its latest progress.
     public init(journal: String, progress: RunProgress, rateOption: Double?) {
@@ -54,7 +55,7 @@ public struct RunMetrics: Sendable, Equatable {
     public static func isSuccess(exitCode: Int, counts: RunCounts) -> Bool {
         if exitCode == Int(ExitCode.success) { return true }
         guard exitCode == Int(ExitCode.temporaryFailure),
-            counts.stopCause.flatMap(OutcomePolicy.StopCause.init(rawValue:)) == .windowEnd
+            counts.stopCause == .windowEnd
         else { return false }
         return (counts.statuses ?? [:]).filter { $0.key.isFinal }.values.reduce(0, +) > 0
     }
@@ -80,10 +81,10 @@ public struct RunMetrics: Sendable, Equatable {
         func one(_ name: String, _ type: String, _ help: String, _ value: String) {
             family(name, type, help, [("", value)])
         }
-        let statuses = Self.statuses + rowsByStatus.keys.filter { !Self.statuses.contains($0) }.sorted()
+        let statuses = Self.statuses
         family(
             "botsi_restore_rows", "gauge", "Rows the latest run worked on, by their status now.",
-            statuses.map { ("status=\"\(Self.escape($0))\"", String(rowsByStatus[$0] ?? 0)) })
+            statuses.map { ("status=\"\(Self.escape($0.rawValue))\"", String(rowsByStatus[$0] ?? 0)) })
         one(
             "botsi_restore_rows_owed", "gauge",
             "Rows the journal owes (pending or left in flight): the next run sends them.",

@@ -10,100 +10,112 @@ public enum ReportFormat: String, Sendable, CaseIterable {
 /// Writes report records as JSON lines, CSV or an aligned table, with the same column names.
 /// Call `finish()` at the end: a table holds back its first page to size its columns.
 public struct ReportWriter {
-    public static let columns = [
-        "profileId", "originalTransactionId", "status", "code", "httpStatus", "attempts", "source", "updatedAt",
-        "restoredAt", "profileState", "activeAccessLevels", "expiresAt", "willRenew", "accessLevels", "message",
+    /// A row as the columns read it: its cells, and its snapshot scanned once for the four cells
+    /// that show it.
+    struct Line {
+        let cells: ReportCells
+        let snapshot: SnapshotCells
+    }
+
+    /// The columns, each with its cell: the one list of them.
+    static let table: [ReportColumn<Line>] = [
+        ReportColumn("profileId") { $1.text($0.cells.profileId) },
+        ReportColumn("originalTransactionId") { $1.text($0.cells.originalTransactionId) },
+        ReportColumn("status") { $1.text($0.cells.status.rawValue) },
+        ReportColumn("code") { $1.text($0.cells.code) },
+        ReportColumn("httpStatus") { $1.number($0.cells.httpStatus) },
+        ReportColumn("attempts") { $1.number($0.cells.attempts) },
+        ReportColumn("source") { $1.text($0.cells.source) },
+        ReportColumn("updatedAt") { $1.text($0.cells.updatedAt) },
+        ReportColumn("restoredAt") { $1.text($0.cells.restoredAt) },
+        ReportColumn("profileState") { $1.text($0.cells.profileState) },
+        ReportColumn("activeAccessLevels") { $0.snapshot.writeActive(to: $1) },
+        ReportColumn("expiresAt") { $0.snapshot.writeExpiry(to: $1) },
+        ReportColumn("willRenew") { $0.snapshot.writeRenewal(to: $1) },
+        // The table leaves out the raw JSON: a terminal line cannot hold it.
+        ReportColumn("accessLevels", inTable: false) { $1.rawJSON($0.cells.accessLevels) },
+        ReportColumn("message") { $1.text($0.cells.message) },
     ]
 
-    /// The table leaves out the raw JSON: a terminal line cannot hold it.
-    public static let tableColumns = columns.filter { $0 != "accessLevels" }
+    public static let columns = table.map(\.name)
+    public static let tableColumns = table.filter(\.inTable).map(\.name)
 
-    public var format: ReportFormat { rows.format }
-    private let rows: FieldRowWriter
+    public var format: ReportFormat { writer.rows.format }
+    private let writer: ColumnWriter<Line>
     private let snapshot = SnapshotCells()
+
+    /// `columns`: the ones to write, in that order (`--columns`); nil for all.
+    public init(format: ReportFormat, sink: ReportSink, columns: [String]? = nil) throws(UnknownReportColumn) {
+        writer = try ColumnWriter(format: format, columns: Self.table, chosen: columns, sink: sink)
+    }
 
     /// Hands each line to `write` as it is finished.
     public init(format: ReportFormat, write: @escaping (String) -> Void) {
-        self.init(format: format, output: ReportOutput(lines: write))
+        // Every column: nothing to refuse.
+        writer = try! ColumnWriter(format: format, columns: Self.table, chosen: nil, sink: .lines(write))
     }
 
-    /// Hands the report to `writeChunk` in chunks of about 256 KiB: one write per chunk, not per line.
-    public init(format: ReportFormat, writeChunk: @escaping ([UInt8]) -> Void) {
-        self.init(format: format, output: ReportOutput(chunks: writeChunk))
-    }
+    public func header() { writer.header() }
 
-    private init(format: ReportFormat, output: ReportOutput) {
-        rows = FieldRowWriter(format: format, columns: Self.columns, tableColumns: Self.tableColumns, output: output)
-    }
+    public func finish() { writer.finish() }
 
-    public func header() { rows.header() }
+    /// A row read in place (`Journal.forEachReportRow`): the journal's bytes are written on
+    /// without a String per cell.
+    public func write(_ row: ReportRowView) { write(row.cells) }
 
-    public func finish() { rows.finish() }
+    public func write(_ record: ReportRecord) { record.withCells { write($0) } }
 
-    /// One line: the cells in the order of `columns`.
-    public func write(_ record: ReportRecord) {
-        rows.text(record.profileId)
-        rows.text(record.originalTransactionId)
-        rows.text(record.status.rawValue)
-        rows.text(record.code)
-        rows.number(record.httpStatus)
-        rows.number(record.attempts)
-        rows.text(record.source)
-        rows.text(record.updatedAt)
-        rows.text(record.restoredAt)
-        rows.text(record.profileState)
-        if var json = record.accessLevels {
-            json.withUTF8 { snapshot.write($0, to: rows) }
-        } else {
-            snapshot.write(nil, to: rows)
-        }
-        rows.text(record.message)
-        rows.endRow()
-    }
-
-    /// The same line from a row read in place (`Journal.forEachReportRow`): the journal's bytes
-    /// are written on without a String per cell.
-    public func write(_ row: ReportRowView) {
-        rows.text(row.profileId)
-        rows.text(row.originalTransactionId)
-        rows.text(row.status.rawValue)
-        rows.text(row.code)
-        rows.number(row.httpStatus)
-        rows.number(row.attempts)
-        rows.text(row.source)
-        rows.text(row.updatedAt)
-        rows.text(row.restoredAt)
-        rows.text(row.profileState)
-        snapshot.write(row.accessLevels, to: rows)
-        rows.text(row.message)
-        rows.endRow()
+    private func write(_ cells: ReportCells) {
+        snapshot.scan(cells.accessLevels)
+        writer.write(Line(cells: cells, snapshot: snapshot))
     }
 }
 
-/// The snapshot's four cells (activeAccessLevels, expiresAt, willRenew, accessLevels), summarised
-/// from its bytes in place; the buffers are reused from row to row.
-private final class SnapshotCells {
+/// The snapshot's cells (activeAccessLevels, expiresAt, willRenew), summarised from its bytes in
+/// place, once per row; the buffers are reused from row to row.
+final class SnapshotCells {
     private var levels = ScannedLevels()
     private var names: [UInt8] = []
+    private var json: UnsafeBufferPointer<UInt8>?
+    /// Not the runner's shape: Foundation read it, as `AccessLevelSummary` does.
+    private var parsed: AccessLevelSummary?
+    private var scanned = false
 
-    func write(_ json: UnsafeBufferPointer<UInt8>?, to rows: FieldRowWriter) {
-        if let json, levels.scan(json) {
+    func scan(_ json: UnsafeBufferPointer<UInt8>?) {
+        self.json = json
+        parsed = nil
+        scanned = false
+        guard let json else { return }
+        if levels.scan(json) {
+            scanned = true
             names.removeAll(keepingCapacity: true)
             for (index, name) in levels.active.enumerated() {
                 if index > 0 { names.append(UInt8(ascii: " ")) }
                 names.append(contentsOf: UnsafeBufferPointer(rebasing: json[name]))
             }
-            names.withUnsafeBufferPointer { rows.text($0) }
-            rows.text(levels.latestExpiry.map { UnsafeBufferPointer(rebasing: json[$0]) })
-            rows.bool(levels.willRenew)
         } else {
-            // Not the runner's shape (or no snapshot): Foundation reads it, as `AccessLevelSummary` does.
-            let summary = json.flatMap { AccessLevelSummary(parsing: String(decoding: $0, as: UTF8.self)) }
-            rows.text(summary.map(\.activeList))
-            rows.text(summary?.latestExpiry)
-            rows.bool(summary?.willRenew)
+            parsed = AccessLevelSummary(parsing: String(decoding: json, as: UTF8.self))
         }
-        rows.rawJSON(json)
+    }
+
+    func writeActive(to rows: FieldRowWriter) {
+        if scanned {
+            names.withUnsafeBufferPointer { rows.text($0) }
+        } else {
+            rows.text(parsed.map(\.activeList))
+        }
+    }
+
+    func writeExpiry(to rows: FieldRowWriter) {
+        if scanned, let json {
+            rows.text(levels.latestExpiry.map { UnsafeBufferPointer(rebasing: json[$0]) })
+        } else {
+            rows.text(parsed?.latestExpiry)
+        }
+    }
+
+    func writeRenewal(to rows: FieldRowWriter) {
+        rows.bool(scanned ? levels.willRenew : parsed?.willRenew)
     }
 }
 

@@ -17,7 +17,7 @@ struct FailureThreshold {
 
     /// Counts a row whose sending ended with `status` (a row that got no answer counts as
     /// `pending`). Returns the stop when the share of bad rows crosses the threshold.
-    mutating func record(_ status: ItemStatus) -> StopReason? {
+    mutating func record(_ status: ItemStatus) -> RunStop? {
         settled += 1
         if status == .failed || status == .pending { bad += 1 }
         guard settled >= minSample else { return nil }

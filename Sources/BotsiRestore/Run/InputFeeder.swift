@@ -16,10 +16,6 @@ struct RunRow {
     var lastWasTimeout = false
     /// The code of the last retryable error, journaled with the row while it waits.
     var lastCode: String?
-    /// Its journal columns as they stand before its next in-flight mark, when known without
-    /// reading them (a row just admitted, one put back); while it is marked and not sent, what
-    /// the mark replaced.
-    var beforeMark: InFlightMark?
 }
 
 /// A row taken up to be sent, with the keys the ordering rule goes by.
@@ -29,24 +25,38 @@ struct TakenRow {
     let row: RunRow
 }
 
+/// What the input side counted in a slice: reported to the run, which owns the summary.
+struct InputCounts {
+    var rowsRead = 0
+    var owedRows = 0
+    var duplicates = 0
+    var newRows = 0
+    var wouldHold = 0
+    var otherShards = 0
+    var rejectedByReason: [RejectionReason: Int] = [:]
+    var alreadyFinished: [ItemStatus: Int] = [:]
+    var inputNotes: [String] = []
+}
+
 /// How far the run has read its inputs, for progress.
 struct InputPosition: Equatable {
     var bytesRead: Int64
     var totalBytes: Int64?
 }
 
-/// Hands the run its work: first the rows the journal owes (oldest first), then the pairs of
-/// its inputs in order. It admits each input row through the journal (new, duplicate, already
-/// finished, held), keeps only this shard's rows, and keeps per-input counts for messages and
-/// the run's `inputs` record.
+/// Hands the run its work: first the rows the journal owes (oldest first), then the records of
+/// its inputs in order, as the input thread (`InputPump`) hands them over. It admits each input
+/// row through the journal (new, duplicate, already finished, held), keeps only this shard's rows,
+/// and keeps per-input counts for messages and the run's `inputs` record.
 struct InputFeeder {
-    /// Rows read per slice, so that replies queued meanwhile are not kept waiting.
+    /// Records admitted per slice, so that replies queued meanwhile are not kept waiting.
     static let sliceSize = 2048
 
     /// A slice's rows to send, and why the slice ended.
     struct Slice {
         var rows: [TakenRow] = []
         var end = End.inputDone
+        var counts = InputCounts()
 
         enum End: Equatable {
             /// Every input is read and every owed row taken up.
@@ -55,89 +65,104 @@ struct InputFeeder {
             case sliceFull
             /// No room to take more rows: read on when rows leave.
             case noRoom
+            /// The input thread has handed over nothing more yet: read on when it does.
+            case waitingForInput
             /// An input is damaged: the run stops; the message says where and what to do.
             case damaged(message: String)
         }
     }
 
-    private let readers: [InputReader]
+    private let pump: InputPump
+    /// The inputs' names, as messages and `runs.inputs` give them.
+    private let names: [String]
     private let mode: OutcomePolicy.RunMode
     private let holdConflicts: Bool
     private var owed: OwedRowFeeder
-    private var readerIndex = 0
     /// Rows read from each input and, of those, rows sent: what a damaged file's message tells.
-    private var rowsReadByReader: [Int]
-    private var rowsSentByReader: [Int]
-    private var bytesOfFinishedReaders: Int64 = 0
+    private var rowsReadByInput: [Int]
+    private var rowsSentByInput: [Int]
     private var finishedInputs: [RunInput] = []
     /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
     /// can a resend have been kept without an answer.
     private(set) var tookUpFinalRows = false
     private(set) var isDone = false
 
-    init(readers: [InputReader], options: RunOptions, mode: OutcomePolicy.RunMode, runID: Int64, startedAt: Date) {
-        self.readers = readers
+    init(
+        pump: InputPump, names: [String], options: RunOptions, mode: OutcomePolicy.RunMode, runID: Int64,
+        startedAt: Date
+    ) {
+        self.pump = pump
+        self.names = names
         self.mode = mode
         holdConflicts = options.onConflict == .hold
         owed = OwedRowFeeder(mode: mode, runID: runID, startedAt: startedAt)
-        rowsReadByReader = Array(repeating: 0, count: readers.count)
-        rowsSentByReader = Array(repeating: 0, count: readers.count)
+        rowsReadByInput = Array(repeating: 0, count: names.count)
+        rowsSentByInput = Array(repeating: 0, count: names.count)
     }
 
-    /// Reads up to `sliceSize` records, taking up at most `room` rows to send.
-    mutating func readSlice(
-        room: Int, writer: RunJournalWriter, summary: inout RunSummary
-    ) throws(JournalError) -> Slice {
+    /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
+    mutating func readSlice(room: Int, writer: inout RunJournalWriter) throws(JournalError) -> Slice {
         var slice = Slice()
         let now = Timestamp.string(Date())
         var budget = Self.sliceSize
         var room = room
+        while !owed.isDone && budget > 0 {
+            guard room > 0 else {
+                slice.end = .noRoom
+                return slice
+            }
+            guard let row = try writer.nextOwed(from: &owed) else { continue }
+            budget -= 1
+            try writer.claim(row)
+            slice.counts.owedRows += 1
+            if row.status.isFinal { tookUpFinalRows = true }
+            room -= 1
+            slice.rows.append(
+                TakenRow(
+                    profileId: row.profileID, transactionId: row.originalTransactionID,
+                    row: RunRow(
+                        itemID: row.itemID, source: row.source, attemptsBefore: row.attempts, status: row.status,
+                        readerIndex: nil)))
+        }
         while budget > 0 {
             guard room > 0 else {
                 slice.end = .noRoom
                 return slice
             }
-            if !owed.isDone {
-                guard let row = try writer.nextOwed(from: &owed) else { continue }
+            // No more events than rows there is room for: a record may become a row to send.
+            let events = pump.take(limit: min(budget, room))
+            guard !events.isEmpty else {
+                if pump.isDone {
+                    isDone = true
+                    slice.end = .inputDone
+                } else {
+                    slice.end = .waitingForInput
+                }
+                return slice
+            }
+            for event in events {
                 budget -= 1
-                try writer.claim(row)
-                summary.owedRows += 1
-                if row.status.isFinal { tookUpFinalRows = true }
-                room -= 1
-                slice.rows.append(
-                    TakenRow(
-                        profileId: row.profileId, transactionId: row.originalTransactionId,
-                        row: RunRow(
-                            itemID: row.itemID, source: row.source, attemptsBefore: row.attempts, status: row.status,
-                            readerIndex: nil)))
-                continue
-            }
-            guard readerIndex < readers.count else {
-                isDone = true
-                slice.end = .inputDone
-                return slice
-            }
-            let reader = readers[readerIndex]
-            let record: InputRecord?
-            do {
-                record = try reader.next()
-            } catch {
-                slice.end = .damaged(
-                    message: RunAdvice.damagedInput(
-                        error.message, file: reader.displayName, rowsRead: rowsReadByReader[readerIndex],
-                        rowsSent: rowsSentByReader[readerIndex]))
-                return slice
-            }
-            guard let record else {
-                finishReader(summary: &summary)
-                continue
-            }
-            budget -= 1
-            summary.rowsRead += 1
-            rowsReadByReader[readerIndex] += 1
-            if let taken = try admit(record, from: reader, now: now, writer: writer, summary: &summary) {
-                room -= 1
-                slice.rows.append(taken)
+                switch event {
+                case .record(let record, let input):
+                    slice.counts.rowsRead += 1
+                    rowsReadByInput[input] += 1
+                    if let taken = try admit(record, input: input, now: now, writer: &writer, counts: &slice.counts) {
+                        room -= 1
+                        slice.rows.append(taken)
+                    }
+                case .finished(_, let record, let noRows):
+                    finishedInputs.append(record)
+                    if let empty = noRows {
+                        slice.counts.inputNotes.append(
+                            (empty.isWarning ? "warning: " : "") + empty.message(input: record.path))
+                    }
+                case .damaged(let input, let message):
+                    slice.end = .damaged(
+                        message: RunAdvice.damagedInput(
+                            message, file: names[input], rowsRead: rowsReadByInput[input],
+                            rowsSent: rowsSentByInput[input]))
+                    return slice
+                }
             }
         }
         slice.end = .sliceFull
@@ -147,35 +172,33 @@ struct InputFeeder {
     /// One input record: journaled as a rejection, or admitted (and, when the journal says so,
     /// taken up to be sent). Rows of other shards are only counted.
     private func admit(
-        _ record: InputRecord, from reader: InputReader, now: String, writer: RunJournalWriter,
-        summary: inout RunSummary
+        _ record: InputRecord, input: Int, now: String, writer: inout RunJournalWriter, counts: inout InputCounts
     ) throws(JournalError) -> TakenRow? {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
-            summary.otherShards += 1
+            counts.otherShards += 1
         case .rejected(let rejected):
-            summary.rejectedByReason[rejected.reason.rawValue, default: 0] += 1
-            try writer.recordRejection(rejected, file: reader.displayName, now: now)
+            counts.rejectedByReason[rejected.reason, default: 0] += 1
+            try writer.recordRejection(rejected, file: names[input], now: now)
         case .row(let row) where !isMine(row.profileId):
-            summary.otherShards += 1
+            counts.otherShards += 1
         case .row(let row):
-            let source = "\(reader.displayName):\(row.line)"
+            let source = "\(names[input]):\(row.line)"
             switch try writer.admit(row, source: source, now: now, holdConflicts: holdConflicts) {
             case .held:
                 // Recorded `held`, never sent; the journal's counts show it at the end.
-                summary.newRows += 1
-                if writer.dryRun { summary.wouldHold += 1 }
+                counts.newRows += 1
+                if writer.dryRun { counts.wouldHold += 1 }
             case .duplicate:
-                summary.duplicates += 1
+                counts.duplicates += 1
             case .finished(let status):
-                summary.alreadyFinished[status.rawValue, default: 0] += 1
-            case .send(let itemID, let attempts, _):
-                summary.newRows += 1
+                counts.alreadyFinished[status, default: 0] += 1
+            case .send(let itemID, _):
+                counts.newRows += 1
                 return TakenRow(
                     profileId: row.profileId, transactionId: row.originalTransactionId,
                     row: RunRow(
-                        itemID: itemID, source: source, attemptsBefore: attempts, status: .pending,
-                        readerIndex: readerIndex, beforeMark: .admitted(itemID: itemID, at: now)))
+                        itemID: itemID, source: source, attemptsBefore: 0, status: .pending, readerIndex: input))
             }
         }
         return nil
@@ -187,50 +210,32 @@ struct InputFeeder {
         mode.owns(profileId: profileId)
     }
 
-    private mutating func finishReader(summary: inout RunSummary) {
-        let reader = readers[readerIndex]
-        finishedInputs.append(
-            RunInput(path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: true))
-        bytesOfFinishedReaders += reader.bytesRead
-        if let empty = reader.noRows {
-            summary.inputNotes.append((empty.isWarning ? "warning: " : "") + empty.message(input: reader.displayName))
-        }
-        reader.close()
-        readerIndex += 1
-    }
-
     /// A row is sent for the first time: what a damaged input's message counts as sent.
     mutating func noteFirstSend(of row: RunRow) {
-        guard row.attemptsThisRun == 0, let reader = row.readerIndex else { return }
-        rowsSentByReader[reader] += 1
-    }
-
-    var position: InputPosition {
-        let current = readerIndex < readers.count ? readers[readerIndex] : nil
-        var totalBytes: Int64? = 0
-        for reader in readers {
-            if let total = reader.totalBytes, let sum = totalBytes {
-                totalBytes = sum + total
-            } else {
-                totalBytes = nil
-            }
-        }
-        return InputPosition(bytesRead: bytesOfFinishedReaders + (current?.bytesRead ?? 0), totalBytes: totalBytes)
+        guard row.attemptsThisRun == 0, let input = row.readerIndex else { return }
+        rowsSentByInput[input] += 1
     }
 
     /// The run's `inputs` record: each input with the SHA-256 and size of what was read, and
     /// whether it was read to its end.
     var inputsRecord: [RunInput] {
         var records = finishedInputs
-        for reader in readers[readerIndex...] {
-            records.append(
-                RunInput(path: reader.displayName, sha256: reader.sha256Hex, bytes: reader.bytesRead, complete: false))
+        let unfinished = pump.unfinished
+        for index in finishedInputs.count..<names.count {
+            if let unfinished, unfinished.index == index {
+                records.append(unfinished.record)
+            } else {
+                records.append(RunInput(path: names[index], sha256: "", bytes: 0, complete: false))
+            }
         }
         return records
     }
 
-    /// The inputs not read to their end are closed when the run ends.
-    func closeUnfinished() {
-        for reader in readers[readerIndex...] { reader.close() }
+    /// Owed rows of this run it did not take up (it stopped first): the next run's.
+    mutating func owedNotTakenUp(writer: RunJournalWriter) throws(JournalError) -> Int {
+        try owed.remaining(in: writer.journal)
     }
+
+    /// The inputs not read to their end: the ones a rerun must read again.
+    var unfinishedInputs: [String] { Array(names[finishedInputs.count...]) }
 }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiJournal
 
 /// `docs/lifecycle.md`, generated from the outcome policy's own tables (`scripts/docs.sh`): the
@@ -181,6 +182,7 @@ public enum LifecycleDocument {
             case .signal: "stop: SIGINT / SIGTERM"
             case .failureThreshold: "stop: failure threshold"
             case .inputDamaged: "stop: damaged input"
+            case .journalFailure: "stop: the journal cannot be written"
             }
         case .killed: "`kill -9`"
         }
@@ -228,7 +230,7 @@ public enum LifecycleDocument {
         return text
     }
 
-    private static func stops(_ cause: OutcomePolicy.StopCause) -> String {
+    private static func stops(_ cause: StopCause) -> String {
         "stops, exit " + cause.exitCodes.map(String.init).joined(separator: "/")
     }
 

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiJournal
 import Foundation
 
@@ -17,23 +18,6 @@ public struct OutcomePolicy: Sendable, Equatable {
         public init(_ status: ItemStatus) { self = status.isFinal ? .final : .pending }
     }
 
-    /// Why a run stops: the reply or event that ends it, with the exit status it ends with.
-    public enum StopCause: String, Sendable, CaseIterable {
-        case unauthorized, forbidden, iosSettingsMissing, tlsFailure
-        case windowEnd, signal, failureThreshold, inputDamaged
-
-        public var exitCodes: [Int32] {
-            switch self {
-            case .unauthorized, .forbidden: [ExitCode.permission]
-            case .iosSettingsMissing: [ExitCode.configuration]
-            case .tlsFailure, .failureThreshold: [ExitCode.unavailable]
-            case .windowEnd: [ExitCode.temporaryFailure]
-            case .signal: [ExitCode.interrupted, ExitCode.terminated]
-            case .inputDamaged: [ExitCode.dataError]
-            }
-        }
-    }
-
     /// A reply to one request, classed with the facts that decide between retrying and stopping.
     public enum ReplyClass: String, Sendable, CaseIterable {
         // Definitive: Botsi answered for this row.
@@ -49,6 +33,19 @@ public struct OutcomePolicy: Sendable, Equatable {
         case retryableWhileStopping
         // Not definitive, and the run must stop.
         case unauthorized, forbidden, iosSettingsMissing, tlsFailure
+
+        /// The stop a reply of this class causes; nil for the classes that do not stop the run.
+        public var stopCause: StopCause? {
+            switch self {
+            case .unauthorized: .unauthorized
+            case .forbidden: .forbidden
+            case .iosSettingsMissing: .iosSettingsMissing
+            case .tlsFailure: .tlsFailure
+            case .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .retryable, .retriesExhausted,
+                .budgetExhausted, .retryableWhileStopping:
+                nil
+            }
+        }
 
         /// The final status a definitive reply gives the row; nil for the others.
         public var definitiveStatus: ItemStatus? {
@@ -74,7 +71,7 @@ public struct OutcomePolicy: Sendable, Equatable {
         case killed
 
         public static let allCases: [Event] =
-            ReplyClass.allCases.map(Event.reply) + StopCause.allCases.map(Event.stop) + [.killed]
+            ReplyClass.allCases.map(Event.reply) + StopCause.allCases.filter(\.isRecorded).map(Event.stop) + [.killed]
     }
 
     /// What the journal records for a row after an event.
@@ -143,7 +140,8 @@ public struct OutcomePolicy: Sendable, Equatable {
                 rules.append(rule(for: reply, row: row))
             }
         }
-        for cause in StopCause.allCases {
+        // A journal failure writes nothing more at all: it has no row in the table.
+        for cause in StopCause.allCases where cause.isRecorded {
             for row in RowClass.allCases {
                 rules.append(
                     Rule(
@@ -181,9 +179,8 @@ public struct OutcomePolicy: Sendable, Equatable {
                     ? "no definitive answer in this run; the journal owes it to the next run"
                     : "no definitive answer in this run; the row keeps the one it had")
         case .unauthorized, .forbidden, .iosSettingsMissing, .tlsFailure:
-            let cause = StopCause(rawValue: reply.rawValue) ?? .unauthorized
             return Rule(
-                event: .reply(reply), row: row, action: Action(unanswered, stopsRun: cause),
+                event: .reply(reply), row: row, action: Action(unanswered, stopsRun: reply.stopCause),
                 why: "no answer for this row, and none for any other until the cause is fixed")
         default:
             preconditionFailure("definitive replies are handled above")
@@ -260,12 +257,7 @@ public struct OutcomePolicy: Sendable, Equatable {
         case .rejected: return .rejected
         case .failed: return .failed
         case .fatal(let reason, _, _):
-            switch reason {
-            case .unauthorized: return .unauthorized
-            case .forbidden: return .forbidden
-            case .iosSettingsMissing: return .iosSettingsMissing
-            case .tlsFailure: return .tlsFailure
-            }
+            return ReplyClass(reason)
         case .retryable(_, let httpStatus, _, _):
             if facts.isStopping { return .retryableWhileStopping }
             if facts.attemptsThisRun >= maxAttempts { return .retriesExhausted }
@@ -291,4 +283,27 @@ public struct OutcomePolicy: Sendable, Equatable {
     }
 
     private func slowsDownInstead(httpStatus: Int?) -> Bool { adaptive && httpStatus == 429 }
+}
+
+extension OutcomePolicy.ReplyClass {
+    /// The class of a reply that stops the run.
+    init(_ fatal: FatalReason) {
+        switch fatal {
+        case .unauthorized: self = .unauthorized
+        case .forbidden: self = .forbidden
+        case .iosSettingsMissing: self = .iosSettingsMissing
+        case .tlsFailure: self = .tlsFailure
+        }
+    }
+}
+
+extension StopCause {
+    /// The stop a fatal reply causes.
+    init(_ fatal: FatalReason) {
+        // Through the table's class, so the two cannot disagree.
+        guard let cause = OutcomePolicy.ReplyClass(fatal).stopCause else {
+            preconditionFailure("a fatal reply's class stops the run")
+        }
+        self = cause
+    }
 }

@@ -35,8 +35,22 @@ struct OwedRowFeeder {
             }
             let row = batch[position]
             position += 1
-            if mode.owns(profileId: row.profileId) { return row }
+            if mode.owns(profileId: row.profileID) { return row }
         }
         return nil
+    }
+
+    /// How many owed rows of this run's shard it has not handed out: what a run that stopped
+    /// first leaves for the next one. Counted by the journal, or read when the run is sharded (the
+    /// shard is a hash of the profile id); only a stop pays for it.
+    mutating func remaining(in journal: Journal) throws(JournalError) -> Int {
+        guard !isDone else { return 0 }
+        guard mode.shardCount <= 1 else {
+            var count = 0
+            while try next(from: journal) != nil { count += 1 }
+            return count
+        }
+        let inBatch = batch.count - position
+        return inBatch + (try journal.owedRowCount(after: after, selection: selection, runID: runID))
     }
 }

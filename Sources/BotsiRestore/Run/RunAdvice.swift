@@ -1,13 +1,21 @@
+import BotsiBasics
 import Foundation
 
 /// What to do after a run, in words that name the journal and give a command that does what they
 /// say: the same service, key variable, CA and shard as the run, so it sends what the journal owes.
 public enum RunAdvice {
     /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
-    /// owes; with them it also reads them (finished rows are skipped).
-    public static func runCommand(_ options: RunOptions, inputs: [String] = []) -> String {
+    /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
+    /// final rows the run chose (`--retry-failed`, `--refresh-older-than`, `--release-held`), for a
+    /// run that stopped before it took them all up.
+    public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
+        if selection {
+            if options.retryFailed { words.append("--retry-failed") }
+            if let age = options.refreshOlderThan { words += ["--refresh-older-than", Basics.durationOption(age)] }
+            if options.releaseHeld { words.append("--release-held") }
+        }
         if !inputs.isEmpty {
             if let format = options.format { words += ["--format", format] }
             if let column = options.profileColumn { words += ["--profile-column", column] }
@@ -29,7 +37,7 @@ public enum RunAdvice {
     }
 
     /// What must change before another run can get anywhere, for the causes that need a fix first.
-    static func fixFirst(_ cause: OutcomePolicy.StopCause) -> String? {
+    static func fixFirst(_ cause: StopCause) -> String? {
         switch cause {
         case .unauthorized, .forbidden:
             return "fix the key first (the raw key of this app, without \"Bearer \", in the variable the run reads)"
@@ -37,6 +45,8 @@ public enum RunAdvice {
             return "set up the app's App Store connection (iOS settings) in Botsi first"
         case .tlsFailure:
             return "fix the TLS problem first (check --base-url; for a private CA pass --cacert FILE)"
+        case .journalFailure:
+            return "make the journal writable first (free disk space, permissions, the file system)"
         case .failureThreshold, .windowEnd, .signal, .inputDamaged:
             return nil
         }

@@ -4,15 +4,31 @@ import BotsiInput
 import BotsiJournal
 import Foundation
 
-/// Every journal write a run makes, on the runner's queue. Writes gather in one open batch
-/// (`BEGIN IMMEDIATE`) that `commitBatch` ends; the runner commits before it sends, so a row is
+/// The journal's counts of the rows a run worked on, at its end.
+struct RowCounts {
+    var statuses: [ItemStatus: Int] = [:]
+    var codes: [StatusCode: Int] = [:]
+    var notSent = 0
+    var kept = 0
+    var conflicts = ConflictCounts(groups: 0, rows: 0)
+}
+
+/// Every journal write a run makes, on the run's executor. Writes gather in one open batch
+/// (`BEGIN IMMEDIATE`) that `commitBatch` ends; the run commits before it sends, so a row is
 /// marked in flight on disk before its request leaves (docs/journal.md). The other roles decide;
 /// this one performs.
+///
+/// It also keeps what an in-flight mark replaces, for the rows marked and not sent yet: a row
+/// marked ahead of need and then not sent (a stop, a throttle) goes back exactly as it was.
 struct RunJournalWriter {
     let journal: Journal
     let runID: Int64
     /// A dry run's writes stay in its open transaction and are rolled back at the end.
     let dryRun: Bool
+    /// Rows whose columns as they stand without this run's mark are known without reading them:
+    /// a row just admitted (what the INSERT wrote), a row marked and not sent yet (what the mark
+    /// replaced), a row put back. A reply or a send ends it: the row is not as it was any more.
+    private var unmarkedColumns: [Int64: InFlightMark] = [:]
     /// The table's rule for a final row whose resend a kill cuts short: keep its status (mark it
     /// apart) or return to pending (mark it `in_flight`).
     private let finalRowsKeepStatusThroughAKill =
@@ -65,11 +81,15 @@ struct RunJournalWriter {
         try journal.claim(itemID: owed.itemID, runID: runID)
     }
 
-    func admit(_ row: InputRow, source: String, now: String, holdConflicts: Bool) throws(JournalError) -> Admission {
+    mutating func admit(
+        _ row: InputRow, source: String, now: String, holdConflicts: Bool
+    ) throws(JournalError) -> Admission {
         try beginBatch()
-        return try journal.admit(
+        let admission = try journal.admit(
             profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
             runID: runID, now: now, holdConflicts: holdConflicts)
+        if case .send(let itemID, let mark) = admission { unmarkedColumns[itemID] = mark }
+        return admission
     }
 
     func recordRejection(_ rejected: RejectedRow, file: String, now: String) throws(JournalError) {
@@ -84,17 +104,25 @@ struct RunJournalWriter {
 
     /// How a row is marked decides what a kill does to it; the table says which rows keep their
     /// status through one.
-    func markInFlight(_ row: RunRow, now: String) throws(JournalError) -> InFlightMark {
+    mutating func markInFlight(_ row: RunRow, now: String) throws(JournalError) {
         try beginBatch()
         let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
-        return try journal.markInFlight(
-            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: row.beforeMark)
+        unmarkedColumns[row.itemID] = try journal.markInFlight(
+            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: unmarkedColumns[row.itemID])
+    }
+
+    /// The row's request left: what its mark replaced is not needed any more.
+    mutating func sent(_ row: RunRow) {
+        unmarkedColumns[row.itemID] = nil
     }
 
     /// A row marked in flight that will not be sent now goes back as it was.
-    func unmark(_ mark: InFlightMark) throws(JournalError) {
+    func unmark(_ row: RunRow) throws(JournalError) {
+        guard let columns = unmarkedColumns[row.itemID] else {
+            preconditionFailure("items row \(row.itemID) is put back but was not marked by this run")
+        }
         try beginBatch()
-        try journal.unmarkInFlight(mark)
+        try journal.unmarkInFlight(columns)
     }
 
     /// Records a reply's attempt and what `decision` writes to its row. Returns the row's status
@@ -107,22 +135,27 @@ struct RunJournalWriter {
         let now = Timestamp.string(Date())
         var profile: ProfileRecord?
         if case .restored(let snapshot) = result.reply { profile = Self.profileRecord(snapshot) }
-        try journal.recordAttempt(
+        let attempt = AttemptRecord(
             itemID: row.itemID, runID: runID, number: row.attemptsBefore + row.attemptsThisRun,
             startedAt: result.startedAt, durationMilliseconds: result.duration * 1000, httpStatus: result.httpStatus,
             code: code, outcome: decision.action.attemptOutcome, profile: profile)
         switch decision.action.write {
         case .settle(let settled):
-            try journal.recordOutcome(
-                itemID: row.itemID, status: settled, code: code, httpStatus: result.httpStatus, message: message,
-                now: now, profile: profile)
+            try journal.recordReply(
+                attempt,
+                outcome: OutcomeRecord(
+                    status: settled, code: code, httpStatus: result.httpStatus, message: message, now: now,
+                    profile: profile))
             return (settled, true)
         case .lastError:
-            try journal.recordOutcome(
-                itemID: row.itemID, status: .pending, code: code, httpStatus: result.httpStatus, message: message,
-                now: now, profile: nil)
+            try journal.recordReply(
+                attempt,
+                outcome: OutcomeRecord(
+                    status: .pending, code: code, httpStatus: result.httpStatus, message: message, now: now,
+                    profile: nil))
             return (.pending, true)
         case .attemptOnly:
+            try journal.recordReply(attempt, outcome: nil)
             return (row.status, false)
         case .nothing, .recoverPending, .clearMark:
             preconditionFailure("a reply never leaves a row \(decision.action.write)")
@@ -136,8 +169,10 @@ struct RunJournalWriter {
         switch write {
         case .lastError:
             try journal.recordOutcome(
-                itemID: row.itemID, status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
-                now: Timestamp.string(Date()), profile: nil)
+                OutcomeRecord(
+                    status: .pending, code: row.lastCode, httpStatus: nil, message: nil,
+                    now: Timestamp.string(Date()), profile: nil),
+                itemID: row.itemID)
         case .nothing, .attemptOnly:
             break
         case .settle, .recoverPending, .clearMark:
@@ -156,12 +191,23 @@ struct RunJournalWriter {
         try journal.recordProgress(runID, record)
     }
 
-    /// The counts the summary, its `runs` line and the exit status rest on, from the journal.
-    func countRows(into summary: inout RunSummary, keptPossible: Bool) throws(JournalError) {
+    /// The counts the summary, its `runs` line and the exit status rest on, from the journal: the
+    /// rows run `runID` worked on (its new input rows and the owed rows it took up), by their
+    /// status now. `keptPossible`: the run took up final rows, so some resends may have been kept
+    /// without an answer.
+    func rowCounts(keptPossible: Bool) throws(JournalError) -> RowCounts {
+        var counts = RowCounts()
         // A dry run's admissions are in its open transaction: it counts the groups it would meet.
-        summary.conflicts = try journal.conflictCounts(runID: runID)
-        guard !dryRun else { return }
-        try summary.countRows(of: runID, in: journal, keptPossible: keptPossible)
+        counts.conflicts = try journal.conflictCounts(runID: runID)
+        guard !dryRun else { return counts }
+        for count in try journal.rowCounts(runID: runID) {
+            let status = count.status
+            counts.statuses[status, default: 0] += count.count
+            counts.codes[StatusCode(status, count.code), default: 0] += count.count
+            if status == .pending || status == .inFlight { counts.notSent += count.notSent }
+        }
+        counts.kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+        return counts
     }
 
     /// Ends the run's record: how it ended, its inputs and its counts.
@@ -171,8 +217,22 @@ struct RunJournalWriter {
         try journal.transaction { () throws(JournalError) in
             try journal.finishRun(
                 runID, endedAt: Date(), state: stopped ? .stopped : .finished, exitCode: exitCode, inputs: inputs,
-                countsJSON: Self.countsJSON(summary))
+                counts: summary.record)
         }
+    }
+
+    /// A run whose record was started but that could not begin sending (its client did not
+    /// start): recorded as stopped with that exit status and message, and the journal closed.
+    func endBeforeSending(exitCode: Int32, message: String) {
+        var summary = RunSummary()
+        summary.exitCode = exitCode
+        summary.stopMessage = message
+        if dryRun {
+            rollback()
+        } else {
+            try? finishRun(stopped: true, exitCode: exitCode, inputs: [], summary: summary)
+        }
+        journal.close()
     }
 
     // MARK: JSON columns
@@ -181,12 +241,6 @@ struct RunJournalWriter {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(options)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
-    private static func countsJSON(_ summary: RunSummary) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(summary)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private static func profileRecord(_ snapshot: ProfileSnapshot) -> ProfileRecord {

@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiJournal
 import Foundation
 

@@ -1,15 +1,16 @@
 import BotsiAPI
+import BotsiBasics
 import BotsiFiles
 import BotsiInput
 import BotsiJournal
 import Foundation
 
 /// Opens what a run needs, in the order a dry run checks them too, turning each failure into
-/// its exit status and message: the inputs, the journal (with the run's record), the client.
+/// its exit status and message: the inputs (on the input thread, `InputPump`), the journal (with
+/// the run's record), the client.
 enum RunSetup {
-    /// What a run opened before its client: its inputs and its journal.
-    struct Opened {
-        let readers: [InputReader]
+    /// The journal, opened for the run with its record started.
+    struct OpenedJournal {
         let writer: RunJournalWriter
         /// What a killed run had left in flight, put right.
         let recovered: InFlightRecovery
@@ -17,47 +18,18 @@ enum RunSetup {
         let temporaryDirectory: String?
     }
 
-    /// Everything but the client, in the order a dry run checks it too (it exits as the real run
-    /// would). On failure nothing stays open.
-    static func open(
-        _ options: RunOptions, apiKey: String, toolVersion: String, startedAt: Date
-    ) throws(RunSetupError) -> Opened {
-        try RunPreflight.checkClient(options, apiKey: apiKey, toolVersion: toolVersion)
-        let readers = try openInputs(options)
-        do throws(RunSetupError) {
-            try RunPreflight.checkJournalForRunWithoutInput(options)
-            let (writer, recovered, directory) = try openJournal(
-                options, startedAt: startedAt, toolVersion: toolVersion)
-            return Opened(readers: readers, writer: writer, recovered: recovered, temporaryDirectory: directory)
-        } catch {
-            for reader in readers { reader.close() }
-            throw error
-        }
+    /// Starts opening the inputs on their own thread; `onOpened` is called there when it ends.
+    static func openInputs(_ options: RunOptions, onOpened: @escaping @Sendable () -> Void) -> InputPump {
+        InputPump(
+            paths: options.inputs, format: options.format.flatMap(InputFormat.init(rawValue:)),
+            options: options.inputOptions, onOpened: onOpened)
     }
 
-    private static func openInputs(_ options: RunOptions) throws(RunSetupError) -> [InputReader] {
-        let format = options.format.flatMap(InputFormat.init(rawValue:))
-        var readers: [InputReader] = []
-        for path in options.inputs {
-            do {
-                readers.append(try InputReader(path: path, format: format, options: options.inputOptions))
-            } catch {
-                let code: Int32
-                switch error.kind {
-                case .fileMissing, .unreadable: code = ExitCode.noInput
-                case .unknownFormat: code = ExitCode.usage
-                case .notTabular, .missingColumns: code = ExitCode.dataError
-                }
-                for reader in readers { reader.close() }
-                throw RunSetupError(exitCode: code, message: error.message)
-            }
-        }
-        return readers
-    }
-
-    private static func openJournal(
+    /// The journal, locked for the run, with the run's record started. On failure nothing stays open.
+    static func openJournal(
         _ options: RunOptions, startedAt: Date, toolVersion: String
-    ) throws(RunSetupError) -> (RunJournalWriter, InFlightRecovery, temporaryDirectory: String?) {
+    ) throws(RunSetupError) -> OpenedJournal {
+        try RunPreflight.checkJournalForRunWithoutInput(options)
         var path = options.journalPath
         var temporaryDirectory: String?
         do {
@@ -77,7 +49,7 @@ enum RunSetup {
             opened = journal
             let (writer, recovered) = try RunJournalWriter.startRun(
                 on: journal, options: options, startedAt: startedAt, toolVersion: toolVersion)
-            return (writer, recovered, temporaryDirectory)
+            return OpenedJournal(writer: writer, recovered: recovered, temporaryDirectory: temporaryDirectory)
         } catch {
             opened?.close()
             if let temporaryDirectory { Files.removePrivateDirectory(temporaryDirectory) }
@@ -97,7 +69,16 @@ enum RunSetup {
         do {
             return try RestoreClient(configuration: configuration, onResult: deliver)
         } catch {
-            throw RunSetupError(exitCode: ExitCode.usage, message: error.message)
+            // Memory, descriptors, a thread, libcurl's set-up: the machine's, not the command line's.
+            let code = error.kind == .localResource ? ExitCode.osError : ExitCode.usage
+            throw RunSetupError(exitCode: code, message: error.message)
         }
     }
+}
+
+/// A run that could not start: bad options, unusable input, or a journal that cannot be used.
+public struct RunSetupError: Error, CustomStringConvertible, Sendable {
+    public let exitCode: Int32
+    public let message: String
+    public var description: String { message }
 }

@@ -1,22 +1,28 @@
 import BotsiBasics
+import BotsiInput
 import BotsiJournal
 import Foundation
 
-/// What a run did, for the summary on stderr, the journal's `runs.counts` and the exit status.
+/// What a run did, for the summary on stderr, the journal's record of the run (`RunCounts`)
+/// and the exit status. The run (`ActiveRun`) owns it: the input side reports to it (`InputCounts`),
+/// the journal gives the counts of the rows the run worked on (`RowCounts`), and the run adds what
+/// it sent and how it ended.
 public struct RunSummary: Sendable, Codable, Equatable {
     /// Rows this run worked on (its new input rows and the owed rows it took up), by their status
     /// at its end, read from the journal.
-    public var statuses: [String: Int] = [:]
-    /// The same rows by "status/code" (e.g. "pending/http_503", "restored/").
-    public var codes: [String: Int] = [:]
+    public var statuses: [ItemStatus: Int] = [:]
+    /// The same rows by status and code (`pending/http_503`, `restored/` in JSON).
+    public var codes: [StatusCode: Int] = [:]
     /// Rows the journal owed from earlier runs that this run took up (sent first).
     public var owedRows = 0
+    /// Rows the journal owed that this run did not take up because it stopped first: still owed.
+    public var owedNotTakenUp = 0
     /// Final rows this run resent without getting a definitive answer: they kept their status.
     public var kept = 0
     /// Rows refused by the input checks, by reason.
-    public var rejectedByReason: [String: Int] = [:]
+    public var rejectedByReason: [RejectionReason: Int] = [:]
     /// Rows whose final outcome was already on record, by status.
-    public var alreadyFinished: [String: Int] = [:]
+    public var alreadyFinished: [ItemStatus: Int] = [:]
     public var rowsRead = 0
     public var duplicates = 0
     public var newRows = 0
@@ -35,8 +41,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var durationSeconds: Double = 0
     public var exitCode: Int32 = 0
     public var stopMessage: String?
-    /// What stopped the run, as the lifecycle table names it (`OutcomePolicy.StopCause`).
-    public var stopCause: String?
+    /// What stopped the run, and when it was decided (ISO 8601, UTC): no request was handed to
+    /// the client after that instant.
+    public var stopCause: StopCause?
+    public var stoppedAt: String?
     /// The command that sends what the journal owes after this run, reading the input again
     /// when the run did not read it all.
     public var nextCommand: String?
@@ -58,33 +66,66 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public init() {}
 
     /// Rows worked on that hold a final status.
-    public var finished: Int { statuses.filter { ItemStatus(rawValue: $0.key)?.isFinal ?? false }.values.reduce(0, +) }
-    public var pending: Int { (statuses["pending"] ?? 0) + (statuses["in_flight"] ?? 0) }
+    public var finished: Int { statuses.filter(\.key.isFinal).values.reduce(0, +) }
+    public var pending: Int { (statuses[.pending] ?? 0) + (statuses[.inFlight] ?? 0) }
     /// Rows held for review (`--on-conflict hold`): not owed, so they leave the exit status 0.
-    public var held: Int { statuses[ItemStatus.held.rawValue] ?? 0 }
+    public var held: Int { statuses[.held] ?? 0 }
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
-    /// Fills the row counts with the rows run `runID` worked on (its new input rows and the owed
-    /// rows it took up), by their status now, from the journal: whatever stopped the run, the
-    /// summary, its `runs` line and the exit status rest on these numbers. `keptPossible`: the
-    /// run took up final rows, so some resends may have been kept without an answer.
-    mutating func countRows(of runID: Int64, in journal: Journal, keptPossible: Bool) throws(JournalError) {
-        statuses = [:]
-        codes = [:]
-        notSent = 0
-        for count in try journal.rowCounts(runID: runID) {
-            statuses[count.status, default: 0] += count.count
-            codes["\(count.status)/\(count.code ?? "")", default: 0] += count.count
-            let status = ItemStatus(rawValue: count.status)
-            if status == .pending || status == .inFlight { notSent += count.notSent }
-        }
-        kept = keptPossible ? try journal.attemptOutcomes(runID: runID)["kept"] ?? 0 : 0
+    /// What the input side counted so far (each slice's counts are added as it is admitted).
+    mutating func add(_ input: InputCounts) {
+        rowsRead += input.rowsRead
+        owedRows += input.owedRows
+        duplicates += input.duplicates
+        newRows += input.newRows
+        wouldHold += input.wouldHold
+        otherShards += input.otherShards
+        rejectedByReason.merge(input.rejectedByReason, uniquingKeysWith: +)
+        alreadyFinished.merge(input.alreadyFinished, uniquingKeysWith: +)
+        inputNotes += input.inputNotes
     }
 
-    mutating func count(status: String, code: String?) {
+    /// The journal's counts of the rows the run worked on: whatever stopped the run, the
+    /// summary, its `runs` line and the exit status rest on these numbers.
+    mutating func take(_ rows: RowCounts) {
+        statuses = rows.statuses
+        codes = rows.codes
+        notSent = rows.notSent
+        kept = rows.kept
+        conflicts = rows.conflicts
+    }
+
+    /// A reply's row settled for this run (the running counts, until the journal's at the end).
+    mutating func count(status: ItemStatus, code: String?) {
         statuses[status, default: 0] += 1
-        codes["\(status)/\(code ?? "")", default: 0] += 1
+        codes[StatusCode(status, code), default: 0] += 1
+    }
+
+    /// The run's record in the journal.
+    var record: RunCounts {
+        var record = RunCounts()
+        record.statuses = statuses
+        record.codes = codes
+        record.rejectedByReason = Dictionary(uniqueKeysWithValues: rejectedByReason.map { ($0.key.rawValue, $0.value) })
+        record.rowsRead = rowsRead
+        record.newRows = newRows
+        record.duplicates = duplicates
+        record.alreadyFinished = alreadyFinished
+        record.otherShards = otherShards
+        record.owedRows = owedRows
+        record.owedNotTakenUp = owedNotTakenUp
+        record.notSent = notSent
+        record.kept = kept
+        record.requests = requests
+        record.retries = retries
+        record.durationSeconds = durationSeconds
+        record.inputComplete = inputComplete
+        record.stopCause = stopCause
+        record.stopMessage = stopMessage
+        record.stoppedAt = stoppedAt
+        record.throttleEvents = throttleEvents
+        return record
     }
 
     /// Several lines for a person: what happened and, when rows remain, what to do.
@@ -107,18 +148,19 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         for (key, value) in codes.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
-            let code = parts.count > 1 && !parts[1].isEmpty ? " (\(parts[1]))" : ""
-            lines.append("  \(parts[0])\(code): \(value)")
+            lines.append("  \(key.status)\(key.code.map { " (\($0))" } ?? ""): \(value)")
         }
         if notSent > 0 { lines.append("  of the pending rows, not sent before the run stopped: \(notSent)") }
+        if owedNotTakenUp > 0 {
+            lines.append("  owed by the journal, not taken up before the run stopped: \(owedNotTakenUp)")
+        }
         if kept > 0 {
             lines.append("  resent without a definitive answer, kept their earlier status: \(kept)")
         }
-        for (reason, value) in rejectedByReason.sorted(by: { $0.key < $1.key }) {
-            lines.append("  rejected by input checks (\(reason)): \(value)")
+        for (reason, value) in rejectedByReason.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            lines.append("  rejected by input checks (\(reason.rawValue)): \(value)")
         }
-        for (status, value) in alreadyFinished.sorted(by: { $0.key < $1.key }) {
+        for (status, value) in alreadyFinished.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             lines.append("  already \(status) in the journal, skipped: \(value)")
         }
         if duplicates > 0 { lines.append("  duplicates (same pair again, sent once): \(duplicates)") }
@@ -179,7 +221,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// What to do next, with a command that does it: first what must be fixed, when something
     /// must, then how to send what the journal owes (and read the input left unread).
     private func advice(journalPath: String) -> [String] {
-        let cause = stopCause.flatMap(OutcomePolicy.StopCause.init(rawValue:))
+        let cause = stopCause
         var lines: [String] = []
         if cause == .failureThreshold {
             let report = RunAdvice.reportCommand(
@@ -188,17 +230,22 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         let fix = cause.flatMap(RunAdvice.fixFirst)
         let unread = stopMessage != nil && !inputComplete
-        guard pending > 0 || unread, let nextCommand else {
+        let owed = pending + owedNotTakenUp
+        guard owed > 0 || unread, let nextCommand else {
             if let fix { lines.append(fix) }
             return lines
         }
         var what: [String] = []
-        if pending > 0 { what.append("send the \(pending) pending rows") }
+        if owedNotTakenUp > 0 {
+            what.append("send the \(owed) rows the journal still owes")
+        } else if pending > 0 {
+            what.append("send the \(pending) pending rows")
+        }
         if unread { what.append("read the input the run did not finish") }
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""
         lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")
-        if pending > 0 {
+        if owed > 0 {
             lines.append(
                 "see the pending rows with: \(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "pending"]))"
             )
@@ -218,7 +265,7 @@ public struct RunProgress: Sendable {
     public var waitingToRetry: Int
     public var requests: Int
     public var retries: Int
-    public var statuses: [String: Int]
+    public var statuses: [ItemStatus: Int]
     public var rejected: Int
     public var skipped: Int
     public var duplicates: Int

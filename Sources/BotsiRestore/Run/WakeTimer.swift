@@ -1,30 +1,31 @@
 import Dispatch
 
-/// One timer on the runner's queue for the scheduler's next wake-up (a retry coming due, the
-/// pacer's next slot), instead of one per waiting row. Used only on that queue, which is what
-/// makes the `@unchecked Sendable` true.
-final class WakeTimer: @unchecked Sendable {
+/// One timer on the run's queue for the scheduler's next wake-up (a retry coming due, the pacer's
+/// next slot), instead of one per waiting row. Owned by the run (its state is the run's), so
+/// it needs no lock: its handler enters the run, which calls `fired()` first.
+struct WakeTimer {
     private let source: DispatchSourceTimer
     private var armedAt: Double?
 
-    init(queue: DispatchQueue, fire: @escaping @Sendable () -> Void) {
+    init(queue: DispatchQueue) {
         source = DispatchSource.makeTimerSource(queue: queue)
-        source.setEventHandler { [weak self] in
-            self?.armedAt = nil
-            fire()
-        }
         // Idle until armed; a source must be resumed before it may be released.
         source.schedule(deadline: .distantFuture)
         source.resume()
     }
 
+    func setHandler(_ fire: @escaping @Sendable () -> Void) { source.setEventHandler(handler: fire) }
+
     /// Fires at `deadline` (monotonic seconds, as `monotonicSeconds()`), in place of any earlier arming.
-    func arm(at deadline: Double) {
+    mutating func arm(at deadline: Double) {
         guard deadline != armedAt else { return }
         armedAt = deadline
         let nanoseconds = UInt64(max(1, (deadline * 1_000_000_000).rounded(.up)))
         source.schedule(deadline: DispatchTime(uptimeNanoseconds: nanoseconds), leeway: .nanoseconds(0))
     }
+
+    /// The timer fired: the next arming, even at the same instant, schedules it again.
+    mutating func fired() { armedAt = nil }
 
     func cancel() { source.cancel() }
 }

@@ -164,12 +164,23 @@ extension ModelSequence {
         return violations
     }
 
-    /// The rows a run worked on (R4): its selected owed rows and the new input rows it recorded.
-    func worked(_ observation: RunObservation) -> Set<Pair> {
+    /// The rows a run worked on (R4): the new input rows it recorded and the owed rows it took up.
+    /// A run takes up its owed rows before it reads its input, but one that stops first (a signal
+    /// during setup, a window that ends) leaves the rest owed, as its summary says.
+    func worked(_ observation: RunObservation, runID: Int64?) -> Set<Pair> {
         let present = Set(observation.after?.items.keys ?? [:].keys)
-        var owed = observation.selection.owed
+        var owed = takenUp(observation, runID: runID)
         if skip.contains(.strandedPending) { owed.formIntersection(observation.run.inputPairs) }
         return owed.union(observation.selection.new).intersection(present)
+    }
+
+    /// The owed rows of the selection that run `runID` took up (or sent: a killed run's claims
+    /// may not have been committed).
+    func takenUp(_ observation: RunObservation, runID: Int64?) -> Set<Pair> {
+        let sent = Set(observation.stats.pairs.map { Pair($0.profileId, $0.originalTransactionId) })
+        return observation.selection.owed.filter { pair in
+            sent.contains(pair) || (runID != nil && observation.after?.items[pair]?.lastRun == runID)
+        }
     }
 
     /// R6 exit statuses, the run's record, R4 counts and R8 words.
@@ -177,7 +188,10 @@ extension ModelSequence {
         let run = observation.run
         let finished = observation.finished
         var violations: [Violation] = []
-        let worked = worked(observation)
+        let newRun = (observation.after?.runs ?? []).last { run in
+            !(observation.before?.runs ?? []).contains { $0.id == run.id }
+        }
+        let worked = worked(observation, runID: newRun?.id)
         let workedCounts = worked.reduce(into: [String: Int]()) { counts, pair in
             counts[observation.after?.items[pair]?.status ?? "?", default: 0] += 1
         }
@@ -236,11 +250,22 @@ extension ModelSequence {
                     ))
             }
             if run.jsonLog {
-                let summary = (Self.summary(finished.stderr)?["statuses"] as? [String: Int])?.filter { $0.value != 0 }
+                let object = Self.summary(finished.stderr)
+                let summary = (object?["statuses"] as? [String: Int])?.filter { $0.value != 0 }
                 if summary != recorded {
                     violations.append(
                         Violation(
                             .counts, "the run's summary counts \(summary ?? [:]), its `runs` line \(recorded ?? [:])"))
+                }
+                // Owed rows it did not take up (it stopped first) are said, and stay owed.
+                let left = observation.selection.owed.subtracting(takenUp(observation, runID: record.id))
+                let said = object?["owedNotTakenUp"] as? Int ?? 0
+                if said != left.count {
+                    violations.append(
+                        Violation(
+                            .counts,
+                            "the run's summary says \(said) owed rows were not taken up; the journal shows \(left.count) (\(left.map { ModelUniverse.short($0) }.sorted()))"
+                        ))
                 }
             }
         }

@@ -22,6 +22,8 @@ struct JournalTables: Equatable {
         /// The last run that marked it in flight, and a final row's in-flight mark.
         let sentRun: String?
         let inFlightRun: String?
+        /// The last run that read the pair or took the row up as owed.
+        let lastRun: Int64
 
         /// Status, code and snapshot: what a resend without a definitive answer must leave as it was.
         func sameState(as other: Item) -> Bool {
@@ -82,14 +84,14 @@ struct JournalTables: Equatable {
         guard names.contains("items") && names.contains("runs") else { return tables }
         let itemColumns =
             "id, profile_id, original_transaction_id, status, code, http_status, attempts, profile_state, access_levels, restored_at, "
-            + "created_at, updated_at, sent_run, in_flight_run"
+            + "created_at, updated_at, sent_run, in_flight_run, last_run"
         for row in try database.rows("SELECT \(itemColumns) FROM items ORDER BY id") {
             let pair = Pair(row[1] ?? "", row[2] ?? "")
             tables.items[pair] = Item(
                 id: Int64(row[0] ?? "") ?? 0, pair: pair, status: row[3] ?? "", code: row[4],
                 httpStatus: row[5].flatMap { Int64($0) }, attempts: Int64(row[6] ?? "") ?? 0, profileState: row[7],
                 accessLevels: row[8], restoredAt: row[9], createdAt: row[10], updatedAt: row[11], sentRun: row[12],
-                inFlightRun: row[13])
+                inFlightRun: row[13], lastRun: Int64(row[14] ?? "") ?? 0)
         }
         for row in try database.rows("SELECT id, state, exit_code, pid FROM runs ORDER BY id") {
             tables.runs.append(
@@ -101,6 +103,12 @@ struct JournalTables: Equatable {
             tables.rejections = Int(try database.rows("SELECT count(*) FROM rejections").first?[0] ?? "") ?? 0
         }
         return tables
+    }
+
+    /// Rows of any query, read-only, every value as text: what a test reads that the tables above
+    /// do not hold (a run's attempts, say).
+    static func rows(_ path: String, _ sql: String) throws -> [[String?]] {
+        try Database(path: path, readOnly: true).rows(sql)
     }
 
     /// A read-only connection; every value is read as text (or nil for NULL).

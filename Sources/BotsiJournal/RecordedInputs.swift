@@ -1,0 +1,27 @@
+import Foundation
+
+/// An input a run of the journal was given, as it was typed (`-` for stdin).
+public struct RecordedInput: Sendable, Equatable {
+    public var runID: Int64
+    public var path: String
+}
+
+extension Journal {
+    /// Every input every run was given, from `runs.options` (written when the run starts, so a run
+    /// still going is included), in run order: what a report's output must never replace.
+    public func recordedInputs() throws(JournalError) -> [RecordedInput] {
+        struct Options: Decodable { var inputs: [String]? }
+        let rows = try wrap { () throws(SQLiteError) -> [(Int64, String)] in
+            let statement = try connection.prepare("SELECT id, options FROM runs ORDER BY id")
+            var rows: [(Int64, String)] = []
+            while try statement.step() { rows.append((statement.int(0), statement.text(1) ?? "{}")) }
+            return rows
+        }
+        var inputs: [RecordedInput] = []
+        for (runID, text) in rows {
+            let options = try ColumnJSON.decode(Options.self, text, path: path, column: "options", row: runID)
+            for input in options.inputs ?? [] { inputs.append(RecordedInput(runID: runID, path: input)) }
+        }
+        return inputs
+    }
+}

@@ -1,0 +1,395 @@
+import BotsiAPI
+import BotsiBasics
+import BotsiJournal
+import Dispatch
+import Foundation
+
+/// Where a run is, once setup has made its parts: sending, stopping (nothing more is sent; the
+/// requests in flight finish), or finished (recorded; nothing more happens).
+enum RunPhase: Equatable {
+    case running
+    case stopping(RunStop)
+    case finished
+}
+
+/// What setup made, whole: the run holds its parts without optionals.
+struct RunParts {
+    /// Where requests go: the client, or nowhere in a dry run.
+    enum Sender {
+        case client(RestoreClient, ResultHandOff)
+        case dryRun
+    }
+
+    let writer: RunJournalWriter
+    let feeder: InputFeeder
+    let pump: InputPump
+    let sender: Sender
+    /// The inputs' size when all are regular files, for progress.
+    let totalBytes: Int64?
+    /// What setup found: the in-flight rows a killed run left, put right.
+    let recovered: InFlightRecovery
+}
+
+/// One run, isolated: every piece of its mutable state lives here, on the run's own serial
+/// executor, so the compiler refuses any touch from elsewhere and the runtime traps one that
+/// slips past it (`RunExecutor.checkIsolated`). It ties Input, API and Journal together as wiring
+/// only: `InputFeeder` hands it rows, `SendScheduler` says which to send when, `ReplyDecider` (the
+/// lifecycle table) decides each reply, `FailureThreshold` and `RunStop` decide stopping,
+/// `ProgressTracker` tells progress, and `RunJournalWriter` performs every write.
+actor ActiveRun {
+    nonisolated let executor: RunExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    private let options: RunOptions
+    private let startedAt: Date
+    private let onProgress: (@Sendable (RunProgress) -> Void)?
+    private let onFinish: @Sendable (RunSummary) -> Void
+    private var writer: RunJournalWriter
+    private let input: InputPump
+    private let sender: RunParts.Sender
+    private let totalBytes: Int64?
+    private var feeder: InputFeeder
+    private var scheduler: SendScheduler<RunRow>
+    private var decider: ReplyDecider
+    private var threshold: FailureThreshold
+    private var progress: ProgressTracker
+    private var summary = RunSummary()
+    private(set) var phase: RunPhase = .running
+    private var stepScheduled = false
+    private let housekeeping: DispatchSourceTimer
+    private var wakeTimer: WakeTimer
+
+    /// A run that starts stopping (`stop`: a stop that came while it was set up) sends nothing.
+    init(
+        parts: sending RunParts, options: RunOptions, startedAt: Date, executor: RunExecutor,
+        progressInterval: Double, onProgress: (@Sendable (RunProgress) -> Void)?,
+        onFinish: @escaping @Sendable (RunSummary) -> Void
+    ) {
+        self.executor = executor
+        self.options = options
+        self.startedAt = startedAt
+        self.onProgress = onProgress
+        self.onFinish = onFinish
+        writer = parts.writer
+        input = parts.pump
+        sender = parts.sender
+        totalBytes = parts.totalBytes
+        feeder = parts.feeder
+        scheduler = SendScheduler(pacing: PacingConfiguration(options))
+        decider = ReplyDecider(options: options)
+        threshold = FailureThreshold(maxFailureRate: options.maxFailureRate, minSample: options.minSample)
+        progress = ProgressTracker(
+            reportInterval: progressInterval, journals: !options.dryRun, reports: onProgress != nil)
+        summary.dryRun = options.dryRun
+        summary.recoveredInFlight = parts.recovered.pending
+        summary.recoveredMarks = parts.recovered.final
+        housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
+        // Idle until the run starts; a source must be resumed before it may be released.
+        housekeeping.schedule(deadline: .distantFuture)
+        housekeeping.resume()
+        wakeTimer = WakeTimer(queue: executor.queue)
+    }
+
+    /// Runs `body` on the run's executor, from any thread: how callbacks enter the run.
+    nonisolated func enter(_ body: @escaping @Sendable (isolated ActiveRun) -> Void) {
+        executor.queue.async { self.assumeIsolated(body) }
+    }
+
+    /// Connects the run to its input thread, its client and its timers, then sends; a stop that
+    /// came during setup (`stop`) is in force before anything is read or sent.
+    func start(stoppingFor stop: RunStop?) {
+        if let stop { self.stop(stop) }
+        input.attach { [weak self] in self?.enter { $0.scheduleStep() } }
+        if case .client(_, let handOff) = sender {
+            handOff.attach { [weak self, handOff] in self?.enter { $0.handle(handOff.takeBatch()) } }
+        }
+        startTimers()
+        step()
+    }
+
+    /// Asks the run to stop dispatching, let in-flight requests end and journal (SIGINT/SIGTERM).
+    func requestStop(signal: Int32) {
+        stop(.signal(signal))
+        scheduleStep()
+    }
+
+    // MARK: The loop
+
+    private var isStopping: Bool {
+        if case .stopping = phase { return true }
+        return false
+    }
+
+    private var isFinished: Bool { phase == .finished }
+
+    private func scheduleStep() {
+        guard !stepScheduled, !isFinished else { return }
+        stepScheduled = true
+        enter {
+            $0.stepScheduled = false
+            $0.step()
+        }
+    }
+
+    private func step() {
+        guard !isFinished else { return }
+        do {
+            if !isStopping && !feeder.isDone { try readSlice() }
+            scheduler.releaseDueRetries(now: monotonicSeconds())
+            if !options.dryRun { try dispatchReady() }
+            try flush()
+        } catch {
+            failJournal(error)
+            return
+        }
+        if let wake = scheduler.nextWake(now: monotonicSeconds()) { wakeTimer.arm(at: wake) }
+        finishIfDone()
+    }
+
+    private func readSlice() throws(JournalError) {
+        let room = options.dryRun ? Int.max : scheduler.roomLeft
+        let slice = try feeder.readSlice(room: room, writer: &writer)
+        summary.add(slice.counts)
+        for taken in slice.rows {
+            if options.dryRun {
+                summary.wouldSend += 1
+            } else {
+                scheduler.add(profileId: taken.profileId, transactionId: taken.transactionId, payload: taken.row)
+            }
+        }
+        switch slice.end {
+        case .sliceFull: scheduleStep()
+        case .damaged(let message): stop(.inputDamaged(message: message))
+        case .inputDone, .noRoom, .waitingForInput: break
+        }
+    }
+
+    /// Marks in the open batch every row the scheduler lets go now or keeps in its reserve;
+    /// `flush` sends them.
+    private func dispatchReady() throws(JournalError) {
+        guard !isStopping else { return }
+        var timestamp: String?
+        while let entry = scheduler.nextSend(now: monotonicSeconds()) {
+            let now = timestamp ?? Timestamp.string(Date())
+            timestamp = now
+            try writer.markInFlight(entry.payload, now: now)
+        }
+    }
+
+    /// Commits the batch, then sends: a row is marked in flight on disk before its request leaves.
+    private func flush() throws(JournalError) {
+        try writer.commitBatch()
+        scheduler.marksCommitted()
+        sendCommitted()
+    }
+
+    /// Sends committed rows while the scheduler has free slots.
+    private func sendCommitted() {
+        guard case .client(let client, _) = sender else { return }
+        while let entry = scheduler.nextLaunch() {
+            feeder.noteFirstSend(of: entry.payload)
+            writer.sent(entry.payload)
+            client.submit(
+                RestoreRequest(
+                    tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
+        }
+    }
+
+    /// Rows marked in flight and not sent go back in the journal as they were.
+    private func unmark(_ rows: [RunRow]) throws(JournalError) {
+        for row in rows { try writer.unmark(row) }
+    }
+
+    // MARK: Replies
+
+    /// A batch of replies from the curl thread. First every freed slot goes to a row whose mark is
+    /// committed, so that the last reply of a batch does not wait for the others' journal writes;
+    /// then each reply is decided and recorded.
+    private func handle(_ results: [RestoreResult]) {
+        guard !isFinished else { return }
+        let now = monotonicSeconds()
+        let replies = results.filter { scheduler[payloadOf: $0.tag] != nil }
+        // A reply that asked to slow down takes the reserve back; one that may stop the run sends
+        // nothing more until it is decided.
+        do {
+            for result in replies {
+                try unmark(
+                    scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now))
+            }
+        } catch {
+            failJournal(error)
+            return
+        }
+        if !replies.contains(where: \.reply.isFatal) {
+            sendCommitted()
+        }
+        for result in replies where !isFinished { record(result) }
+        scheduleStep()
+    }
+
+    /// The table decides, the writer records, then the row leaves the window or waits to be retried.
+    private func record(_ result: RestoreResult) {
+        guard var row = scheduler[payloadOf: result.tag] else { return }
+        summary.requests += 1
+        row.attemptsThisRun += 1
+        let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
+        if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
+            stop(.fatal(reason, message: message))
+            guard !isFinished else { return }
+        }
+        var message = result.reply.message
+        if decision.reply == .budgetExhausted {
+            summary.retryBudgetExhausted += 1
+            message = "retry budget exhausted; last error: \(message ?? result.reply.code ?? "")"
+        }
+        let code = result.reply.code
+        do {
+            let (status, answered) = try writer.recordReply(result, decision: decision, row: row, message: message)
+            switch decision.action.next {
+            case .done:
+                summary.count(status: status, code: answered ? code : nil)
+                if !answered { summary.kept += 1 }
+                scheduler.settle(result.tag)
+                // A final row resent without an answer counts as a row that ran out of attempts.
+                if !isStopping, let crossed = threshold.record(answered ? status : .pending) { stop(crossed) }
+            case .retry:
+                summary.retries += 1
+                row.lastWasTimeout = code == "timeout"
+                row.lastCode = code
+                scheduler[payloadOf: result.tag] = row
+                scheduler.retry(result.tag, at: monotonicSeconds() + (decision.retryDelay ?? 0))
+            }
+        } catch {
+            failJournal(error)
+        }
+    }
+
+    // MARK: Stopping and finishing
+
+    private func stop(_ reason: RunStop) {
+        guard phase == .running else { return }
+        phase = .stopping(reason)
+        summary.stopMessage = reason.message
+        summary.stopCause = reason.cause
+        summary.stoppedAt = Timestamp.string(Date())
+        // Nothing more is read: the input thread may be blocked in a read, and is not waited for.
+        input.cancel()
+        // Rows marked and not sent go back as they were. Rows waiting out a backoff, and those
+        // of them that had been marked again, are done for this run; the table says what a stop
+        // writes to them (nothing: their last error is on record, a final row keeps its status).
+        let (unsent, waiting) = scheduler.stop()
+        do {
+            try unmark(unsent)
+            for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {
+                let action = OutcomePolicy.action(for: .stop(reason.cause), row: OutcomePolicy.RowClass(row.status))
+                try writer.applyStopRule(action.write, to: row)
+            }
+        } catch {
+            failJournal(error)
+        }
+    }
+
+    private var stopReason: RunStop? {
+        if case .stopping(let reason) = phase { return reason }
+        return nil
+    }
+
+    private func finishIfDone() {
+        guard !isFinished, scheduler.inFlight == 0 else { return }
+        if !isStopping && !(feeder.isDone && scheduler.isEmpty) { return }
+        // The counts the summary, its `runs` line and the exit status rest on, from the journal.
+        do {
+            summary.take(try writer.rowCounts(keptPossible: feeder.tookUpFinalRows))
+            if isStopping && !options.dryRun { summary.owedNotTakenUp = try feeder.owedNotTakenUp(writer: writer) }
+        } catch {
+            failJournal(error)
+            return
+        }
+        summary.nextCommand = RunAdvice.runCommand(
+            options, inputs: feeder.isDone ? [] : options.inputs, selection: summary.owedNotTakenUp > 0)
+        finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
+    }
+
+    private func failJournal(_ error: JournalError) {
+        guard !isFinished else { return }
+        summary.stopMessage = error.description
+        summary.stopCause = .journalFailure
+        if case .client(let client, _) = sender { client.shutdown() }
+        writer.rollback()
+        summary.notSent = scheduler.count
+        finish(exitCode: ExitCode.cannotCreate, recordRun: false)
+    }
+
+    private func finish(exitCode: Int32, recordRun: Bool = true) {
+        let stopped = stopReason != nil
+        phase = .finished
+        housekeeping.cancel()
+        wakeTimer.cancel()
+        input.cancel()
+        let throttle = scheduler.throttle
+        summary.throttleEvents = throttle.events
+        summary.lowestThrottledRate = throttle.lowestRate
+        summary.finalThrottledRate = throttle.isThrottled ? throttle.effectiveRate : nil
+        if case .client(let client, _) = sender { client.shutdown() }
+        summary.durationSeconds = Date().timeIntervalSince(startedAt)
+        summary.inputComplete = feeder.isDone
+        summary.exitCode = exitCode
+        if options.dryRun {
+            writer.rollback()
+        } else if recordRun {
+            do {
+                try writer.finishRun(
+                    stopped: stopped, exitCode: exitCode, inputs: feeder.inputsRecord, summary: summary)
+            } catch {
+                summary.exitCode = ExitCode.cannotCreate
+                summary.stopMessage = error.description
+            }
+        }
+        writer.journal.close()
+        if let onProgress { onProgress(snapshot()) }
+        onFinish(summary)
+    }
+
+    // MARK: Timers and progress
+
+    /// The wake-up timer, idle until armed; and housekeeping four times a second: raise a
+    /// throttled rate after quiet spells, enforce the deadline, journal and report progress.
+    private func startTimers() {
+        wakeTimer.setHandler { [weak self] in
+            self?.enter { loop in
+                loop.wakeTimer.fired()
+                loop.step()
+            }
+        }
+        housekeeping.setEventHandler { [weak self] in self?.enter { $0.housekeep() } }
+        housekeeping.schedule(deadline: .now() + 0.25, repeating: 0.25)
+    }
+
+    private func housekeep() {
+        guard !isFinished else { return }
+        if scheduler.tick(now: monotonicSeconds()) { scheduleStep() }
+        if let deadline = options.deadline, Date() >= deadline, !isStopping {
+            stop(.windowEnded(at: deadline))
+            scheduleStep()
+        }
+        let due = progress.due(at: Date().timeIntervalSince(startedAt))
+        if due.journal { journalProgress() }
+        if due.report, let onProgress { onProgress(snapshot()) }
+    }
+
+    /// The next batch commit carries it.
+    private func journalProgress() {
+        do {
+            try writer.recordProgress(snapshot(), at: Date())
+            scheduleStep()
+        } catch {
+            failJournal(error)
+        }
+    }
+
+    private func snapshot() -> RunProgress {
+        progress.snapshot(
+            at: Date().timeIntervalSince(startedAt), summary: summary,
+            input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes), sending: scheduler.counts)
+    }
+}

@@ -69,8 +69,15 @@ import Testing
                         $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2]
                     })
                 scenarios.append(make { $0.rowsPerProcess = 6000 })
-                scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0.05; $0.jitter = 0.002 })
-                scenarios.append(make { $0.rowsPerProcess = 6000; $0.latency = 0.05; $0.jitter = 0.002; $0.limit = 40 })
+                for limit in [100, 40] {
+                    scenarios.append(
+                        make {
+                            $0.rowsPerProcess = 6000
+                            $0.latency = 0.05
+                            $0.jitter = 0.002
+                            $0.limit = limit
+                        })
+                }
                 scenarios.append(
                     make {
                         $0.rowsPerProcess = 2400; $0.limit = 40

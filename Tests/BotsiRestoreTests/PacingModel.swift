@@ -232,8 +232,9 @@ struct PacingModel {
     }
 
     private let scenario: PacingScenario
-    private var queue: [(time: Double, order: Int, event: Event)] = []
-    private var pushes = 0
+    private var queue = BotsiRestore.DeadlineHeap()
+    private var events: [Int64: Event] = [:]
+    private var pushes: Int64 = 0
     private var processes: [Process]
     private var limiter: RateLimiter
     private var random: SplitMix64
@@ -395,42 +396,17 @@ struct PacingModel {
         UInt64((time * 1e9).rounded())
     }
 
-    // MARK: The event heap (earliest first; equal times in push order)
+    // MARK: The events, earliest first (equal times in push order): the runner's own heap of deadlines
 
     private mutating func push(_ event: Event, at time: Double) {
-        queue.append((time, pushes, event))
+        events[pushes] = event
+        queue.push(pushes, at: time)
         pushes += 1
-        var child = queue.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.isEarlier(queue[child], queue[parent]) else { break }
-            queue.swapAt(child, parent)
-            child = parent
-        }
     }
 
-    private mutating func pop() -> (time: Double, order: Int, event: Event)? {
-        guard !queue.isEmpty else { return nil }
-        queue.swapAt(0, queue.count - 1)
-        let first = queue.removeLast()
-        var parent = 0
-        while true {
-            let left = parent * 2 + 1
-            let right = left + 1
-            var earliest = parent
-            if left < queue.count && Self.isEarlier(queue[left], queue[earliest]) { earliest = left }
-            if right < queue.count && Self.isEarlier(queue[right], queue[earliest]) { earliest = right }
-            guard earliest != parent else { break }
-            queue.swapAt(parent, earliest)
-            parent = earliest
-        }
-        return first
-    }
-
-    private static func isEarlier(
-        _ lhs: (time: Double, order: Int, event: Event), _ rhs: (time: Double, order: Int, event: Event)
-    ) -> Bool {
-        lhs.time != rhs.time ? lhs.time < rhs.time : lhs.order < rhs.order
+    private mutating func pop() -> (time: Double, event: Event)? {
+        guard let first = queue.popFirst() else { return nil }
+        return (first.deadline, events.removeValue(forKey: first.sequence)!)
     }
 }
 
@@ -478,8 +454,9 @@ extension PacingOutcome {
                 failed.append(String(format: "live 429s %.2f%%", liveRefusedShare * 100))
             }
             if utilization < bounds.live.room { failed.append(String(format: "batch %.3f of the room", utilization)) }
-        } else if scenario.statesLimit {
+        } else if scenario.statesLimit && !alone {
             if utilization < bounds.stated { failed.append(String(format: "utilization %.3f", utilization)) }
+            if refused > bounds.shared.refused { failed.append(String(format: "429s %.2f%%", refused * 100)) }
         } else {
             let limits = alone ? bounds.alone : bounds.shared
             if utilization < limits.utilization { failed.append(String(format: "utilization %.3f", utilization)) }

@@ -112,6 +112,12 @@ import Testing
                 build: scenario(kind, processes: 4, rows: 700) {
                     $0.liveRate = 30; $0.starts = [2, 2, 2, 2]
                 }),
+            Case(name: "\(kind): alone, limit stated", build: scenario(kind, rows: 6000) { $0.statesLimit = true }),
+            Case(
+                name: "\(kind): alone at 40/s, limit stated",
+                build: scenario(kind, rows: 2400) {
+                    $0.limit = 40; $0.statesLimit = true
+                }),
             Case(
                 name: "\(kind): 4 shards, limit stated",
                 build: scenario(kind, processes: 4, rows: 1250) { $0.statesLimit = true }),

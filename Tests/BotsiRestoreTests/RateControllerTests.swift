@@ -168,6 +168,21 @@ import Testing
         #expect(off.effectiveRate == nil, "--no-adaptive ignores them")
     }
 
+    @Test func aWindowNearlyUsedUpByThisProcessAloneIsTheCapsWorkNotAnEpisode() {
+        var alone = Self.controller(startRate: 1000)
+        for index in 0..<98 {
+            // What remains is what its own requests over the last second left.
+            let left = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 99 - index, resetSeconds: 1)
+            alone.replied(.accepted, duration: 0.05, rateLimit: left, now: 1 + Double(index) / 98)
+        }
+        #expect(alone.summary.throttleEvents == 0, "98 of the window's 99 are its own: at 0.99 it runs that low")
+        #expect(Self.close(alone.effectiveRate, 99))
+        var beside = Self.controller(startRate: 1000)
+        let nearlyGone = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        Self.replies(&beside, count: 60, from: 1, to: 2, rateLimit: nearlyGone)
+        #expect(beside.summary.throttleEvents == 1, "60 of 98 its own: someone else uses the window too")
+    }
+
     @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
         var controller = Self.controller(startRate: 1000)
         controller.replied(

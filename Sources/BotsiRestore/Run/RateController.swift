@@ -42,8 +42,11 @@ struct RateController {
         /// Stated limits: run at most at this share of quota / window.
         var limitShare = 0.99
         /// Stated limits: what remains of the window falling to this share of the quota is an
-        /// episode, as a 429 is.
+        /// episode, as a 429 is —
         var lowRemaining = 0.02
+        /// — unless this share or more of the window's use is this process's own: alone at
+        /// `limitShare` of a limit, the window runs that low by design, and the cap paces it.
+        var ownShare = 0.9
     }
 
     private enum Phase: Equatable {
@@ -233,7 +236,10 @@ struct RateController {
         guard let quota = info.quota, quota > 0 else { return }
         let window = info.windowSeconds ?? max(1, longestReset)
         stated = max(Double(quota) / window, 0.01)
-        if let remaining = info.remaining, Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining) {
+        guard let remaining = info.remaining, Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining)
+        else { return }
+        let everyone = Double(max(0, quota - remaining)) / window
+        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare {
             tooManyRequests(now: now, sentAt: sentAt)
         }
     }

@@ -225,6 +225,16 @@ extension SimulateCommand {
                 help: "the limiter's window, whole seconds (N × window must be whole)"
             ) { $0.options.limitWindowSeconds = $1 },
             .value(
+                "--limit-kind", .choice(RateLimiterKind.allCases), default: "sliding",
+                help: "sliding: at most N × window in any window; fixed: per window, back to back; bucket: "
+                    + "a token bucket holding one window of burst"
+            ) { $0.options.limitKind = $1 },
+            .value(
+                "--live-rate", .number(0.001...1_000_000),
+                help: "the app's own traffic: spend N of the limit per second itself, evenly spaced; the stats "
+                    + "count how many of those live requests the limiter refused"
+            ) { $0.options.liveRate = $1 },
+            .value(
                 "--rate-limit-headers", .choice(RateLimitHeaderStyle.allCases),
                 help: "describe the limiter on its replies: RateLimit + RateLimit-Policy, RateLimit-Limit/-Remaining/"
                     + "-Reset, or X-RateLimit-* (reset as UNIX time)"

@@ -50,6 +50,11 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var rate: Double?
     /// Lower rate and concurrency on throttling replies, raise them slowly after.
     public var adaptive = true
+    /// `--job-rate`: requests per second for the whole job, all its shards together; each shard
+    /// paces at most at its share (jobRate / shardCount).
+    public var jobRate: Double?
+    /// `--headroom`: the percentage of a limit (stated, given or found) left unused, 0 ≤ P < 100.
+    public var headroom: Double = 0
     /// Stop dispatching at this instant (from --max-duration / --stop-at), drain, exit 75.
     public var deadline: Date?
     /// The window as it was given (`--max-duration` in seconds, `--stop-at` as HH:MM): recorded

@@ -245,7 +245,7 @@ struct HTMLRunOptions {
     var adaptive = true
 
     init(_ json: String) {
-        guard let object = StatusReport.jsonValue(json) as? [String: Any] else { return }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return }
         rate = (object["rate"] as? NSNumber)?.doubleValue
         concurrency = (object["concurrency"] as? NSNumber)?.intValue
         shardIndex = (object["shardIndex"] as? NSNumber)?.intValue

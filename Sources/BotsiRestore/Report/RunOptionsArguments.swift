@@ -52,6 +52,7 @@ extension RunOptions {
         add("--retry-after-cap", retryAfterCap, defaults.retryAfterCap)
         add("--rate", rate.map(Self.number))
         add("--no-adaptive", !adaptive)
+        add("--headroom", headroom, defaults.headroom, duration: false)
         add("--max-failure-rate", maxFailureRate, defaults.maxFailureRate, duration: false)
         add("--min-sample", minSample, defaults.minSample)
         add("--seed", seed.map { "\($0)" })
@@ -61,6 +62,7 @@ extension RunOptions {
         add("--stop-at", stopAt)
         // Sharding
         if shardCount > 1 { add("--shard", "\(shardIndex)/\(shardCount)") }
+        add("--job-rate", jobRate.map(Self.number))
         return words
     }
 

@@ -7,7 +7,8 @@ public struct MergeSummary: Sendable, Equatable {
     public var items = 0
     public var attempts = 0
     public var rejections = 0
-    /// Pairs found in more than one shard; the record updated last was kept.
+    /// Pairs found in more than one shard; the record updated last was kept, unless it owed the row
+    /// and another shard's was final.
     public var pairsInSeveralShards = 0
 
     public init() {}
@@ -154,7 +155,10 @@ extension Journal {
                 ON o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
             """)
         let overlap = try overlapping.step() ? Int(overlapping.int(0)) : 0
-        // A pair already merged from an earlier shard: the record updated last wins...
+        // A pair already merged from an earlier shard: the record updated last wins, but never a
+        // record that owes the row over a final one (the lifecycle's rule: a final row changes only
+        // by a new definitive answer; a copy sent later against a failing server must not undo it)...
+        let owing = ItemStatus.allCases.filter { !$0.isFinal }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         try connection.prepare(
             """
             UPDATE main.items AS o SET status = s.status, code = s.code, http_status = s.http_status,
@@ -163,7 +167,7 @@ extension Journal {
                 profile_state = s.profile_state, access_levels = s.access_levels, answered_at = s.answered_at
             FROM shard.items AS s
             WHERE o.profile_id = s.profile_id AND o.original_transaction_id = s.original_transaction_id
-                AND s.updated_at > o.updated_at
+                AND s.updated_at > o.updated_at AND (s.status NOT IN (\(owing)) OR o.status IN (\(owing)))
             """
         ).reset(.int(shard)).run()
         // ...and counts the attempts of both, first seen where it was seen first.

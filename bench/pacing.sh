@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# The pacing benchmark of issue 10: `run --concurrency 32` (no --rate: adaptive pacing alone)
-# against `simulate --limit-rate LIMIT` over ROWS rows, optionally with the simulator sending
-# rate-limit headers. Prints one line per run: elapsed, accepted rate / limit, 429 share.
+# Pacing near a limit (issues 10 and 23): `run --concurrency 32` without --rate (the adaptive
+# pacer alone) against `simulate --limit-rate LIMIT`, alone or as SHARDS processes side by side
+# (`--shard i/SHARDS` of the same input, each its own journal), optionally beside live traffic the
+# simulator spends from its own limit. Prints one line per run: the fraction of the limit used
+# (of the room the live traffic leaves), the 429s among the batch's requests, the live requests
+# refused, and with shards the spread of their shares.
 #
 #   bash bench/pacing.sh [LIMIT] [ROWS] [HEADERS] [RUNS]   (defaults 100 6000 none 1)
-#   HEADERS: none | ietf | ratelimit-limit | x-ratelimit.   LATENCY_MS (env, default 50).
-#   BOTSI_BIN (env): a binary to measure instead of building the release one.
+#   HEADERS: none | ietf | ratelimit-limit | x-ratelimit (the simulator states its limit).
+#   Environment: LATENCY_MS (50), KIND (sliding | fixed | bucket), SHARDS (1), LIVE (live requests/s,
+#   0), CONCURRENCY (32), RETRY_AFTER (1, seconds on the limiter's 429s).
+#   BOTSI_BIN: the binary whose `run` is measured (default: build the release one); SIM_BIN: the
+#   binary whose `simulate` serves (default BOTSI_BIN; set it to a current build to measure an
+#   older client against the limiter kinds and live traffic it lacks).
+#
+# Definitions (issue 23): utilization = rows answered ÷ (last process's end − first one's start) ÷
+# the limit (less the live rate); a share is a process's accepted requests over 5 s while all of
+# them run, over their mean; spread = the first process's running time ÷ the last one's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit=${1:-100}
@@ -13,6 +24,11 @@ rows=${2:-6000}
 headers=${3:-none}
 runs=${4:-1}
 latency=${LATENCY_MS:-50}
+kind=${KIND:-sliding}
+shards=${SHARDS:-1}
+live=${LIVE:-0}
+concurrency=${CONCURRENCY:-32}
+retry_after=${RETRY_AFTER:-1}
 work=$(mktemp -d /tmp/botsi-pacing.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -21,14 +37,16 @@ if [ -z "$bin" ]; then
     swift build -c release --product botsi-restore >/dev/null
     bin=.build/release/botsi-restore
 fi
+sim_bin=${SIM_BIN:-$bin}
 export BENCH_KEY=bench-key
 python3 bench/make_input.py "$rows" >"$work/in.csv"
-header_flags=()
-[ "$headers" != none ] && header_flags=(--rate-limit-headers "$headers")
+sim_flags=(--limit-rate "$limit" --retry-after "$retry_after")
+[ "$headers" != none ] && sim_flags+=(--rate-limit-headers "$headers")
+[ "$kind" != sliding ] && sim_flags+=(--limit-kind "$kind")
+[ "$live" != 0 ] && sim_flags+=(--live-rate "$live")
 
 for run in $(seq "$runs"); do
-    "$bin" simulate --port 0 --latency "$latency" --key bench-key --limit-rate "$limit" "${header_flags[@]}" \
-        >"$work/sim.out" 2>&1 &
+    "$sim_bin" simulate --port 0 --latency "$latency" --key bench-key "${sim_flags[@]}" >"$work/sim.out" 2>&1 &
     sim_pid=$!
     sim_url=
     for _ in $(seq 100); do
@@ -37,23 +55,66 @@ for run in $(seq "$runs"); do
         sleep 0.1
     done
     [ -n "$sim_url" ] || { echo "simulator did not start" >&2; exit 1; }
-    rm -f "$work/j.sqlite"*
+    # The live traffic runs before the batch starts, as an app's does.
+    [ "$live" != 0 ] && sleep 2
+    rm -f "$work"/j-*.sqlite*
     load=$(cut -d' ' -f1 /proc/loadavg)
-    start=$(date +%s.%N)
-    "$bin" run "$work/in.csv" --journal "$work/j.sqlite" --base-url "$sim_url" --key-env BENCH_KEY \
-        --concurrency 32 --max-attempts 20 --quiet >/dev/null 2>"$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
-    end=$(date +%s.%N)
-    stats=$(curl -s "$sim_url/__simulator/stats")
+    before=$(curl -s "$sim_url/__simulator/stats")
+    pids=()
+    for shard in $(seq 0 $((shards - 1))); do
+        shard_flags=()
+        [ "$shards" -gt 1 ] && shard_flags=(--shard "$shard/$shards")
+        (
+            date +%s.%N >"$work/start-$shard"
+            "$bin" run "$work/in.csv" --journal "$work/j-$shard.sqlite" --base-url "$sim_url" --key-env BENCH_KEY \
+                --concurrency "$concurrency" --max-attempts 20 --quiet "${shard_flags[@]}" >/dev/null \
+                2>"$work/run-$shard.err" || { cat "$work/run-$shard.err" >&2; exit 1; }
+            date +%s.%N >"$work/end-$shard"
+        ) &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    after=$(curl -s "$sim_url/__simulator/stats")
     kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
-    python3 - "$stats" "$start" "$end" "$rows" "$limit" "$headers" "$load" <<'PY'
-import json, sys
-stats, start, end, rows, limit, headers, load = sys.argv[1:]
-stats = json.loads(stats)
-elapsed = float(end) - float(start)
-requests = stats["requests"]; refused = stats.get("rateLimited", 0)
-accepted = requests - refused
-print(f"limit {limit}/s headers {headers}: {rows} rows in {elapsed:.2f}s = {int(rows)/elapsed:.1f}/s = "
-      f"{int(rows)/elapsed/float(limit):.3f} of the limit; {refused} of {requests} requests 429 "
-      f"({100*refused/requests:.2f}%); load {load}")
+    python3 - "$work" "$shards" "$limit" "$live" "$headers" "$kind" "$latency" "$load" "$before" "$after" <<'PY'
+import json, sqlite3, sys, datetime
+work, shards, limit, live, headers, kind, latency, load, before, after = sys.argv[1:]
+shards, limit, live = int(shards), float(limit), float(live)
+before, after = json.loads(before), json.loads(after)
+starts = [float(open(f"{work}/start-{i}").read()) for i in range(shards)]
+ends = [float(open(f"{work}/end-{i}").read()) for i in range(shards)]
+wall = max(ends) - min(starts)
+
+def epoch(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+
+accepted, answered = [], 0
+for i in range(shards):
+    db = sqlite3.connect(f"file:{work}/j-{i}.sqlite?mode=ro", uri=True)
+    answered += db.execute("SELECT count(*) FROM items WHERE status = 'restored'").fetchone()[0]
+    accepted.append([epoch(t) + (d or 0) / 1000 for t, d in
+                     db.execute("SELECT started_at, duration_ms FROM attempts WHERE http_status = 200")])
+    db.close()
+requests = after["requests"] - before["requests"]
+refused = after.get("rateLimited", 0) - before.get("rateLimited", 0)
+line = (f"{kind} {limit:g}/s headers {headers} latency {latency} ms shards {shards}"
+        f"{f' live {live:g}/s' if live else ''}: {answered} rows in {wall:.2f}s = {answered / wall:.1f}/s = "
+        f"{answered / wall / (limit - live):.3f} of the {'room' if live else 'limit'}; "
+        f"{refused} of {requests} requests 429 ({100 * refused / max(requests, 1):.2f}%)")
+if live:
+    live_requests = after["liveRequests"] - before["liveRequests"]
+    live_refused = after["liveRefused"] - before["liveRefused"]
+    line += f"; live {live_refused} of {live_requests} refused ({100 * live_refused / max(live_requests, 1):.2f}%)"
+if shards > 1:
+    lowest, highest, t = 1.0, 1.0, max(starts)
+    while t + 5 <= min(ends):
+        counts = [sum(1 for a in times if t <= a < t + 5) for times in accepted]
+        mean = sum(counts) / len(counts)
+        if mean > 0:
+            lowest, highest = min(lowest, min(counts) / mean), max(highest, max(counts) / mean)
+        t += 5
+    durations = [e - s for s, e in zip(starts, ends)]
+    line += f"; shares {lowest:.2f}-{highest:.2f} of the mean, spread {min(durations) / max(durations):.2f}"
+print(line + f"; load {load}")
 PY
 done

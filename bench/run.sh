@@ -8,6 +8,7 @@
 #   bash bench/run.sh [THROUGHPUT_ROWS] [BIG_ROWS]      (defaults 100000 and 1000000)
 #   BENCH_PARTS=reports bash bench/run.sh                (the report step alone)
 #   BENCH_PARTS=changes bash bench/run.sh                (report --changes beside the plain report)
+#   BENCH_PARTS=html bash bench/run.sh                   (report --format html beside the CSV report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 throughput_rows=${1:-100000}
@@ -75,6 +76,40 @@ read -r elapsed user sys rss < <(measure rerun "$bin" run "$work/big.csv" --jour
 echo "rerun over $big_rows finished rows: ${elapsed}s = $(python3 -c "print(round($big_rows/$elapsed))") rows/s skipped, peak RSS $((rss / 1024)) MB"
 else
     start_simulator 0
+fi
+
+# report --format html (issue 22, item 8): the page of a HTML_ROWS-row journal (default 1,000,000,
+# one run against a simulator failing 2% of requests with 500, 503 and 429, so every chart and list
+# has something to show) beside the CSV report of the same journal: medians of 3 of wall time, the
+# page's size and both peak RSS. Goals: the page under 1.5 MB, no slower than the CSV report.
+if [ "$parts" = all ] || [ "$parts" = html ]; then
+    html_rows=${HTML_ROWS:-1000000}
+    "$bin" simulate --port 0 --key bench-key --fault-rate 0.02 --faults 500,503,429 --retry-after 0 \
+        >"$work/sim-html.out" 2>&1 &
+    html_url=""
+    for _ in $(seq 100); do
+        html_url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/sim-html.out" | head -n1 || true)
+        [ -n "$html_url" ] && break
+        sleep 0.1
+    done
+    python3 bench/make_input.py "$html_rows" >"$work/html.csv"
+    read -r elapsed _ _ _ < <(measure html-run "$bin" run "$work/html.csv" --journal "$work/html.sqlite" \
+        --base-url "$html_url" --key-env BENCH_KEY --concurrency 64 --backoff-base 0.01 --backoff-cap 0.05 --quiet)
+    echo "report --format html: a $html_rows-row journal made in ${elapsed}s"
+    sync
+    for format in csv html; do
+        times=()
+        for _ in 1 2 3; do
+            /usr/bin/time -f "%e %M" -o "$work/time" "$bin" report --journal "$work/html.sqlite" --format "$format" \
+                --output "$work/page.$format" 2>"$work/page-$format.err" || { cat "$work/page-$format.err" >&2; exit 1; }
+            read -r elapsed rss <"$work/time"
+            times+=("$elapsed")
+        done
+        median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+        echo "report --format $format --output F over $html_rows rows: ${times[*]} s, median ${median}s;" \
+            "$(stat -c %s "$work/page.$format") bytes; peak RSS $((rss / 1024)) MB (the last run)"
+    done
+    [ "$parts" = html ] && exit 0
 fi
 
 # report --changes (issue 21, item 3): every --since-run/--run form beside the plain CSV report of

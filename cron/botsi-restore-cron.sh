@@ -10,6 +10,8 @@
 #   BOTSI_ENV_FILE     the key's env file, mode 0600   (default: /etc/botsi-restore/env)
 #   BOTSI_LOG_FILE     log appended to                 (default: /var/log/botsi-restore/cron.log)
 #   BOTSI_WORKDIR      working directory for the run   (default: /var/lib/botsi-restore)
+#   BOTSI_HTML_REPORT  after the run, write its page    (default: none; e.g.
+#                      (report --format html) there       /var/log/botsi-restore/last-run.html)
 #
 # What it trusts, and why (docs/security.md, "The cron wrapper"):
 # - The env file sets the key and nothing else: the variable the job's keyEnv names (or
@@ -33,6 +35,7 @@ readonly bin=${BOTSI_RESTORE_BIN:-botsi-restore}
 readonly env_file=${BOTSI_ENV_FILE:-/etc/botsi-restore/env}
 readonly log_file=${BOTSI_LOG_FILE:-/var/log/botsi-restore/cron.log}
 readonly workdir=${BOTSI_WORKDIR:-/var/lib/botsi-restore}
+readonly html_report=${BOTSI_HTML_REPORT:-}
 readonly lock_dir=${RUNTIME_DIRECTORY:+${RUNTIME_DIRECTORY%%:*}}
 readonly old_lock_setting=${BOTSI_LOCK_FILE:-}
 readonly self_uid=$EUID
@@ -178,9 +181,13 @@ done <"$env_file"
 unset -v line name value
 
 log "start: $bin run --job $job${*:+ $*}"
+# One stamp a line, in this log's format: botsi-restore's periodic lines carry their own UTC time
+# (for a log written without this wrapper), which is left out here rather than written twice.
 stamp() {
     local text
+    local own='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z (.*)$'
     while IFS= read -r text || [ -n "$text" ]; do
+        [[ $text =~ $own ]] && text=${BASH_REMATCH[2]}
         printf '%(%Y-%m-%dT%H:%M:%S%z)T %s\n' -1 "$text"
     done
 }
@@ -219,4 +226,22 @@ case $status in
     *) advice="unexpected exit status: look at the lines above" ;;
 esac
 log "end: exit $status — $advice"
+
+# Last night's page beside the log, when asked for: the journal is the job's (or --journal's),
+# relative paths from the working directory as for the run. A failure is logged, never the exit.
+if [ -n "$html_report" ] && [ "$status" != 126 ] && [ "$status" != 127 ]; then
+    journal=botsi-restore.sqlite
+    if [ -r "$job" ] && [[ $(<"$job") =~ \"journal\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then journal=${BASH_REMATCH[1]}; fi
+    previous=""
+    for argument in "$@"; do
+        case $argument in --journal=*) journal=${argument#--journal=} ;; esac
+        [ "$previous" = --journal ] && journal=$argument
+        previous=$argument
+    done
+    if page_error=$("$bin" report --journal "$journal" --format html --output "$html_report" 2>&1 8>&-); then
+        log "page: $html_report (botsi-restore report --journal $journal --format html)"
+    else
+        log "page: not written to $html_report: ${page_error//$'\n'/ }"
+    fi
+fi
 exit "$status"

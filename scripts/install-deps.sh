@@ -15,10 +15,11 @@ for argument in "$@"; do
         # sqlite3, openssl, gzip, bsdutils (script): test fixtures; util-linux: setpriv and flock
         # for the cron wrapper's tests; systemd: systemd-analyze for the units' tests; zsh, fish:
         # the completion scripts' tests; groff: the man page's test; python3: the proxy tests;
-        # prometheus (promtool), prometheus-pushgateway: the metrics tests.
+        # prometheus (promtool), prometheus-pushgateway: the metrics tests; chromium (headless) and
+        # fonts-dejavu-core: the tests that open report --format html in a browser and take its screenshot.
         --test)
             packages+=(sqlite3 openssl gzip bsdutils util-linux systemd zsh fish groff python3)
-            packages+=(prometheus prometheus-pushgateway)
+            packages+=(prometheus prometheus-pushgateway chromium fonts-dejavu-core)
             ;;
         --package) packages+=(dpkg-dev binutils gzip mmdebstrap podman python3-venv ca-certificates) ;;
         *)

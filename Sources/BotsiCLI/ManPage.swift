@@ -42,10 +42,11 @@ public enum ManPage {
         page += jobFiles()
         page += """
             .SH EXIT STATUS
-            \\fBrun\\fR's are listed under it. The other commands exit 0 on success, 64 on a usage error,
-            73 when a journal cannot be read or written, 75 when \\fBmerge\\fR meets a journal a run still
-            holds, 69 when \\fBsimulate\\fR or \\fBdemo\\fR cannot listen; docs/exit\\-codes.md says what to do
-            about each.
+            \\fBrun\\fR exits with the statuses listed at the end of its section above. The other commands
+            exit 0 on success, 64 on a usage error, 66 when the journal to read does not exist (as
+            \\fBrun\\fR does for a missing input or journal), 73 when a journal cannot be read or written,
+            75 when \\fBmerge\\fR meets a journal a run still holds, 69 when \\fBsimulate\\fR or \\fBdemo\\fR
+            cannot listen; docs/exit\\-codes.md says what to do about each.
             .SH ENVIRONMENT
             .TP
             .B BOTSI_SECRET_KEY

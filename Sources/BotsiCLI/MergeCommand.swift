@@ -30,15 +30,14 @@ enum MergeCommand: Command {
                 "merged \(shards.count) journals into \(output): \(summary.runs) runs, \(summary.items) rows, "
                 + "\(summary.attempts) attempts, \(summary.rejections) rejected input rows"
             if summary.pairsInSeveralShards > 0 {
-                line += "; \(summary.pairsInSeveralShards) pairs were in more than one shard (the latest record kept)"
+                line += "; \(summary.pairsInSeveralShards) pairs were in more than one shard (the latest record kept, a final one over any that owes the row)"
             }
             Output.error(line)
             Output.error("see it with: botsi-restore report --journal \(output) --format table")
             return ExitCode.success
         } catch {
             Output.error("botsi-restore merge: \(error.description)")
-            if case .locked = error { return ExitCode.temporaryFailure }
-            return ExitCode.cannotCreate
+            return error.exitCode
         }
     }
 }

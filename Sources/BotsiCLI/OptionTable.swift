@@ -36,13 +36,43 @@ extension Option where Settings: JournalReading {
     }
 }
 
+/// Settings of a command that reads one journal or several: the shards of one job.
+protocol JournalsReading: JournalReading {
+    /// Every `--journal` given, in order; empty for the default journal alone.
+    var journals: [String] { get set }
+}
+
+extension JournalsReading {
+    var allJournals: [String] { journals.isEmpty ? [journal] : journals }
+}
+
+extension Option where Settings: JournalsReading {
+    /// No `default:` shown: a repeated option has no one value to default to (the help says it).
+    static func journalsToRead(_ help: String) -> Self {
+        .value("--journal", .path(), repeatable: true, help: help) {
+            $0.journals.append($1)
+            $0.journal = $0.journals[0]
+        }
+    }
+}
+
+/// `report --format`: the row formats, and the page.
+enum ReportFormatChoice: String, CaseIterable, Sendable {
+    case jsonl, csv, table, html
+}
+
 extension ReportCommand {
     static let options: [Option<ReportSettings>] =
         section(
             "Rows",
             [
-                .journalToRead,
-                .value("--run", .text("ID|latest"), help: "only rows that run sent or rejected") { $0.run = $1 },
+                .journalsToRead(
+                    "journal to read (default botsi-restore.sqlite); with --format html, several for the shards of "
+                        + "one job (totals and a row each)"),
+                .value(
+                    "--run", .text("ID|latest"),
+                    help: "only rows that run sent or rejected; with --format html, the run the charts show"
+                ) { $0.run = $1 },
                 .value(
                     "--status", .choice(ItemStatus.allCases, placeholder: "STATUS"), repeatable: true,
                     help: "only rows with this status: "
@@ -56,10 +86,14 @@ extension ReportCommand {
                     help: "only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)"
                 ) { $0.since = $1 },
                 .value(
-                    "--format", .choice(ReportFormat.allCases), default: "jsonl",
+                    "--format", .choice(ReportFormatChoice.allCases), default: "jsonl",
                     help: "table aligns columns for a terminal; CSV cells starting with = + - @ tab or CR are "
-                        + "prefixed with '"
-                ) { $0.format = $1 },
+                        + "prefixed with '; html is one self-contained page: verdict, charts over time, "
+                        + "distributions, what needs a person, run history"
+                ) {
+                    $0.html = $1 == .html
+                    $0.format = ReportFormat(rawValue: $1.rawValue) ?? .jsonl
+                },
                 .value(
                     "--output", short: "o", .path("FILE"),
                     help: "write there (mode 0600) instead of stdout; - is stdout"
@@ -108,7 +142,9 @@ extension ReportCommand {
 
 extension StatusCommand {
     static let options: [Option<StatusSettings>] = [
-        .journalToRead,
+        .journalsToRead(
+            "journal to read (default botsi-restore.sqlite); several for the shards of one job: each one's status, "
+                + "then the totals"),
         .value("--format", .choice(StatusSettings.Format.allCases), default: "text", help: "output format") {
             $0.format = $1
         },
@@ -188,6 +224,16 @@ extension SimulateCommand {
                 "--limit-window", .wholeSeconds(1...86_400), default: "1s",
                 help: "the limiter's window, whole seconds (N × window must be whole)"
             ) { $0.options.limitWindowSeconds = $1 },
+            .value(
+                "--limit-kind", .choice(RateLimiterKind.allCases), default: "sliding",
+                help: "sliding: at most N × window in any window; fixed: per window, back to back; bucket: "
+                    + "a token bucket holding one window of burst"
+            ) { $0.options.limitKind = $1 },
+            .value(
+                "--live-rate", .number(0.001...1_000_000),
+                help: "the app's own traffic: spend N of the limit per second itself, evenly spaced; the stats "
+                    + "count how many of those live requests the limiter refused"
+            ) { $0.options.liveRate = $1 },
             .value(
                 "--rate-limit-headers", .choice(RateLimitHeaderStyle.allCases),
                 help: "describe the limiter on its replies: RateLimit + RateLimit-Policy, RateLimit-Limit/-Remaining/"

@@ -74,6 +74,15 @@ final class ProgressPrinter: Sendable {
 
     /// The end of a run: the summary for people, or its fields as one JSON object.
     func summary(_ summary: RunSummary, journalPath: String) {
+        // What the inputs' checks noted (an empty export), each said on its own, before the summary.
+        for note in summary.inputNotes {
+            let isWarning = note.hasPrefix("warning: ")
+            if format == .json {
+                Self.writeJSON(["event": isWarning ? "warning" : "notice", "message": note])
+            } else {
+                Output.error("botsi-restore: \(note)")
+            }
+        }
         guard format == .json else {
             Output.error(summary.render(journalPath: journalPath))
             return
@@ -107,7 +116,8 @@ final class ProgressPrinter: Sendable {
     static func writeJSON(_ object: [String: Any]) {
         var object = object
         object["time"] = ISO8601DateFormatter().string(from: Date())
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: options) else { return }
         // JSONSerialization escapes C0 controls; the choke point escapes the rest, valid inside a string.
         Output.error(String(decoding: data, as: UTF8.self))
     }

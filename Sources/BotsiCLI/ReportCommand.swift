@@ -5,13 +5,16 @@ import BotsiRestore
 import Foundation
 
 /// What `report`'s options fill in.
-struct ReportSettings: JournalReading {
+struct ReportSettings: JournalsReading {
     var journal = "botsi-restore.sqlite"
+    var journals: [String] = []
     var run: String?
     var statuses: [String] = []
     var codes: [String] = []
     var since: Date?
     var format = ReportFormat.jsonl
+    /// `--format html`: one page for people instead of one record per row.
+    var html = false
     var output: String?
     var changes = false
     var sinceRun: String?
@@ -34,6 +37,12 @@ enum ReportCommand: Command {
     static func initialSettings() -> ReportSettings { ReportSettings() }
 
     static func run(_ settings: ReportSettings) throws -> Int32 {
+        if settings.html { return try html(settings) }
+        if settings.allJournals.count > 1 {
+            throw UsageError(
+                message: "several --journal are read together only by --format html; for rows, merge the shards "
+                    + "first (botsi-restore merge) or report each journal")
+        }
         try checkColumns(settings)
         if settings.conflicts { return try conflicts(settings) }
         if settings.changes { return try changes(settings) }
@@ -111,7 +120,7 @@ enum ReportCommand: Command {
     }
 
     /// Refuses the first of `options` that was given: it does not apply to `mode`.
-    private static func refuse(_ options: [(name: String, given: Bool)], with mode: String) throws(UsageError) {
+    static func refuse(_ options: [(name: String, given: Bool)], with mode: String) throws(UsageError) {
         if let option = options.first(where: { $0.given }) {
             throw UsageError(message: "option '\(option.name)' does not apply to \(mode); filter the output instead")
         }
@@ -125,21 +134,32 @@ enum ReportCommand: Command {
     private static func withReportOutput(
         _ settings: ReportSettings, _ body: (Journal, ReportSink) throws -> Void
     ) throws -> Int32 {
+        try withReportOutput(settings, journals: [settings.journal]) { journals, sink in try body(journals[0], sink) }
+    }
+
+    /// The same for several journals (the shards of one job): none of them, nor any input of
+    /// theirs, can be the output.
+    static func withReportOutput(
+        _ settings: ReportSettings, journals paths: [String], _ body: ([Journal], ReportSink) throws -> Void
+    ) throws -> Int32 {
         do {
             var protected = ProtectedFiles()
-            protected.add(journalAt: settings.journal)
+            for path in paths { protected.add(journalAt: path) }
             let file = ReportSink.file(settings.output)
             if let file { _ = try OutputFile.checkTarget(file, role: "report", protecting: protected) }
-            let journal = try Journal(path: settings.journal, create: false, readOnly: true)
-            defer { journal.close() }
-            if file != nil { try protectInputs(of: journal, in: &protected) }
+            var journals: [Journal] = []
+            defer { for journal in journals { journal.close() } }
+            for path in paths { journals.append(try Journal(path: path, create: false, readOnly: true)) }
+            if file != nil {
+                for journal in journals { try protectInputs(of: journal, in: &protected) }
+            }
             let sink = try ReportSink(path: file, protecting: protected)
-            try body(journal, sink)
+            try body(journals, sink)
             try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore report: \(error.description)")
-            return ExitCode.cannotCreate
+            return error.exitCode
         } catch let error as FileError {
             Output.error("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate

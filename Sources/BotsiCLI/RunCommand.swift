@@ -18,6 +18,8 @@ struct RunSettings: Equatable {
     /// `--metrics-file`, `--metrics-push`: Prometheus metrics (see MetricsReporter).
     var metricsFile: String?
     var metricsPush: String?
+    /// `--shard`, resolved (for `auto`, from the environment) when the run starts.
+    var shard: ShardSpec?
 }
 
 enum RunCommand: Command {
@@ -76,7 +78,17 @@ enum RunCommand: Command {
         }
         try checkColumnPositions(options)
         try checkMetricsOptions(settings)
+        if let shard = settings.shard {
+            do {
+                (options.shardIndex, options.shardCount) = try shard.resolve(
+                    environment: ProcessInfo.processInfo.environment)
+            } catch {
+                throw UsageError(message: error.message)
+            }
+        }
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
+        options.maxDuration = settings.maxDuration
+        options.stopAt = settings.stopAt.map { $0.text }
         return options
     }
 

@@ -34,13 +34,13 @@ extension RunCommand {
             ) { $0.options.format = $1 },
             .value(
                 "--profile-column", .column(), job: "profileColumn",
-                help: "column holding the profile id (default profileId or profile_id; with --no-header a "
-                    + "1-based position, default 1)"
+                help: "column holding the profile id (default profileId, also written Profile ID or "
+                    + "profile_id: case, spaces, _ and - are ignored; with --no-header a 1-based position, default 1)"
             ) { $0.options.profileColumn = $1 },
             .value(
                 "--transaction-column", .column(), job: "transactionColumn",
-                help: "column holding the original transaction id (default originalTransactionId or "
-                    + "original_transaction_id; with --no-header a 1-based position, default 2)"
+                help: "column holding the original transaction id (default originalTransactionId, matched the same "
+                    + "way; with --no-header a 1-based position, default 2)"
             ) { $0.options.transactionColumn = $1 },
             .value(
                 "--delimiter", .delimiter(), job: "delimiter",
@@ -170,6 +170,11 @@ extension RunCommand {
                 "--rate", .positiveNumber(meaning: "a number of requests per second"), job: "rate",
                 help: "requests per second at most, evenly spaced (Apple allows ~50/s per app)"
             ) { $0.options.rate = $1 },
+            .value(
+                "--headroom", .headroom, job: "headroom", default: "0",
+                help: "leave PCT% of the limit unused (for the app's live traffic): of a stated, --rate or "
+                    + "--job-rate limit; of the rate found when probing; of what a server says remains"
+            ) { $0.options.headroom = $1 },
             .flag(
                 "--no-adaptive", job: .negatedKey("adaptive"),
                 help: "do not slow down on 429/503 (adaptive throttling is on by default)"
@@ -206,14 +211,22 @@ extension RunCommand {
         "Sharding",
         [
             .value(
-                "--shard", Shard.kind,
-                job: .notInJobFiles(
-                    because: "the shards of one job share its file; each process is given its own index"),
-                help: "only rows whose profileId hashes to shard I of N (0 <= I < N)"
+                "--shard", Shard.kind, job: "shard",
+                help: "only rows whose profileId hashes to shard I of N (0 <= I < N); auto/N reads I from "
+                    + "JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch; "
+                    + "auto alone also takes N from AWS_BATCH_JOB_ARRAY_SIZE)"
             ) {
-                $0.options.shardIndex = $1.index
-                $0.options.shardCount = $1.count
-            }
+                $0.shard = $1
+                if case .fixed(let index, let count) = $1 {
+                    $0.options.shardIndex = index
+                    $0.options.shardCount = count
+                }
+            },
+            .value(
+                "--job-rate", .positiveNumber(meaning: "a number of requests per second"), job: "jobRate",
+                help: "requests per second for the whole job, all its shards together (the app's budget, stated "
+                    + "once): each shard paces at most at its share, N/s ÷ the shard count"
+            ) { $0.options.jobRate = $1 },
         ])
 
     private static let outputOptions: [Option<RunSettings>] = section(
@@ -241,4 +254,21 @@ extension RunCommand {
                     + "journal=<file name>); a failed push is only a warning"
             ) { $0.metricsPush = $1 },
         ])
+}
+
+extension ValueKind where Value == Double {
+    /// `--headroom`: 0 to 99, written 20 or 20% (all of a limit left unused would send nothing).
+    static let headroom = Self(
+        placeholder: "PCT", expected: "a percentage from 0 to 99, such as 20 or 20%", example: "20%",
+        fromText: { text in
+            plainNumber(text.hasSuffix("%") ? String(text.dropLast()) : text).flatMap { $0 < 100 ? $0 : nil }
+        },
+        fromJSON: { json in
+            let number =
+                json.number
+                ?? json.string.flatMap {
+                    plainNumber($0.hasSuffix("%") ? String($0.dropLast()) : $0)
+                }
+            return number.flatMap { $0 >= 0 && $0 < 100 ? $0 : nil }
+        })
 }

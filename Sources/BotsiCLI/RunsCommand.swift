@@ -42,7 +42,7 @@ enum RunsCommand: Command {
             return ExitCode.success
         } catch let error as JournalError {
             Output.error("botsi-restore runs: \(error.description)")
-            return ExitCode.cannotCreate
+            return error.exitCode
         }
     }
 }

@@ -139,8 +139,22 @@ enum DemoCommand: Command {
         let command = Installation.commandName
         Output.error("demo: see every row with:  \(command) report --journal \(journal) --format csv")
         Output.error("demo: the rejected rows:   \(command) report --journal \(journal) --status rejected")
+        writePage(journal: journal, keepJournal: keepJournal, directory: directory, command: command)
         // Rows left pending by the demo's faults are expected; the demo itself succeeded.
         return code == ExitCode.success || code == ExitCode.temporaryFailure ? ExitCode.success : code
+    }
+
+    /// The run as a page (beside a kept journal, else in the demo's directory), and where it is.
+    static func writePage(journal: String, keepJournal: String?, directory: String, command: String) {
+        let page = keepJournal.map(HTMLReportAdvice.pagePath(forJournal:)) ?? directory + "/demo.html"
+        var settings = ReportSettings()
+        settings.journal = journal
+        settings.html = true
+        settings.output = page
+        guard (try? ReportCommand.html(settings)) == ExitCode.success else { return }
+        Output.error("demo: the run as a page:   \(page)  (open it in a browser; it loads nothing from anywhere)")
+        let remake = HTMLReportAdvice.command(journalPath: journal, output: page)
+        Output.error("demo: made by:             " + command + remake.dropFirst("botsi-restore".count))
     }
 
     static func retriedAndRestored(journal path: String) throws -> Int {

@@ -4,11 +4,12 @@ import BotsiRestore
 import Foundation
 
 /// What `status`'s options fill in.
-struct StatusSettings: JournalReading {
+struct StatusSettings: JournalsReading {
     /// `botsi-restore status`: the run in progress or the last one. Opens the journal read-only, so
     /// it is safe while a run writes it.
     enum Format: String, CaseIterable, Sendable { case text, json }
     var journal = "botsi-restore.sqlite"
+    var journals: [String] = []
     var format = Format.text
 }
 
@@ -26,19 +27,26 @@ enum StatusCommand: Command {
     static func initialSettings() -> StatusSettings { StatusSettings() }
 
     static func run(_ settings: StatusSettings) throws -> Int32 {
-        let path = settings.journal
         let now = Date()
+        var reports: [StatusReport] = []
         do {
-            let journal = try Journal(path: path, create: false, readOnly: true)
-            defer { journal.close() }
-            let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
-            let report = StatusReport(
-                journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now)
-            Output.out(settings.format == .json ? report.renderJSON() : report.renderText())
-            return ExitCode.success
+            for path in settings.allJournals {
+                let journal = try Journal(path: path, create: false, readOnly: true)
+                defer { journal.close() }
+                let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
+                reports.append(
+                    StatusReport(journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now))
+            }
         } catch {
             Output.error("botsi-restore status: \(error.description)")
-            return ExitCode.cannotCreate
+            return error.exitCode
         }
+        if reports.count == 1 {
+            Output.out(settings.format == .json ? reports[0].renderJSON() : reports[0].renderText())
+        } else {
+            let job = StatusReport.Job(reports)
+            Output.out(settings.format == .json ? job.renderJSON() : job.renderText())
+        }
+        return ExitCode.success
     }
 }

@@ -1,7 +1,9 @@
 import BotsiBasics
 
-/// Which CSV column holds each field, from the header's names. Ambiguity is an error: two
-/// columns that match one field stop the reader, naming both and how to pick one.
+/// Which CSV column holds each field, from the header's names. Names match as people write them:
+/// case, spaces, `_` and `-` are ignored (`Original Transaction ID`, `original-transaction-id`).
+/// Ambiguity is an error: two columns that match one field stop the reader, naming both and how
+/// to pick one.
 enum HeaderMapping {
     struct Header {
         /// Trimmed, lossy UTF-8.
@@ -13,10 +15,10 @@ enum HeaderMapping {
 
     /// The column index of each `Field`, -1 where the header has none.
     static func columns(header: Header, context: ParserContext, delimiter: UInt8) throws(InputError) -> [Int] {
-        let accepted = context.fieldNames.map { Set($0.map { ASCIICase.lowercased($0.trimmingWhitespace()) }) }
+        let accepted = context.fieldNames.map { Set($0.map(key)) }
         var matches = Field.allCases.map { _ in [Int]() }
         for (index, name) in header.names.enumerated() {
-            let key = ASCIICase.lowercased(name)
+            let key = key(name)
             // A column serves the first field that accepts its name, so a column the user named
             // for the transaction (say `receipt`) is not also read as a receipt.
             if let field = accepted.firstIndex(where: { $0.contains(key) }) { matches[field].append(index) }
@@ -45,6 +47,38 @@ enum HeaderMapping {
                     profileFound: columns[Field.profile.rawValue] >= 0, transactionFound: hasTransaction))
         }
         return columns
+    }
+
+    /// A header name as it is compared: ASCII case folded; spaces, `_` and `-` left out.
+    static func key(_ name: String) -> String {
+        String(ASCIICase.lowercased(name.trimmingWhitespace()).filter { $0 != " " && $0 != "_" && $0 != "-" })
+    }
+
+    /// A header name near enough to one of a missing field's names to be that field misspelt
+    /// (`original_transaction`), with the flag that reads it; nil when none is near.
+    private static func nearMiss(_ field: Field, header: Header, context: ParserContext) -> String? {
+        guard let flag = field.flag else { return nil }
+        let names = context.fieldNames[field.rawValue].map(key)
+        guard
+            let name = header.names.first(where: { name in
+                let typed = key(name)
+                return !typed.isEmpty && Basics.nearest(to: typed, among: names) != nil
+            })
+        else { return nil }
+        return
+            " Did you mean \(RowValidation.display(name)) for the \(field.title)? If so, pass \(flag) \(shellWord(name))."
+    }
+
+    /// A name as a shell reads it back as one word.
+    private static func shellWord(_ name: String) -> String {
+        let plain =
+            !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                    || "_.-".utf8.contains(byte)
+            }
+        return plain
+            ? name : "'" + name.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 
     private static func explicitName(_ field: Field, _ columns: ColumnNames) -> String? {
@@ -86,6 +120,8 @@ enum HeaderMapping {
         let more = names.count > 20 ? " and \(names.count - 20) more" : ""
         var message =
             "Input '\(context.displayName)' lacks \(missing.joined(separator: " and ")) in its header on line \(header.line), which has \(shown)\(more); name the columns with --profile-column and --transaction-column."
+        if !profileFound, let hint = nearMiss(.profile, header: header, context: context) { message += hint }
+        if !transactionFound, let hint = nearMiss(.transaction, header: header, context: context) { message += hint }
         if header.hasNonUTF8Names {
             message +=
                 " Some column names are not UTF-8 text: if Excel on Windows wrote the file, pass --encoding windows-1252, or save it as CSV UTF-8."

@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// Builds the rows of a record that may carry a StoreKit 2 signed transaction or an App Store
 /// receipt instead of an original transaction id.
 ///
@@ -30,7 +32,7 @@ struct RowAssembler {
             return .rejected(
                 RejectedRow(
                     line: line, reason: reason, message: message, profileId: RowValidation.rawValue(profile),
-                    originalTransactionId: RowValidation.rawValue(signed != nil ? signedTransaction : receipt)))
+                    originalTransactionId: RowValidation.proofOpening(signed != nil ? signedTransaction : receipt)))
         case .valid(let value):
             profileId = value
         }
@@ -38,7 +40,7 @@ struct RowAssembler {
             .rejected(
                 RejectedRow(
                     line: line, reason: reason, message: message, profileId: profileId,
-                    originalTransactionId: id.map(RowValidation.truncated) ?? RowValidation.rawValue(field)))
+                    originalTransactionId: id.map(RowValidation.truncated) ?? RowValidation.proofOpening(field)))
         }
         if let signed {
             guard case .text(let bytes) = signed else {
@@ -51,6 +53,14 @@ struct RowAssembler {
                 return reject(
                     .invalidSignedTransaction, "signedTransaction \(error.problem).", id: nil, field: signedTransaction)
             case .success(let payload):
+                if let environment = payload.environment, ASCIICase.lowercased(environment) == "xcode" {
+                    return reject(
+                        .wrongEnvironment,
+                        "signedTransaction comes from Xcode's StoreKit testing (environment 'Xcode'): a local test "
+                            + "transaction that Apple's servers do not know, so it cannot be restored; "
+                            + "restore sandbox or production purchases.", id: payload.originalTransactionId,
+                        field: signedTransaction)
+                }
                 if let problem = mismatch(
                     bundle: payload.bundleId, environment: .some(payload.environment), what: "signedTransaction")
                 {

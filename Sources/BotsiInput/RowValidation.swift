@@ -60,6 +60,18 @@ enum RowValidation {
         }
     }
 
+    /// A signed transaction's or receipt's opening, for the transaction column of a row rejected
+    /// before it gave an id: enough to recognise it (`eyJhbGciOi…`, `MIIT…`), not kilobytes of
+    /// base64 in every report (its file and line say where the whole is).
+    static func proofOpening(_ field: FieldInput) -> String? {
+        guard let raw = rawValue(field) else { return nil }
+        let scalars = raw.unicodeScalars
+        guard scalars.count > maxProofOpeningScalars else { return raw }
+        return String(String.UnicodeScalarView(scalars.prefix(maxProofOpeningScalars))) + "…"
+    }
+
+    static let maxProofOpeningScalars = 24
+
     static func truncated(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > maxRawValueScalars else { return text }

@@ -2,7 +2,7 @@ import BotsiBasics
 import BotsiFiles
 
 /// Why a journal could not be opened, read or written. Every case reads as one sentence that says
-/// what to do; the CLI maps them all to exit status 73, except `locked` (75).
+/// what to do; `exitCode` is the status every command gives for it.
 public enum JournalError: Error, CustomStringConvertible, Sendable {
     case cannotOpen(path: String, reason: String)
     case notAJournal(path: String, reason: String)
@@ -56,6 +56,16 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
                 "journal \(path): \(table) row \(row) holds \(column) '\(VisibleText.escaped(shown))', which this botsi-restore does not know; nothing was changed — the row was edited by hand or written by another program: put the value right with sqlite3 (docs/journal.md lists the values), or read it with the version that wrote it"
         case .file(let error):
             return error.description
+        }
+    }
+
+    /// 66 (EX_NOINPUT) when there is no journal to read, as for a missing input; 75 when another
+    /// run holds it (try again later); 73 for a journal that cannot be used.
+    public var exitCode: Int32 {
+        switch self {
+        case .missing: ExitCode.noInput
+        case .locked: ExitCode.temporaryFailure
+        default: ExitCode.cannotCreate
         }
     }
 

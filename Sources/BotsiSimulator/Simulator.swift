@@ -53,6 +53,12 @@ public struct SimulatorOptions: Sendable {
     public var limitRate: Double? = nil
     /// The limiter's window in whole seconds.
     public var limitWindowSeconds: Int = 1
+    /// How the limiter counts: a sliding log, fixed windows, or a token bucket (`RateLimiterKind`).
+    public var limitKind: RateLimiterKind = .sliding
+    /// The app's own traffic: this many requests per second, evenly spaced from the start, spent from
+    /// the limiter by the simulator itself (needs `limitRate`); `stats.liveRequests`/`liveRefused`
+    /// count them. Several runs against one simulator already share its limit with each other.
+    public var liveRate: Double? = nil
     /// Rate-limit header fields on every reply the limiter decided (needs `limitRate`).
     public var rateLimitHeaders: RateLimitHeaderStyle? = nil
     /// How every `Retry-After` is written; the wait itself (`retryAfterSeconds`, or a fixed reply's own) is
@@ -242,8 +248,17 @@ extension SimulatorOptions {
                         + "\(options.limitWindowSeconds) s = \(product); choose a window that makes it one "
                         + "(e.g. 2.5/s over 2 s admits 5 per 2 s)")
             }
+            if let live = options.liveRate {
+                guard live > 0, live <= limit, live.isFinite else {
+                    throw SimulatorError(
+                        "the live rate spends part of the limit: it must be above 0 and at most the limit rate "
+                            + "(\(limit)/s), not \(live)")
+                }
+            }
         } else if options.rateLimitHeaders != nil {
             throw SimulatorError("rate-limit headers describe the limiter: set a limit rate too")
+        } else if options.liveRate != nil {
+            throw SimulatorError("live traffic spends the limiter's quota: set a limit rate too")
         }
     }
 }

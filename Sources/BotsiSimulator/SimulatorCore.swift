@@ -29,6 +29,15 @@ final class SimulatorCore: Sendable {
         var faultRandom: SplitMix64
         var jitterRandom: SplitMix64
         var limiter: RateLimiter?
+        var live: LiveTraffic?
+
+        /// The live traffic due by `now` is spent from the limiter first.
+        mutating func catchUpLive(to now: UInt64) {
+            guard var limiter, var traffic = live else { return }
+            traffic.catchUp(to: now, limiter: &limiter)
+            self.limiter = limiter
+            live = traffic
+        }
     }
 
     private enum Authorization {
@@ -69,12 +78,19 @@ final class SimulatorCore: Sendable {
                 store: RestoreStore(scenario: options.scenario, baseTime: baseTime),
                 faultRandom: SplitMix64(seed: options.seed),
                 jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908),
-                limiter: options.limitQuota.map { RateLimiter(quota: $0, windowSeconds: options.limitWindowSeconds) }))
+                limiter: options.limitQuota.map {
+                    RateLimiter(kind: options.limitKind, quota: $0, windowSeconds: options.limitWindowSeconds)
+                },
+                live: options.liveRate.map { LiveTraffic(rate: $0, startingAt: DispatchTime.now().uptimeNanoseconds) }))
     }
 
     func stats(listingPairs: Bool = true) -> SimulatorStats {
         let open = openConnections.load(ordering: .sequentiallyConsistent)
-        return state.withLock { $0.stats.snapshot(openConnections: open, listingPairs: listingPairs) }
+        return state.withLock { state in
+            state.catchUpLive(to: DispatchTime.now().uptimeNanoseconds)
+            return state.stats.snapshot(
+                openConnections: open, listingPairs: listingPairs, live: state.live.map { ($0.requests, $0.refused) })
+        }
     }
 
     /// The stats route needs no key, so by default it gives counts only: the pairs are customers' ids,
@@ -203,7 +219,9 @@ final class SimulatorCore: Sendable {
             return .failure(status: 400, code: "bad_request", message: message, retryAfter: nil)
         }
         // The clock is read under the lock, so the limiter sees times in the order it decides them.
-        if let outcome = state.limiter?.admit(now: DispatchTime.now().uptimeNanoseconds) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        state.catchUpLive(to: now)
+        if let outcome = state.limiter?.admit(now: now) {
             limiterOutcome = outcome
         }
         if let limiterOutcome, !limiterOutcome.admitted {

@@ -33,6 +33,9 @@ public struct SimulatorStats: Sendable, Codable {
     public let restoreCases: [String: Int]
     /// 429 replies caused by `limitRate` (not by injected faults).
     public let rateLimited: Int
+    /// With `liveRate`: the live requests the simulator spent from its limiter, and those it refused.
+    public let liveRequests: Int?
+    public let liveRefused: Int?
     /// Restore requests in flight when the stats were taken.
     public let inFlight: Int
     /// Connections closed because they sat idle (or sent a request too slowly) for `idleTimeoutSeconds`.
@@ -47,7 +50,8 @@ public struct SimulatorStats: Sendable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case requests, pairCount, maxInFlight, maxInFlightPerProfile, maxInFlightPerTransaction, statusCounts
-        case faultsInjected, connectionsAccepted, restoreCases, rateLimited, inFlight, idleTimeouts
+        case faultsInjected, connectionsAccepted, restoreCases, rateLimited, liveRequests, liveRefused, inFlight
+        case idleTimeouts
         case openConnections, connectionLimitPauses, acceptBackoffs
         case listedPairs = "pairs"
     }
@@ -108,7 +112,7 @@ struct StatsCounters: Sendable {
         counts[key] = count > 1 ? count - 1 : nil
     }
 
-    func snapshot(openConnections: Int, listingPairs: Bool) -> SimulatorStats {
+    func snapshot(openConnections: Int, listingPairs: Bool, live: (requests: Int, refused: Int)?) -> SimulatorStats {
         var listed: [SimulatorStats.Pair]?
         if listingPairs {
             let sortedPairs = pairs.sorted { left, right in
@@ -127,7 +131,8 @@ struct StatsCounters: Sendable {
             maxInFlight: maxInFlight, maxInFlightPerProfile: maxInFlightPerProfile,
             maxInFlightPerTransaction: maxInFlightPerTransaction, statusCounts: statusCounts,
             faultsInjected: faultsInjected, connectionsAccepted: connectionsAccepted, restoreCases: restoreCases,
-            rateLimited: rateLimited, inFlight: inFlight, idleTimeouts: idleTimeouts,
+            rateLimited: rateLimited, liveRequests: live?.requests, liveRefused: live?.refused, inFlight: inFlight,
+            idleTimeouts: idleTimeouts,
             openConnections: openConnections, connectionLimitPauses: connectionLimitPauses,
             acceptBackoffs: acceptBackoffs)
     }

@@ -51,9 +51,14 @@ import Testing
                         done.signal()
                     })
             else { exit(2) }
-            // The request's socket gets EMFILE.
-            ResourceLimits.leaveNoDescriptorFree()
+            // A first request with descriptors to spare, so that the client's thread has opened
+            // (and closed) all it opens on its own before the limit: under load it was still
+            // starting, a descriptor it closed fell free below the limit, and the socket got it.
             client.submit(RestoreRequest(tag: 1, profileId: "p", originalTransactionId: "1"))
+            guard done.wait(timeout: .now() + 30) == .success else { exit(3) }
+            // The next request's socket gets EMFILE.
+            ResourceLimits.leaveNoDescriptorFree()
+            client.submit(RestoreRequest(tag: 2, profileId: "p", originalTransactionId: "1"))
             guard done.wait(timeout: .now() + 30) == .success else { exit(3) }
             FileHandle.standardError.write(Data(message.get().utf8))
             exit(0)

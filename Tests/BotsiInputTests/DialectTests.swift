@@ -127,6 +127,44 @@ import Testing
         #expect(error?.message.contains("Remove or rename") == true)
     }
 
+    // MARK: names as people write them (issue 19, item 16)
+
+    @Test(arguments: [
+        "Price;profile_id;Original Transaction ID", "price,Profile ID,original-transaction-id",
+        "PROFILE_ID\tORIGINAL_TRANSACTION_ID\tprice", "price|profile-id|Original_Transaction_Id",
+    ])
+    func headerNamesMatchIgnoringCaseSpacesUnderscoresAndHyphens(header: String) throws {
+        let separator = header.first { ";,\t|".contains($0) }!
+        let names = header.split(separator: separator).map(String.init)
+        let values = names.map {
+            $0.lowercased().contains("profile") ? "p1" : $0.lowercased() == "price" ? "4" : "2000"
+        }
+        let (records, _) = try read(header + "\n" + values.joined(separator: String(separator)) + "\n")
+        #expect(records == [row("p1", "2000", line: 2)])
+    }
+
+    @Test func twoColumnsThatMeanOneFieldAreStillRefusedWhateverTheirSpelling() throws {
+        let error = expectInputError(.notTabular) {
+            _ = try read("Profile ID,originalTransactionId,profile-id\np,1,q\n")
+        }
+        let message = error?.message ?? ""
+        #expect(
+            message.contains("'Profile ID' (column 1)") && message.contains("'profile-id' (column 3)"), "\(message)")
+        #expect(message.contains("--profile-column"), "\(message)")
+    }
+
+    @Test func aNearMissHeaderNameIsSuggested() throws {
+        let error = expectInputError(.missingColumns) { _ = try read("profile_id,original_transaction\np,1\n") }
+        let message = error?.message ?? ""
+        #expect(message.contains("Did you mean 'original_transaction'"), "\(message)")
+        #expect(message.contains("--transaction-column original_transaction"), "\(message)")
+    }
+
+    @Test func aNameFarFromEveryFieldGetsNoSuggestion() throws {
+        let error = expectInputError(.missingColumns) { _ = try read("profile_id,price\np,1\n") }
+        #expect(error?.message.contains("Did you mean") == false, "\(error?.message ?? "")")
+    }
+
     @Test func aNamedTransactionColumnIsNotAlsoReadAsAReceipt() throws {
         let (records, _) = try read(
             "profileId,receipt\np,1\n", options: InputOptions(columns: ColumnNames(transaction: "receipt")))

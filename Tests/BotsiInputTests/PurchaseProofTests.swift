@@ -166,8 +166,29 @@ import Testing
             sandbox.map { $0.asRejected?.reason.rawValue ?? "row" } == [
                 "wrong_environment", "row", "wrong_environment", "row", "row", "wrong_environment",
             ])
-        // Without the options every readable one is a row.
-        #expect(try readRows(input).allSatisfy { $0.asRow != nil })
+        // Without the options every readable one is a row, but Xcode's local test transaction.
+        #expect(
+            try readRows(input).map { $0.asRejected?.reason.rawValue ?? "row" } == [
+                "row", "row", "row", "row", "row", "wrong_environment",
+            ])
+    }
+
+    /// Xcode's StoreKit testing signs transactions locally, with ids counted from 0: Apple's
+    /// servers do not know them (issue 19, item 16).
+    @Test func anXcodeTestTransactionIsRejectedSayingWhatItIs() throws {
+        let xcode = String(decoding: try purchaseFixture("jws-xcode.jws"), as: UTF8.self).split(separator: ".")
+        let payload =
+            #"{"transactionId":"0","originalTransactionId":"0","bundleId":"com.example.botsi","environment":"Xcode"}"#
+        let encoded = Data(payload.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let jws = [String(xcode[0]), encoded, String(xcode[2])].joined(separator: ".")
+        let records = try readRows("profileId,signedTransaction\np1,\(jws)\n")
+        let rejected = try #require(records.first?.asRejected)
+        #expect(rejected.reason == .wrongEnvironment)
+        #expect(rejected.message.contains("Xcode's StoreKit testing"), "\(rejected.message)")
+        #expect(rejected.message.contains("Apple's servers do not know"), "\(rejected.message)")
+        #expect(!rejected.message.contains("padded"), "\(rejected.message)")
+        #expect(rejected.originalTransactionId == "0")
     }
 
     @Test func unreadableProofsAreRejectedWithTheirReason() throws {
@@ -192,6 +213,12 @@ import Testing
         #expect(records[1].asRejected?.originalTransactionId == "TX-2000000600000099")
         #expect(records[1].asRejected?.message.contains("contains letters") == true)
         #expect(records[0].asRejected?.originalTransactionId?.hasPrefix("eyJ") == true)
+        // Issue 19, item 15: 257 characters of base64 filled the transaction column of a report;
+        // a proof that gave no id keeps its opening only.
+        for index in [0, 2, 3, 5] {
+            let shown = try #require(records[index].asRejected?.originalTransactionId, "record \(index)")
+            #expect(shown.count <= 25 && shown.hasSuffix("…"), "record \(index): \(shown)")
+        }
     }
 
     @Test func aHeaderWithOnlyAReceiptColumnIsEnough() throws {

@@ -69,6 +69,13 @@ import Testing
         #expect(tracker.recentRate(at: 13, requests: 140) == 100, "over the last second, two samples kept")
     }
 
+    /// Issue 19, item 15: the first progress line said "0 req/s" with 131 rows done.
+    @Test func theFirstRateIsTheRateSinceTheStart() {
+        var tracker = ProgressTracker(reportInterval: 1, journals: true, reports: true)
+        #expect(tracker.recentRate(at: 1, requests: 50) == 50)
+        #expect(tracker.recentRate(at: 2, requests: 150) == 75)
+    }
+
     @Test func theSnapshotTakesEachFigureFromItsRole() {
         var tracker = ProgressTracker(reportInterval: 1, journals: true, reports: true)
         var summary = Self.summary(requests: 7)

@@ -1,4 +1,5 @@
 import BotsiAPI
+import Foundation
 import Testing
 
 @testable import BotsiRestore
@@ -7,8 +8,17 @@ import Testing
 @Suite struct SendSchedulerTests {
     private typealias Scheduler = SendScheduler<String>
 
-    private static func scheduler(concurrency: Int = 8, rate: Double? = nil, adaptive: Bool = true) -> Scheduler {
-        Scheduler(concurrency: concurrency, rate: rate, adaptive: adaptive)
+    /// Ordering, concurrency, the reserve and retries, without the adaptive controller's pace
+    /// (the pacing tests drive that one).
+    private static func scheduler(concurrency: Int = 8, rate: Double? = nil, adaptive: Bool = false) -> Scheduler {
+        Scheduler(pacing: PacingConfiguration(concurrency: concurrency, rateCap: rate, adaptive: adaptive))
+    }
+
+    /// An adaptive scheduler whose start is `startRate` requests/s.
+    private static func adaptive(concurrency: Int = 8, startRate: Double = 10) -> Scheduler {
+        var pacing = PacingConfiguration(concurrency: concurrency)
+        pacing.tuning.startRate = startRate
+        return Scheduler(pacing: pacing)
     }
 
     /// What the runner does at `now`: marks what may be marked, commits, and sends what may go.
@@ -81,19 +91,24 @@ import Testing
         #expect(scheduler.reserved == 0)
     }
 
-    @Test func aRetryAfterHoldTakesTheReserveBackInOrder() {
-        var scheduler = Self.scheduler(concurrency: 4)
+    @Test func aCutThatMakesTheRateBindTakesTheReserveBackInOrder() {
+        // A start of 400/s is above what 4 slots carry at 50 ms: the concurrency binds, so rows are
+        // marked ahead of need; a 429 brings the rate back to what it sent a window before (a
+        // fraction of it), which the slots carry: the rate binds, and the reserve goes back.
+        var scheduler = Self.adaptive(concurrency: 4, startRate: 400)
         for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        #expect(Self.sendAll(&scheduler, now: 10) == ["0", "1", "2", "3"])
-        #expect(scheduler.reserved == 2)
+        var sent: [String] = []
+        for step in 0..<10 { sent += Self.sendAll(&scheduler, now: 10 + Double(step) * 0.0025) }
+        #expect(sent == ["0", "1", "2", "3"])
+        let reserve = scheduler.reserved
+        #expect(reserve == 2, "two marked ahead of need")
         let withdrawn = scheduler.replied(
-            .retryable(code: "http_429", httpStatus: 429, retryAfter: 5, message: nil), duration: 0.01, rateLimit: nil,
-            now: 10)
+            .retryable(code: "http_429", httpStatus: 429, retryAfter: 1, message: nil), duration: 0.001, rateLimit: nil,
+            now: 10.03)
         #expect(withdrawn == ["5", "4"], "newest first, for the journal to unmark")
         #expect(scheduler.reserved == 0)
-        #expect(scheduler.nextLaunch() == nil)
-        for _ in 0..<3 { _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 10) }
-        #expect(Self.marked(&scheduler, now: 16).first == "4", "they go first again when the hold ends")
+        #expect(scheduler.counts.rateLimit.map { $0 < 60 } == true, "\(String(describing: scheduler.counts.rateLimit))")
+        #expect(Self.marked(&scheduler, now: 10.1).first == "4", "they go first again")
     }
 
     @Test func aStopTakesBackWhatWasMarkedAndNotSent() {
@@ -193,32 +208,36 @@ import Testing
         #expect(scheduler.releaseDueRetries(now: 100) == [rows[1]])
     }
 
-    @Test func a429CutsTheRateAndItsRetryAfterHoldsEverySend() {
-        var scheduler = Self.scheduler()
-        scheduler.add(profileId: "a", transactionId: "1", payload: "a")
-        #expect(Self.sendAll(&scheduler, now: 10) == ["a"])
-        #expect(scheduler.counts.throttledRate == nil)
-        scheduler.add(profileId: "b", transactionId: "2", payload: "b")
+    @Test func theAdaptiveStartIsPacedAndA429SendsAgainWhatWasSentAWindowEarlier() {
+        var scheduler = Self.adaptive(startRate: 50)
+        for index in 0..<20 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 10) == ["0"], "the start is paced")
+        #expect(scheduler.counts.rateLimit == 50)
+        #expect(scheduler.counts.throttledRate == nil, "climbing is not being throttled")
         _ = scheduler.replied(
-            .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.01,
-            rateLimit: nil,
-            now: 10)
+            .retryable(code: "http_429", httpStatus: 429, retryAfter: 1.5, message: nil), duration: 0.1, rateLimit: nil,
+            now: 10.1)
         #expect(scheduler.counts.throttleEvents == 1)
+        // Sent 0.1 s before, at 50/G^0.1 with G the climb's growth a second: it goes back to the
+        // rate a window (1 s) before that, 1/G of it.
+        let growth = RateController.Tuning().startGrowth
+        let rate = scheduler.counts.rateLimit
+        #expect(rate.map { abs($0 - 50 / pow(growth, 0.1) / growth) < 1e-9 } == true, "\(String(describing: rate))")
         #expect(scheduler.counts.throttledRate != nil)
-        #expect(Self.sendAll(&scheduler, now: 11).isEmpty, "held until the Retry-After")
-        #expect(scheduler.nextWake(now: 11) == 11.5)
-        #expect(Self.sendAll(&scheduler, now: 11.5) == ["b"])
+        #expect(scheduler.pacingSummary.throttleEvents == 1)
     }
 
-    @Test func aStatedRateLimitPacesTheSends() {
-        var scheduler = Self.scheduler()
-        for index in 0..<4 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        #expect(Self.sendAll(&scheduler, now: 1) == ["0", "1", "2", "3"])
-        for index in 4..<6 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
-        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1), now: 1)
-        // The four unpaced sends are charged at the stated ~9.9/s: nothing more for ~0.4 s.
-        #expect(Self.sendAll(&scheduler, now: 1.3).isEmpty)
-        #expect(Self.sendAll(&scheduler, now: 1.45) == ["4"])
+    @Test func aStatedRateLimitCapsThePace() {
+        var scheduler = Self.adaptive(startRate: 50)
+        for index in 0..<6 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&scheduler, now: 1) == ["0"])
+        _ = scheduler.replied(
+            Self.ok, duration: 0.01, rateLimit: RateLimitInfo(quota: 10, windowSeconds: 1, remaining: 9), now: 1.01)
+        // 99% of the stated 10/s from the next slot on (1.02, taken at 50/s): then one every ~0.101 s.
+        #expect(scheduler.counts.rateLimit.map { abs($0 - 9.9) < 1e-9 } == true)
+        #expect(Self.sendAll(&scheduler, now: 1.02) == ["1"])
+        #expect(Self.sendAll(&scheduler, now: 1.1).isEmpty)
+        #expect(Self.sendAll(&scheduler, now: 1.122) == ["2"])
     }
 }
 

@@ -67,6 +67,23 @@ struct CommandLineTests {
         #expect(simulator.stats().requests == 0)
     }
 
+    /// Issue 19, item 15: 66 (EX_NOINPUT) for "no such journal to read", from every command, as
+    /// `run --journal J` without inputs always gave; 73 stays for a journal that cannot be used.
+    @Test func aMissingJournalExits66FromEveryCommand() throws {
+        let workspace = Workspace()
+        let missing = workspace.file("never-written.sqlite")
+        for arguments in [
+            ["status", "--journal", missing], ["runs", "--journal", missing], ["report", "--journal", missing],
+            ["report", "--journal", missing, "--changes"], ["merge", workspace.file("merged.sqlite"), missing],
+            ["run", "--journal", missing],
+        ] {
+            let finished = try botsi(arguments, key: "a-key", in: workspace)
+            #expect(finished.status == 66, "\(arguments): \(finished.stderr)")
+            #expect(finished.stderr.contains("does not exist"), "\(arguments): \(finished.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
     @Test func helpGoesToStdoutAndExits0() throws {
         let workspace = Workspace()
         for arguments in [["--help"], ["run", "--help"], ["report", "--help"]] {
@@ -77,6 +94,18 @@ struct CommandLineTests {
         }
         let run = try botsi(["run", "--help"], key: nil, in: workspace)
         #expect(run.stdout.contains("--concurrency") && run.stdout.contains("--journal"))
+    }
+
+    /// Issue 19, item 15: the top-level help had a 134-character line; every help fits 110 columns.
+    @Test func everyHelpLineFitsTheHelpWidth() throws {
+        let workspace = Workspace()
+        for command in ["", "run", "report", "status", "runs", "merge", "simulate", "demo", "completion"] {
+            let finished = try botsi(command.isEmpty ? ["--help"] : [command, "--help"], key: nil, in: workspace)
+            #expect(finished.status == 0, "\(command): \(finished.stderr)")
+            for line in finished.stdout.split(separator: "\n") {
+                #expect(line.count <= 110, "\(command) --help: \(line.count) characters: \(line)")
+            }
+        }
     }
 
     @Test(arguments: ["--version", "-V", "version"])

@@ -29,6 +29,28 @@ struct CronWrapperTests {
         }
     }
 
+    @Test func thePageIsWrittenBesideTheLogOnlyWhenAskedFor() throws {
+        let cron = CronSetup()
+        cron.write("nightly.json", "{\"journal\": \"journals/nightly.sqlite\"}\n", mode: 0o644)
+        cron.release()
+        #expect(try cron.run(exit: 75).status == 75)
+        #expect(cron.starts == ["started run --job \(cron.jobFile)"], "no page unless BOTSI_HTML_REPORT says where")
+
+        let page = cron.workspace.file("logs/last-run.html")
+        let asked = try cron.run(["--journal", "other.sqlite"], exit: 75, environment: ["BOTSI_HTML_REPORT": page])
+        #expect(asked.status == 75, "the run's status stays the wrapper's: \(asked.stderr)")
+        #expect(
+            cron.starts.last == "started report --journal other.sqlite --format html --output \(page)",
+            "starts: \(cron.starts)")
+        // The stand-in exits 75 for the report too: the failure is logged, the status is the run's.
+        #expect(cron.log.contains("page: not written to \(page)"), "log: \(cron.log)")
+        cron.write("exit-status", "0\n", mode: 0o644)
+        let written = try cron.start([], environment: ["BOTSI_HTML_REPORT": page]).wait(timeout: 90)
+        #expect(written.status == 0)
+        #expect(cron.starts.last == "started report --journal journals/nightly.sqlite --format html --output \(page)")
+        #expect(cron.log.contains("page: \(page) (botsi-restore report --journal journals/nightly.sqlite"))
+    }
+
     @Test func anEnvFileOthersCanReadIsRefusedAndNothingRuns() throws {
         let cron = CronSetup(envMode: 0o644)
         cron.release()
@@ -246,5 +268,34 @@ struct CronWrapperTests {
         #expect(!cron.log.contains(Simulator.defaultKey))
         let journal = try #require(JournalView.read(cron.workdir + "/nightly.sqlite"))
         #expect(journal.finalPairs == Set(rows))
+    }
+
+    /// Issue 19, item 15: botsi-restore's progress lines carry their own UTC time, and the
+    /// wrapper stamped them again in its own format. One stamp a line, in one format.
+    @Test func everyLogLineHasOneTimestampInOneFormat() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
+        defer { simulator.stop() }
+        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
+        let rows = Pair.generate(60)
+        cron.write(
+            "work/in.csv",
+            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+        cron.write(
+            "nightly.json",
+            """
+            {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+             "concurrency": 2, "rate": 40, "logInterval": "0.3s"}
+            """, mode: 0o644)
+        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        let result = try cron.run()
+        #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
+        let lines = cron.log.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains(" progress: ") }, "\(cron.log)")
+        let stamp = #"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}"#
+        for line in lines {
+            #expect(line.range(of: "^\(stamp)[+-]\\d{4} ", options: .regularExpression) != nil, "\(line)")
+            #expect(line.dropFirst(25).range(of: stamp, options: .regularExpression) == nil, "stamped twice: \(line)")
+        }
     }
 }

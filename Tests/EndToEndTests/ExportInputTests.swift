@@ -47,6 +47,18 @@ struct ExportInputTests {
         #expect(finished.stderr.contains("restored: 4"), "stderr: \(finished.stderr)")
     }
 
+    /// Issue 19, item 16: the header a spreadsheet user writes, refused before.
+    @Test func aHeaderWrittenAsPeopleWriteItIsRead() throws {
+        let workspace = Workspace()
+        let rows = Self.subscriptionPairs.sorted { $0.profileId < $1.profileId }
+            .map { "4,99;\($0.profileId);\($0.transactionId)" }
+        let input = workspace.write(
+            "people.csv", "Price;profile_id;Original Transaction ID\n" + rows.joined(separator: "\n") + "\n")
+        let (finished, journal, requests) = try run(input)
+        #expect(requests == 6)
+        #expect(journal?.finalPairs == Self.subscriptionPairs, "stderr: \(finished.stderr)")
+    }
+
     @Test func aZeroByteExportExits0WithAWarning() throws {
         let (finished, _, requests) = try run(Self.repositoryFile("Tests/Fixtures/inputs/empty.csv"))
         #expect(requests == 0)
@@ -55,6 +67,15 @@ struct ExportInputTests {
             finished.stderr.contains("warning: input '") && finished.stderr.contains("empty.csv' is empty (0 bytes)"),
             "stderr: \(finished.stderr)")
         #expect(finished.stderr.contains("failed or interrupted export"), "stderr: \(finished.stderr)")
+        // Issue 19, item 15: a warning says who warns, and comes before the summary, not inside it;
+        // the summary does not ask for the input files that were named.
+        let lines = finished.stderr.split(separator: "\n").map(String.init)
+        let warning = try #require(lines.firstIndex { $0.contains("is empty (0 bytes)") })
+        let summary = try #require(lines.firstIndex { $0.hasPrefix("run finished in") })
+        #expect(lines[warning].hasPrefix("botsi-restore: warning: input '"), "stderr: \(finished.stderr)")
+        #expect(warning < summary, "stderr: \(finished.stderr)")
+        #expect(!finished.stderr.contains("name input files"), "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("the input held no row"), "stderr: \(finished.stderr)")
     }
 
     @Test func aHeaderOnlyExportExits0AndSaysSoPlainly() throws {

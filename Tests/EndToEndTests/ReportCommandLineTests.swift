@@ -58,8 +58,8 @@ import Testing
         let status = try botsi(["status", "--journal", "from-command-line.sqlite"], key: nil, in: workspace)
         #expect(status.status == 0)
         #expect(status.stdout.contains("finished, exit 0"))
-        #expect(status.stdout.contains("concurrency=2"))
-        #expect(status.stdout.contains("maxAttempts=3"))
+        #expect(status.stdout.contains("--concurrency 2"), "\(status.stdout)")
+        #expect(status.stdout.contains("--max-attempts 3 --timeout 5s"), "\(status.stdout)")
     }
 
     @Test func aJobFileWithAnUnknownKeyIsAUsageError() throws {

@@ -19,6 +19,26 @@ struct ReportTests {
 
         """
 
+    /// Issue 19, item 15: a receipt the checks refused put 257 characters of base64 in the
+    /// transaction column; the report keeps its opening, the file and line say where the rest is.
+    @Test func aRejectedReceiptShowsOnlyItsOpeningInTheTransactionColumn() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let receipt = String(repeating: "MIIT8wYJKoZIhvcNAQcCoIIT5DCCE+ACAQExCzAJBgUrDgMCGgUA", count: 20) + "!"
+        let input = workspace.write("in.csv", "profileId,receipt\np-receipt,\(receipt)\n")
+        let run = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let csv = try botsi(
+            ["report", "--journal", workspace.journal, "--format", "csv", "--columns", "originalTransactionId,source"],
+            key: nil, in: workspace)
+        let rows = parseCSV(csv.stdout).dropFirst()
+        #expect(rows.count == 1, "\(csv.stdout)")
+        let shown = rows.first?.first ?? ""
+        #expect(shown.hasPrefix("MIIT8wYJ") && shown.count <= 25, "\(shown)")
+        #expect(rows.first?.last?.hasSuffix("in.csv:2") == true, "\(csv.stdout)")
+    }
+
     @Test func csvJSONLinesStatusAndRunFilters() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

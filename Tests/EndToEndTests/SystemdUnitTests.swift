@@ -52,6 +52,27 @@ struct SystemdUnitTests {
         #expect(verified.stderr.isEmpty && verified.stdout.isEmpty, "warnings: \(verified.stderr)\(verified.stdout)")
     }
 
+    /// The optional drop-in that keeps last night's page: verified merged into the service, as
+    /// systemd reads it, and naming the job's journal.
+    @Test func theDropInThatKeepsLastNightsPageVerifiesInTheService() throws {
+        let workspace = Workspace()
+        let units = try copies(workspace)
+        let binary = try #require(Locations.binary)
+        let dropIn = try String(
+            contentsOfFile: Locations.packageRoot + "/cron/botsi-restore-nightly-html-report.conf", encoding: .utf8)
+        let service = try String(contentsOfFile: units.service, encoding: .utf8)
+        let merged = service + "\n" + dropIn.replacingOccurrences(of: "/usr/bin/botsi-restore", with: binary)
+        try merged.write(toFile: units.service, atomically: true, encoding: .utf8)
+        let verified = try analyze(["verify", "--man=no", units.service, units.timer], in: workspace)
+        #expect(verified.status == 0 && verified.stderr.isEmpty, "stderr: \(verified.stderr)")
+        let post = try #require(try settings(units.service)["ExecStopPost"]?.first)
+        let job = try String(contentsOfFile: Locations.packageRoot + "/jobs/nightly-reconcile.json", encoding: .utf8)
+        #expect(job.contains("\"journal\": \"journals/nightly.sqlite\""))
+        #expect(
+            post.contains("report --journal journals/nightly.sqlite --format html --output /var/log/botsi-restore/"))
+        #expect(try settings(units.service)["LogsDirectory"] == ["botsi-restore"])
+    }
+
     @Test func theServiceIsSandboxedAsTheSecurityIssueAsks() throws {
         let workspace = Workspace()
         let units = try copies(workspace)

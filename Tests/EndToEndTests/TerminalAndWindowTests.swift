@@ -42,6 +42,21 @@ struct TerminalAndWindowTests {
         #expect(afterLastUpdate.contains("\nrun finished in") || afterLastUpdate.contains("\r\nrun finished in"))
     }
 
+    /// Issue 19, item 15: the demo's first log line said "0 req/s" beside rows done.
+    @Test func theFirstProgressLogLineShowsTheRateSoFar() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 5 }
+        defer { simulator.stop() }
+        let arguments = runArguments(
+            [workspace.csv(Pair.generate(400, prefix: "rate"))], workspace, simulator,
+            ["--log-interval", "0.5", "--rate", "200"])
+        let finished = try botsi(arguments, key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        let first = try #require(finished.stderr.split(separator: "\n").first { $0.contains("progress: ") })
+        #expect(first.contains(" done") && !first.contains(" 0 done"), "\(first)")
+        #expect(!first.contains("| 0 req/s"), "\(first)")
+    }
+
     @Test func aTimeWindowStopsTheRunWithSeventyFiveAndTheNextRunFinishesTheRest() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

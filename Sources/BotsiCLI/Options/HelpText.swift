@@ -22,8 +22,9 @@ enum HelpText {
         \(usageLines)
 
         The API key is read from the environment (BOTSI_SECRET_KEY, or the variable --key-env names)
-        or from a private file (--key-file), never from the command line. Every outcome is journaled in SQLite: every run first sends the rows
-        earlier runs left pending, and never resends finished rows unless asked to.
+        or from a private file (--key-file), never from the command line. Every outcome is journaled
+        in SQLite: every run first sends the rows earlier runs left pending, and never resends
+        finished rows unless asked to.
         """
     }
 

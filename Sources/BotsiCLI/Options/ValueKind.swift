@@ -183,6 +183,9 @@ struct ClockTime: Sendable, Equatable {
     let hour: Int
     let minute: Int
 
+    /// `06:30`: as `--stop-at` takes it back.
+    var text: String { (hour < 10 ? "0" : "") + "\(hour):" + (minute < 10 ? "0" : "") + "\(minute)" }
+
     static let kind = ValueKind<ClockTime>(
         placeholder: "HH:MM", expected: "a local time HH:MM such as 06:30", example: "06:30"
     ) {
@@ -196,21 +199,18 @@ struct ClockTime: Sendable, Equatable {
     }
 }
 
-/// `--shard I/N`: this process takes shard I of N.
-struct Shard: Sendable, Equatable {
-    let index: Int
-    let count: Int
-
-    static let kind = ValueKind<Shard>(
-        placeholder: "I/N", expected: "I/N with 0 <= I < N (e.g. 0/4, as JOB_COMPLETION_INDEX counts)",
-        example: "1/4"
-    ) { text in
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), count >= 1,
-            (0..<count).contains(index)
-        else { return nil }
-        return Shard(index: index, count: count)
-    }
+/// `--shard I/N`, `auto/N` or `auto`. A job file, shared by every process of the job, takes only
+/// the `auto` forms: a fixed index there would give all of them the same shard.
+enum Shard {
+    static let kind = ValueKind<ShardSpec>(
+        placeholder: "I/N",
+        expected: "I/N with 0 <= I < N (e.g. 0/4, as JOB_COMPLETION_INDEX counts), or auto/N to read I from "
+            + "JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX (a job file takes only auto/N or auto)",
+        example: "auto/4", fromText: ShardSpec.init,
+        fromJSON: { json in
+            guard let spec = json.string.flatMap(ShardSpec.init), case .fromEnvironment = spec else { return nil }
+            return spec
+        })
 }
 
 /// "30", "1.5", "500ms", "45s", "10m", "12h", "7d" -> seconds. Digits and one point only: no

@@ -105,8 +105,16 @@ public enum RunsWriter {
         object["endedAt"] = line.endedAt ?? NSNull()
         object["durationSeconds"] = line.durationSeconds ?? NSNull()
         object["exitCode"] = line.exitCode ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         // Inside JSON strings the visible escapes are JSON escapes: input names keep no raw bidi override.
-        return VisibleText.escaped(String(decoding: data, as: UTF8.self))
+        return VisibleText.escaped(StatusReport.json(object))
+    }
+}
+
+extension RunLine {
+    /// A run with no rows yet, for callers that fill in the rest (a test's model of a page).
+    public init(id: Int64, startedAt: String, state: String) {
+        self.init(
+            id: id, startedAt: startedAt, endedAt: nil, durationSeconds: nil, state: state, exitCode: nil, inputs: [],
+            statuses: [:], rejectedInput: 0, requests: 0, retries: 0, host: "", countsFromAttempts: false)
     }
 }

@@ -112,7 +112,12 @@ public struct StatusReport: Sendable {
         lines.append("started   \(run.startedAt) (\(elapsed) \(isAlive ? "so far" : "long"))")
         if let ended = run.endedAt { lines.append("ended     \(ended)") }
         lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
-        lines.append("options   \(optionsLine(run))")
+        let recorded = RunOptions.recorded(run.options)
+        let arguments = recorded?.arguments.map(RunAdvice.shellQuoted).joined(separator: " ")
+        lines.append("options   \(arguments.map { $0.isEmpty ? "(the defaults)" : $0 } ?? run.options)")
+        if let deadline = recorded?.deadline {
+            lines.append("window    dispatching stops at \(Timestamp.string(deadline))")
+        }
         let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
             .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
@@ -145,6 +150,8 @@ public struct StatusReport: Sendable {
             if !unreadInputs(run).isEmpty { what.append("read the input the last run did not finish") }
             lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
+        lines.append(
+            "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
         return lines.joined(separator: "\n")
     }
 
@@ -158,9 +165,13 @@ public struct StatusReport: Sendable {
             ]
             runObject["endedAt"] = run.endedAt ?? NSNull()
             runObject["exitCode"] = run.exitCode ?? NSNull()
-            runObject["options"] = Self.jsonValue(run.options) ?? NSNull()
+            // As `run` takes them; the deadline they made as a time, not seconds since 2001.
+            let recorded = RunOptions.recorded(run.options)
+            runObject["options"] = recorded?.arguments ?? NSNull()
+            runObject["deadline"] = recorded?.deadline.map(Timestamp.string) ?? NSNull()
+            // JSON's own numbers and booleans (the journal keeps its record as it always has).
             runObject["inputs"] = run.inputs.map {
-                ["path": $0.path, "sha256": $0.sha256, "bytes": String($0.bytes), "complete": String($0.complete)]
+                ["path": $0.path, "sha256": $0.sha256, "bytes": $0.bytes, "complete": $0.complete] as [String: Any]
             }
             object["run"] = runObject
         }
@@ -184,16 +195,21 @@ public struct StatusReport: Sendable {
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        object["pageCommand"] = HTMLReportAdvice.command(journalPath: journalPath)
+        return Self.json(object)
+    }
+
+    /// One JSON object as scripts read it: sorted keys, and `/` as itself (`\/` is valid JSON, but
+    /// not what jq, grep or a person expects in a path or a URL).
+    static func json(_ object: [String: Any]) -> String {
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: options)) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
     private func statusLine() -> String {
-        let order: [ItemStatus] = [
-            .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
-        ]
         var parts: [String] = []
-        for status in order {
+        for status in Self.order {
             let count = snapshot.itemCount(status: status)
             if count > 0 { parts.append("\(status) \(count)") }
         }
@@ -206,13 +222,6 @@ public struct StatusReport: Sendable {
             return run.inputs.map { $0.complete ? $0.path : "\($0.path) (not read to the end)" }
         }
         return RecordedOptions(run.options).inputs ?? []
-    }
-
-    private func optionsLine(_ run: RunRecord) -> String {
-        guard let options = Self.jsonValue(run.options) as? [String: Any] else { return run.options }
-        let skipped: Set<String> = ["inputs", "journalPath"]
-        return options.filter { !skipped.contains($0.key) && !($0.value is NSNull) }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\(Self.compact($0.value))" }.joined(separator: " ")
     }
 
     /// The inputs the run did not read to their end: a run killed (or still running) never
@@ -247,16 +256,6 @@ public struct StatusReport: Sendable {
         return RunAdvice.runCommand(options, inputs: unreadInputs(run), selection: selectionLeft)
     }
 
-    static func jsonValue(_ text: String) -> Any? {
-        try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-    }
-
-    static func compact(_ value: Any) -> String {
-        if let string = value as? String { return string }
-        // Serialising again keeps true apart from 1, which NSNumber alone does not.
-        let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed])
-        return data.map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-    }
 }
 
 /// The fields of a run's recorded options (`runs.options`) that `status` and `runs` use. Each is
@@ -304,4 +303,58 @@ struct RecordedOptions: Decodable {
         refreshOlderThan = try? container.decodeIfPresent(Double.self, forKey: .refreshOlderThan)
         releaseHeld = try? container.decodeIfPresent(Bool.self, forKey: .releaseHeld)
     }
+}
+
+extension StatusReport {
+    /// `status` over the shards of one job: each journal's status, then the rows of all of them.
+    public struct Job: Sendable {
+        public let reports: [StatusReport]
+
+        public init(_ reports: [StatusReport]) { self.reports = reports }
+
+        /// Rows by status over every journal.
+        public var statuses: [ItemStatus: Int] {
+            var totals: [ItemStatus: Int] = [:]
+            for report in reports {
+                for count in report.snapshot.items { totals[count.status, default: 0] += count.count }
+            }
+            return totals
+        }
+
+        public func renderText() -> String {
+            var blocks = reports.map { $0.renderText() }
+            let totals = statuses
+            let rows = StatusReport.order.compactMap { status in
+                totals[status].map { "\(status) \($0)" }
+            }
+            let running = reports.filter(\.isAlive).count
+            var total = [
+                "all \(reports.count) journals: \(running) running",
+                "rows      \(rows.isEmpty ? "none yet" : rows.joined(separator: " · "))",
+            ]
+            let rejected = reports.reduce(0) { $0 + $1.snapshot.rejections.values.reduce(0, +) }
+            if rejected > 0 { total.append("rejected  \(rejected) by the input checks") }
+            let page = RunAdvice.reportCommand(
+                journalPath: reports[0].journalPath,
+                ["--format", "html", "--output", "job.html"]
+                    + reports.dropFirst().flatMap { ["--journal", $0.journalPath] })
+            total.append("page      the job in one page: \(page)")
+            blocks.append(total.joined(separator: "\n"))
+            return blocks.joined(separator: "\n\n")
+        }
+
+        /// `{"journals": [each journal's status object], "statuses": totals, "rejected": total}`.
+        public func renderJSON() -> String {
+            let each = reports.map { $0.renderJSON() }.joined(separator: ",")
+            let totals = statuses.sorted { $0.key.rawValue < $1.key.rawValue }
+                .map { "\(JSONString.quoted($0.key.rawValue)):\($0.value)" }.joined(separator: ",")
+            let rejected = reports.reduce(0) { $0 + $1.snapshot.rejections.values.reduce(0, +) }
+            return "{\"journals\":[\(each)],\"statuses\":{\(totals)},\"rejected\":\(rejected)}"
+        }
+    }
+
+    /// The statuses in the order `status` prints them.
+    static let order: [ItemStatus] = [
+        .restored, .nothingToRestore, .profileNotFound, .rejected, .failed, .pending, .inFlight, .held,
+    ]
 }

@@ -88,7 +88,7 @@ actor ActiveRun {
         sender = parts.sender
         totalBytes = parts.totalBytes
         feeder = parts.feeder
-        scheduler = SendScheduler(concurrency: options.concurrency, rate: options.rate, adaptive: options.adaptive)
+        scheduler = SendScheduler(pacing: PacingConfiguration(options))
         decider = ReplyDecider(options: options)
         threshold = FailureThreshold(maxFailureRate: options.maxFailureRate, minSample: options.minSample)
         progress = ProgressTracker(

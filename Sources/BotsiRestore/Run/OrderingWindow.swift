@@ -91,9 +91,6 @@ struct OrderingWindow<Payload> {
         return entry
     }
 
-    /// Every row still held (for stopping: they stay pending in the journal).
-    var allSequences: [Int64] { Array(entries.keys) }
-
     private mutating func enqueueIfReady(_ sequence: Int64) {
         guard var entry = entries[sequence], !entry.isQueuedReady, !entry.isBusy,
             profileQueues[entry.profileId]?.first == sequence,

@@ -16,7 +16,8 @@ struct ProgressTracker {
     /// A dry run writes no progress; a run without a progress callback reports none.
     let journals: Bool
     let reports: Bool
-    private var rateSamples: [(time: Double, requests: Int)] = []
+    /// Starts with the run's start, so that the first rate is the rate since then, not 0.
+    private var rateSamples: [(time: Double, requests: Int)] = [(0, 0)]
     private var lastJournaledAt = 0.0
     private var lastReportedAt = 0.0
 

@@ -50,8 +50,17 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var rate: Double?
     /// Lower rate and concurrency on throttling replies, raise them slowly after.
     public var adaptive = true
+    /// `--job-rate`: requests per second for the whole job, all its shards together; each shard
+    /// paces at most at its share (jobRate / shardCount).
+    public var jobRate: Double?
+    /// `--headroom`: the percentage of a limit (stated, given or found) left unused, 0 ≤ P < 100.
+    public var headroom: Double = 0
     /// Stop dispatching at this instant (from --max-duration / --stop-at), drain, exit 75.
     public var deadline: Date?
+    /// The window as it was given (`--max-duration` in seconds, `--stop-at` as HH:MM): recorded
+    /// with the run so that `status` shows what was typed; the run goes by `deadline`.
+    public var maxDuration: Double?
+    public var stopAt: String?
     /// Stop (exit 69) when more than this percentage of the rows sent failed or ran out of
     /// attempts, once at least `minSample` rows were sent.
     public var maxFailureRate: Double = 50

@@ -61,7 +61,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
-    /// starts with "warning: ", since a failed export looks the same.
+    /// starts with "warning: ", since a failed export looks the same. Printed before the summary,
+    /// as messages of their own, not in `render`.
     public var inputNotes: [String] = []
     /// Transactions among this run's rows that several profiles claim, and their rows in the journal.
     public var conflicts = ConflictCounts(groups: 0, rows: 0)
@@ -143,7 +144,6 @@ public struct RunSummary: Sendable, Codable, Equatable {
             "\(head) in \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
-        lines += inputNotes
         if dryRun {
             lines.append("  would send: \(wouldSend) (\(newRows - wouldHold) new, \(owedRows) from the journal)")
             if wouldHold > 0 {
@@ -195,8 +195,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete {
+            // Only an input that held no row leaves a note: with one, the inputs were named.
             lines.append(
-                "nothing owed: journal \(journalPath) holds no row to send; name input files to send new pairs")
+                inputNotes.isEmpty
+                    ? "nothing owed: journal \(journalPath) holds no row to send; name input files to send new pairs"
+                    : "nothing to send: the input\(inputNotes.count > 1 ? "s" : "") held no row, and journal \(journalPath) owes none"
+            )
         }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
         if countsUnreadable {

@@ -9,6 +9,8 @@ struct SendCounts: Equatable {
     var throttledRate: Double?
     var concurrencyLimit: Int
     var throttleEvents: Int
+    /// The send-rate limit in force now (the controller's, a stated one or the cap); nil: unpaced.
+    var rateLimit: Double? = nil
 }
 
 /// Decides which row is sent when: the ordering window (rows sharing a profile or a transaction
@@ -39,11 +41,9 @@ struct SendScheduler<Payload> {
     private var waiting: Set<Int64> = []
     private var retryTimers = DeadlineHeap()
     private var pacer = Pacer()
-    /// Replies that were not throttling ones, per second: where the upstream limit lies.
-    private var acceptedMeter = SendMeter()
-    /// Typical request duration (exponentially weighted), for sizing concurrency to a rate.
-    private var latencyAverage = 0.05
-    private(set) var throttle: AdaptiveThrottle
+    private var controller: RateController
+    /// Rows were ready and the pacer held them back since the last tick: the rate is in use.
+    private var paceLimited = false
     /// After a stop nothing more is sent.
     private(set) var isStopped = false
     /// Rows held at most: enough to find ready ones behind long runs of one profile, bounded so
@@ -53,10 +53,21 @@ struct SendScheduler<Payload> {
     /// enough for the replies that arrive while one batch commits.
     let reserveLimit: Int
 
-    init(concurrency: Int, rate: Double?, adaptive: Bool) {
-        throttle = AdaptiveThrottle(enabled: adaptive, rateCap: rate, concurrencyCap: concurrency)
+    init(pacing: PacingConfiguration) {
+        let concurrency = pacing.concurrency
+        controller = RateController(pacing: pacing, tuning: pacing.tuning)
         windowLimit = max(concurrency * 16, 1024)
         reserveLimit = max(2, min(64, concurrency / 4))
+    }
+
+    /// What the pacing did, for the run's summary.
+    var pacingSummary: PacingSummary { controller.summary }
+
+    /// What `Runner.finish` reads until it takes `pacingSummary` instead (the runner's rewrite
+    /// makes that change); then this goes.
+    var throttle: (events: Int, lowestRate: Double?, isThrottled: Bool, effectiveRate: Double?) {
+        let summary = controller.summary
+        return (summary.throttleEvents, summary.lowestRate, summary.finalRate != nil, summary.finalRate)
     }
 
     /// Rows held: not sent yet, in flight, or waiting to be retried.
@@ -70,8 +81,9 @@ struct SendScheduler<Payload> {
     var counts: SendCounts {
         SendCounts(
             inFlight: launched, waitingToRetry: waiting.count,
-            throttledRate: throttle.isThrottled ? throttle.effectiveRate : nil,
-            concurrencyLimit: throttle.concurrency, throttleEvents: throttle.events)
+            throttledRate: controller.isThrottled ? controller.effectiveRate : nil,
+            concurrencyLimit: controller.concurrency, throttleEvents: controller.summary.throttleEvents,
+            rateLimit: controller.effectiveRate)
     }
 
     // MARK: Rows
@@ -84,8 +96,6 @@ struct SendScheduler<Payload> {
         window.add(sequence: sequence, profileId: profileId, transactionId: transactionId, payload: payload)
         return sequence
     }
-
-    func entry(_ sequence: Int64) -> OrderingWindow<Payload>.Entry? { window[sequence] }
 
     /// A held row's payload; setting it changes nothing else (and nothing for a row not held).
     subscript(payloadOf sequence: Int64) -> Payload? {
@@ -102,8 +112,11 @@ struct SendScheduler<Payload> {
     /// concurrency limit and the reserve reached, the pacer says wait, or the run stopped).
     mutating func nextSend(now: Double) -> OrderingWindow<Payload>.Entry? {
         guard !isStopped else { return nil }
-        while inFlight < throttle.concurrency + reserveAllowed(now: now), window.readyCount > 0 {
-            guard pacer.take(now: now, rate: throttle.effectiveRate) else { return nil }
+        while inFlight < controller.concurrency + reserveAllowed(now: now), window.readyCount > 0 {
+            guard pacer.take(now: now, rate: controller.effectiveRate) else {
+                paceLimited = true
+                return nil
+            }
             guard let sequence = window.takeReady(), let entry = window[sequence] else { continue }
             inFlight += 1
             unsent.append(sequence)
@@ -117,7 +130,7 @@ struct SendScheduler<Payload> {
 
     /// The oldest committed row, counted on the wire, while a slot is free; nil after a stop.
     mutating func nextLaunch() -> OrderingWindow<Payload>.Entry? {
-        guard !isStopped, launched < throttle.concurrency, unsentCommitted > 0 else { return nil }
+        guard !isStopped, launched < controller.concurrency, unsentCommitted > 0 else { return nil }
         let sequence = unsent[unsentHead]
         unsentHead += 1
         unsentCommitted -= 1
@@ -145,10 +158,10 @@ struct SendScheduler<Payload> {
         return withdrawn
     }
 
-    /// Rows may be marked ahead of need only while nothing paces the sends: a paced row goes
-    /// when the pacer says, never early from a reserve.
+    /// Rows may be marked ahead of need only while the concurrency limit, not the rate, holds the
+    /// sends back: a paced row goes when the pacer says, never early from a reserve.
     private func reserveAllowed(now: Double) -> Int {
-        throttle.effectiveRate == nil && now >= pacer.nextSendAt ? reserveLimit : 0
+        controller.concurrencyBound && now >= pacer.nextSendAt ? reserveLimit : 0
     }
 
     /// A reply arrived: its row is no longer in flight, and what it says about the service's
@@ -164,23 +177,12 @@ struct SendScheduler<Payload> {
     private mutating func feed(_ reply: RestoreReply, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
         inFlight -= 1
         launched -= 1
-        if !reply.isThrottling {
-            acceptedMeter.record(now: now)
-            latencyAverage = latencyAverage * 0.9 + duration * 0.1
+        var signal = PacingSignal.accepted
+        if case .retryable(_, let httpStatus, let retryAfter, _) = reply {
+            if httpStatus == 429 { signal = .tooManyRequests(retryAfter: retryAfter) }
+            if httpStatus == 503 { signal = .unavailable }
         }
-        if let rateLimit, throttle.advertised(rateLimit), let rate = throttle.effectiveRate {
-            pacer.chargeUnpacedBurst(rate: rate)
-        }
-        guard case .retryable(_, let httpStatus, let retryAfter, _) = reply else { return }
-        let acceptedRate = acceptedMeter.ratePerSecond(now: now)
-        if httpStatus == 429 {
-            throttle.tooManyRequests(
-                now: now, acceptedRate: acceptedRate, latency: latencyAverage,
-                acceptedSpan: acceptedMeter.span(now: now), retryAfter: retryAfter)
-            pacer.hold(until: throttle.holdUntil)
-        } else if httpStatus == 503 {
-            throttle.unavailable(now: now, acceptedRate: acceptedRate, latency: latencyAverage)
-        }
+        controller.replied(signal, duration: duration, rateLimit: rateLimit, now: now)
     }
 
     /// The row is done for this run: the rows after it on its keys may go.
@@ -218,7 +220,7 @@ struct SendScheduler<Payload> {
         // A row that left the window while it waited (a stop) leaves a stale timer: drop it.
         while let timer = retryTimers.first, !waiting.contains(timer.sequence) { retryTimers.popFirst() }
         var wake = retryTimers.first?.deadline
-        if !isStopped, inFlight < throttle.concurrency, window.readyCount > 0, pacer.nextSendAt > now {
+        if !isStopped, inFlight < controller.concurrency, window.readyCount > 0, pacer.nextSendAt > now {
             wake = min(wake ?? .infinity, pacer.nextSendAt)
         }
         return wake
@@ -226,10 +228,10 @@ struct SendScheduler<Payload> {
 
     /// Four times a second: after quiet spells the throttle raises the rate. True when it changed.
     mutating func tick(now: Double) -> Bool {
-        let before = throttle.effectiveRate
-        throttle.tick(
-            now: now, acceptedRate: acceptedMeter.ratePerSecond(now: now), acceptedSpan: acceptedMeter.span(now: now))
-        return throttle.effectiveRate != before
+        let before = controller.effectiveRate
+        controller.tick(now: now, paceLimited: paceLimited)
+        paceLimited = false
+        return controller.effectiveRate != before
     }
 
     /// Stops sending. Rows marked and not sent are taken back (`unsent`, for the journal to

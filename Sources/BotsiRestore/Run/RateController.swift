@@ -1,0 +1,303 @@
+import BotsiAPI
+import Foundation
+
+/// What a reply says to the pacing.
+enum PacingSignal: Equatable {
+    /// Any reply that was not a request to slow down.
+    case accepted
+    /// 429, with its Retry-After in seconds.
+    case tooManyRequests(retryAfter: Double?)
+    /// 503: a burst of them means overload.
+    case unavailable
+}
+
+/// The send rate and concurrency of one process on a limit it may share with other processes and
+/// with the app's live traffic, none of which it can see. docs/pacing.md is the model: the state,
+/// each reaction, why N copies converge, and the reason for every constant (its table is checked
+/// against `Tuning()` by a test).
+struct RateController {
+    struct Tuning: Equatable {
+        /// The start: paced from this rate, growing by `startGrowth` a second until the limit shows.
+        var startRate = 10.0
+        var startGrowth = 32.0
+        /// A 429 episode cuts to this share of the rate the limiter accepted from this process.
+        var backoff = 0.97
+        /// After a cut the rate returns toward the plateau with this time constant (seconds).
+        var recoveryTime = 0.25
+        /// The share of the ceiling (the rate found) the rate settles at after a cut.
+        var plateau = 0.99
+        /// Past the plateau the rate probes: plateau × ceiling × (1 + probe × t³), t in seconds.
+        var probe = 0.001
+        /// One episode per window: 429s within this long of a cut are the same overshoot draining.
+        var holdoff = 1.0
+        /// The accepted rate at a cut is the lower of the last second's and this many seconds'.
+        var measureOver = 2.0
+        /// Since a cut, a window refusing this share of what was sent is closed: it is probed at
+        /// `trickle` × the rate until it accepts again.
+        var closedShare = 0.9
+        var trickle = 0.05
+        /// Since a cut, refusing this share (at least `recutCount` refusals): the cut was too small.
+        var recutShare = 0.3
+        var recutCount = 10
+        /// Stated limits: run at most at this share of quota / window.
+        var limitShare = 0.99
+        /// Stated limits: what remains of the window falling to this share of the quota is an
+        /// episode, as a 429 is —
+        var lowRemaining = 0.02
+        /// — unless this share or more of the window's use is this process's own: alone at
+        /// `limitShare` of a limit, the window runs that low by design, and the cap paces it.
+        var ownShare = 0.9
+    }
+
+    private enum Phase: Equatable {
+        /// Climbing from `startRate` until the limit shows.
+        case starting
+        /// After the start's overshoot: climbing back at the start's pace to this rate.
+        case replaying(to: Double)
+        /// After a cut: returning toward the plateau.
+        case recovering
+        /// At the plateau since this instant, probing above it.
+        case probing(since: Double)
+    }
+
+    static let unavailableBurst = 3
+    static let unavailableShare = 0.25
+    static let unavailableBackoff = 0.8
+
+    let tuning: Tuning
+    let enabled: Bool
+    let rateCap: Double?
+    let concurrencyCap: Int
+    let headroom: Double
+
+    /// The send-rate limit this controller sets; nil with `--no-adaptive`.
+    private(set) var rate: Double?
+    private(set) var concurrency: Int
+
+    private var phase = Phase.starting
+    /// The rate the limiter accepted from this process at the last cut: its share of the limit then.
+    private var ceiling: Double?
+    private var cutAt = -Double.infinity
+    /// Replies to requests sent since the last cut, and how many of them were refused.
+    private var fresh = (replies: 0, refused: 0)
+    /// While a closed window is probed at a trickle: the rate to go back to when it accepts again.
+    private var resumeRate: Double?
+    private var climbedAt: Double?
+    /// The last tick found the rate in use (rows held back by it).
+    private var inUse = true
+    private var lastTick: Double?
+    private var recentUnavailable: [Double] = []
+    /// The stated limit per second (quota / window).
+    private var stated: Double?
+    private var longestReset = 0.0
+    private var events = 0
+    private var lowestRate: Double?
+
+    private var acceptedMeter = SendMeter()
+    /// Typical request duration (exponentially weighted).
+    private(set) var latency = 0.05
+
+    init(pacing: PacingConfiguration, tuning: Tuning = Tuning()) {
+        self.tuning = tuning
+        enabled = pacing.adaptive
+        rateCap = pacing.rateCap
+        concurrencyCap = pacing.concurrency
+        headroom = pacing.headroom
+        concurrency = pacing.concurrency
+        if enabled { rate = min(tuning.startRate, pacing.rateCap ?? .infinity) }
+    }
+
+    /// The send-rate limit in force: the lowest of the controller's, the stated one and the cap.
+    var effectiveRate: Double? {
+        [rate, statedCap, rateCap].compactMap { $0 }.min()
+    }
+
+    /// No rate, or one above what the concurrency can carry at the latency seen: the concurrency
+    /// limit holds the sends back, not the pacer.
+    var concurrencyBound: Bool {
+        guard let rate = effectiveRate else { return true }
+        return rate * latency >= Double(concurrency) * 0.8
+    }
+
+    /// The share of the rate found that the rate settles at: `--headroom` leaves its share unused.
+    private var plateau: Double { tuning.plateau * (1 - headroom) }
+
+    private var statedCap: Double? { stated.map { $0 * tuning.limitShare * (1 - headroom) } }
+
+    /// Below the cap (or with no cap): the replies set the pace, not the options.
+    var isThrottled: Bool {
+        guard let rate, phase != .starting else { return false }
+        return rateCap.map { rate < $0 } ?? true
+    }
+
+    var summary: PacingSummary {
+        PacingSummary(throttleEvents: events, lowestRate: lowestRate, finalRate: isThrottled ? effectiveRate : nil)
+    }
+
+    // MARK: Replies
+
+    /// A reply: what it says, how long it took, its rate-limit fields.
+    mutating func replied(_ signal: PacingSignal, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
+        if signal == .accepted {
+            acceptedMeter.record(now: now)
+            latency = latency * 0.9 + duration * 0.1
+        }
+        climb(now: now)
+        if now - duration >= cutAt {
+            fresh.replies += 1
+            if signal != .accepted { fresh.refused += 1 }
+        }
+        if signal == .accepted, let resume = resumeRate {
+            // The window opened again: back to the rate it was closed on.
+            rate = resume
+            resumeRate = nil
+        }
+        if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, now: now) }
+        switch signal {
+        case .accepted: break
+        case .tooManyRequests: tooManyRequests(now: now, sentAt: now - duration)
+        case .unavailable: unavailable(now: now)
+        }
+    }
+
+    private mutating func tooManyRequests(now: Double, sentAt: Double) {
+        guard enabled, sentAt >= cutAt else { return }
+        guard let current = effectiveRate else { return }
+        // A 429 to a request sent before the last cut is that overshoot's echo, already answered.
+        if now - cutAt < tuning.holdoff {
+            withinHoldoff(current: current, now: now)
+            return
+        }
+        let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
+        if phase == .starting {
+            // The climb overshot. The limiter still holds what this process sent over the last
+            // window, so it sends again what it sent a window ago and climbs back at the same pace as
+            // that ages out, to the plateau under what the window took.
+            let rateThen = current / pow(tuning.startGrowth, now - sentAt)
+            ceiling = min(accepted, current)
+            // The replay is the climb's own, not a slowdown: the rate it settles at is what the
+            // summary calls the lowest.
+            cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
+            phase = .replaying(to: ceiling! * plateau)
+            return
+        }
+        // What the limiter accepted from this process over the last window(s), while refusing some
+        // of it, is this process's share of the limit now; never more than halve at once.
+        let measured = min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
+        ceiling = min(current, max(measured, current * 0.5))
+        cut(now: now, to: ceiling! * tuning.backoff)
+        phase = .recovering
+    }
+
+    /// Within a window of a cut, what the window still holds refuses a little of what was sent since.
+    /// A window refusing nearly everything is closed until it moves on: a trickle finds when it opens,
+    /// instead of a full rate of 429s. One refusing a large share was cut too little (a token
+    /// bucket's burst hid the limit): what it takes is the rate.
+    private mutating func withinHoldoff(current: Double, now: Double) {
+        guard fresh.replies >= 4, resumeRate == nil else { return }
+        let share = Double(fresh.refused) / Double(fresh.replies)
+        if share >= tuning.closedShare {
+            resumeRate = rate
+            rate = max(0.5, current * tuning.trickle)
+        } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
+            ceiling = current * (1 - share)
+            cut(now: now, to: ceiling! * plateau)
+            phase = .recovering
+        }
+    }
+
+    /// A 503: only a burst of them counts — a few within a second, and a large share of that
+    /// second's replies. A steady trickle among many successes is an unreliable service, which
+    /// retries and the retry budget handle, not an overloaded one.
+    private mutating func unavailable(now: Double) {
+        recentUnavailable.append(now)
+        recentUnavailable.removeAll { now - $0 > 1 }
+        let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
+        let count = Double(recentUnavailable.count)
+        guard enabled, recentUnavailable.count >= Self.unavailableBurst,
+            count >= Self.unavailableShare * (count + accepted), now - cutAt >= tuning.holdoff
+        else { return }
+        recentUnavailable.removeAll()
+        let current = effectiveRate ?? max(accepted, 1)
+        ceiling = max(1, min(current, max(accepted, current * 0.5)))
+        cut(now: now, to: ceiling! * Self.unavailableBackoff)
+        phase = .recovering
+        // Overload is about work in progress too: keep what that rate needs at the latency seen.
+        let needed = Int((rate! * max(latency, 0.001) * 2).rounded(.up)) + 1
+        concurrency = max(1, min(concurrency, needed))
+    }
+
+    /// Rate-limit fields. The stated rate caps the pace. A window nearly used up is an episode
+    /// like a 429, one that comes before anything is refused: what remains counts everyone's
+    /// requests, the live app's and the other processes' included.
+    private mutating func statedLimit(_ info: RateLimitInfo, sentAt: Double, now: Double) {
+        guard enabled else { return }
+        if let reset = info.resetSeconds { longestReset = max(longestReset, reset.rounded(.down)) }
+        guard let quota = info.quota, quota > 0 else { return }
+        let window = info.windowSeconds ?? max(1, longestReset)
+        stated = max(Double(quota) / window, 0.01)
+        guard let remaining = info.remaining, Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining)
+        else { return }
+        let everyone = Double(max(0, quota - remaining)) / window
+        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare {
+            tooManyRequests(now: now, sentAt: sentAt)
+        }
+    }
+
+    /// `settlesAt`: where the rate goes back to at once, when the cut is a step on the way there.
+    private mutating func cut(now: Double, to newRate: Double, settlesAt: Double? = nil) {
+        cutAt = now
+        fresh = (0, 0)
+        resumeRate = nil
+        rate = max(0.5, newRate)
+        events += 1
+        lowestRate = min(lowestRate ?? .infinity, settlesAt ?? rate!)
+    }
+
+    // MARK: Quiet time
+
+    /// The start's climb, continuous: at every reply and tick while the rate is in use.
+    private mutating func climb(now: Double) {
+        defer { climbedAt = now }
+        guard enabled, phase == .starting, inUse, let current = rate, let climbedAt else { return }
+        rate = min(current * pow(tuning.startGrowth, now - climbedAt), statedCap ?? .infinity, rateCap ?? .infinity)
+    }
+
+    /// Called several times a second: the rate climbs while nothing refuses. `paceLimited`: rows
+    /// were ready and the rate held them back since the last tick; otherwise the rate is not in
+    /// use, proves nothing, and does not grow.
+    mutating func tick(now: Double, paceLimited: Bool) {
+        let elapsed = lastTick.map { now - $0 } ?? 0
+        lastTick = now
+        inUse = paceLimited
+        guard enabled, let current = rate else { return }
+        if phase == .starting {
+            climb(now: now)
+            return
+        }
+        guard paceLimited, now >= cutAt, resumeRate == nil else {
+            if case .probing(let since) = phase { phase = .probing(since: since + elapsed) }
+            return
+        }
+        var next = current
+        switch phase {
+        case .starting:
+            break
+        case .replaying(let target):
+            next = min(target, current * pow(tuning.startGrowth, elapsed))
+            if next >= target { phase = .probing(since: now) }
+        case .recovering:
+            let target = (ceiling ?? current) * plateau
+            next = target - (target - current) * exp(-elapsed / tuning.recoveryTime)
+            if next >= target * 0.995 { phase = .probing(since: now) }
+        case .probing(let since):
+            let target = (ceiling ?? current) * plateau
+            let probing = now - since
+            next = max(current, target * (1 + tuning.probe * probing * probing * probing))
+        }
+        if concurrency < concurrencyCap, now - cutAt >= 2 {
+            concurrency = min(concurrencyCap, concurrency + max(1, concurrency / 10))
+        }
+        rate = min(next, statedCap ?? .infinity, rateCap ?? .infinity)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+@testable import BotsiSimulator
+
+/// Prints the model's figures (BOTSI_PACING_EXPLORE=1): for working on the controller.
+/// BOTSI_PACING_TUNING="backoff=0.9,cubic=0.002" tries other constants; BOTSI_PACING_ONLY="live"
+/// keeps the scenarios whose description contains it; BOTSI_PACING_TRACE=1 prints each second.
+@Suite struct PacingExplore {
+    static let environment = ProcessInfo.processInfo.environment
+
+    static func tuning() -> RateController.Tuning {
+        var tuning = RateController.Tuning()
+        for pair in (environment["BOTSI_PACING_TUNING"] ?? "").split(separator: ",") {
+            let parts = pair.split(separator: "=")
+            guard parts.count == 2 else { continue }
+            let value = Double(parts[1])
+            switch parts[0] {
+            case "startRate": tuning.startRate = value!
+            case "startGrowth": tuning.startGrowth = value!
+            case "backoff": tuning.backoff = value!
+            case "recoveryTime": tuning.recoveryTime = value!
+            case "plateau": tuning.plateau = value!
+            case "probe": tuning.probe = value!
+            case "holdoff": tuning.holdoff = value!
+            case "measureOver": tuning.measureOver = value!
+            case "trickle": tuning.trickle = value!
+            case "recutShare": tuning.recutShare = value!
+            case "recutCount": tuning.recutCount = Int(value!)
+            case "closedShare": tuning.closedShare = value!
+            case "lowRemaining": tuning.lowRemaining = value!
+            default: Issue.record("unknown constant \(parts[0])")
+            }
+        }
+        return tuning
+    }
+
+    @Test(.enabled(if: environment["BOTSI_PACING_EXPLORE"] != nil))
+    func explore() {
+        var scenarios: [PacingScenario] = []
+        let seeds = (Self.environment["BOTSI_PACING_SEEDS"] ?? "1").split(separator: ",").compactMap { UInt64($0) }
+        for seed in seeds {
+            for kind in RateLimiterKind.allCases {
+                func make(_ change: (inout PacingScenario) -> Void) -> PacingScenario {
+                    var s = PacingScenario()
+                    s.kind = kind
+                    s.seed = seed
+                    s.pacing.tuning = Self.tuning()
+                    change(&s)
+                    return s
+                }
+                for n in [1, 2, 4, 8] {
+                    scenarios.append(
+                        make {
+                            $0.processes = n; $0.rowsPerProcess = 3000 / n
+                        })
+                }
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 6000; $0.latency = 0.2; $0.jitter = 0.02
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 6000; $0.latency = 0; $0.jitter = 0.001
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2]
+                    })
+                scenarios.append(make { $0.rowsPerProcess = 6000 })
+                for limit in [100, 40] {
+                    scenarios.append(
+                        make {
+                            $0.rowsPerProcess = 6000
+                            $0.latency = 0.05
+                            $0.jitter = 0.002
+                            $0.limit = limit
+                        })
+                }
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 2400; $0.limit = 40
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 300; $0.limit = 10
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 1000; $0.statesLimit = true
+                    })
+                scenarios.append(
+                    make {
+                        $0.processes = 4; $0.rowsPerProcess = 1500; $0.starts = [0, 0, 0, 15]
+                    })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 9000; $0.limitChanges = [(30, 50), (60, 100)]
+                    })
+            }
+        }
+        if let only = Self.environment["BOTSI_PACING_ONLY"], !only.isEmpty {
+            scenarios = scenarios.filter { $0.description.contains(only) }
+        }
+        for s in scenarios {
+            let outcome = PacingModel.run(s)
+            let fair = outcome.fairness(from: (s.starts.max() ?? 0) + 10)
+            print(outcome.report)
+            if Self.environment["BOTSI_PACING_TRACE"] != nil { print(outcome.trace) }
+            print(
+                String(
+                    format: "  fairness %.2f–%.2f over %d windows, finish spread %.2f", fair.lowest, fair.highest,
+                    fair.windows, outcome.finishSpread))
+            print("  " + (outcome.failures.isEmpty ? "OK" : "FAIL " + outcome.failures.joined(separator: "; ")))
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import BotsiAPI
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+
+/// Each reaction of the controller alone, on a clock the test holds (docs/pacing.md describes them;
+/// the model test puts N of them on one limiter).
+@Suite struct RateControllerTests {
+    private typealias Controller = RateController
+    private static let tuning = RateController.Tuning()
+
+    private static func controller(
+        concurrency: Int = 32, rateCap: Double? = nil, adaptive: Bool = true, headroom: Double = 0,
+        startRate: Double = 10
+    ) -> Controller {
+        var pacing = PacingConfiguration(
+            concurrency: concurrency, rateCap: rateCap, adaptive: adaptive, headroom: headroom)
+        pacing.tuning.startRate = startRate
+        return Controller(pacing: pacing, tuning: pacing.tuning)
+    }
+
+    /// `count` replies evenly spread over [from, to), each taking `latency`.
+    private static func replies(
+        _ controller: inout Controller, _ signal: PacingSignal = .accepted, count: Int, from: Double, to: Double,
+        latency: Double = 0.05, rateLimit: RateLimitInfo? = nil
+    ) {
+        for index in 0..<count {
+            let now = from + (to - from) * Double(index) / Double(count)
+            controller.replied(signal, duration: latency, rateLimit: rateLimit, now: now)
+        }
+    }
+
+    /// Ticks four times a second over [from, to], the rate in use throughout.
+    private static func ticks(_ controller: inout Controller, from: Double, to: Double, inUse: Bool = true) {
+        var now = from
+        while now <= to + 1e-9 {
+            controller.tick(now: now, paceLimited: inUse)
+            now += 0.25
+        }
+    }
+
+    private static let refused = PacingSignal.tooManyRequests(retryAfter: 1)
+
+    private static func close(_ value: Double?, _ expected: Double, within tolerance: Double = 1e-9) -> Bool {
+        value.map { abs($0 - expected) <= tolerance } ?? false
+    }
+
+    @Test func theStartIsPacedAndClimbsByItsGrowthASecondOnlyWhileTheRateIsInUse() {
+        var controller = Self.controller()
+        let growth = Self.tuning.startGrowth
+        #expect(controller.effectiveRate == 10)
+        #expect(!controller.isThrottled, "climbing is not being throttled")
+        Self.ticks(&controller, from: 0, to: 1)
+        #expect(Self.close(controller.effectiveRate, 10 * growth, within: 1e-6))
+        Self.ticks(&controller, from: 1.25, to: 3, inUse: false)
+        #expect(Self.close(controller.effectiveRate, 10 * growth, within: 1e-6), "a rate not in use does not grow")
+        let capped = Self.controller(rateCap: 4)
+        #expect(capped.effectiveRate == 4, "--rate caps the start too")
+        let off = Self.controller(adaptive: false)
+        #expect(off.effectiveRate == nil, "--no-adaptive: unpaced")
+    }
+
+    @Test func theClimbsFirst429SendsWhatWasSentAWindowBeforeAndClimbsBackToWhatTheWindowTook() {
+        var controller = Self.controller()
+        Self.ticks(&controller, from: 0, to: 1)
+        Self.replies(&controller, count: 100, from: 0.5, to: 1.5)
+        // The replies climb it too, to 10 × G^1.49 by the last one, 10 × G^1.5 at the 429.
+        let growth = Self.tuning.startGrowth
+        #expect(Self.close(controller.effectiveRate, 10 * pow(growth, 1.49), within: 1e-6))
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1.5)
+        let expected = 10 * pow(growth, 1.5) / pow(growth, 0.05) / growth
+        #expect(
+            Self.close(controller.effectiveRate, expected, within: 1e-6), "\(controller.effectiveRate!) vs \(expected)")
+        #expect(controller.isThrottled)
+        #expect(controller.summary.throttleEvents == 1)
+        // Back up at the climb's pace to 0.99 of what the window took (100 in the last second).
+        Self.ticks(&controller, from: 1.75, to: 2.5)
+        #expect(Self.close(controller.effectiveRate, 99, within: 1), "\(controller.effectiveRate!)")
+    }
+
+    @Test func a429ToARequestSentBeforeTheCutIsItsEchoAndAnotherWithinAWindowIsTheSameOvershoot() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let cut = controller.effectiveRate
+        #expect(controller.summary.throttleEvents == 1)
+        controller.replied(Self.refused, duration: 0.2, rateLimit: nil, now: 1.1)
+        #expect(controller.effectiveRate == cut, "sent at 0.9, before the cut: its echo")
+        for step in 1...3 {
+            controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1 + Double(step) * 0.05)
+        }
+        Self.replies(&controller, count: 20, from: 1.2, to: 1.8, latency: 0.01)
+        #expect(controller.effectiveRate == cut, "3 of 23 since the cut, within the window: the same overshoot")
+        #expect(controller.summary.throttleEvents == 1)
+    }
+
+    @Test func anEpisodeCutsToJustUnderWhatTheLimiterAcceptedThenRecoversAndProbes() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        Self.ticks(&controller, from: 1.25, to: 3)
+        Self.replies(&controller, count: 210, from: 1, to: 3.1)
+        // 100 accepted a second, a 429 past the holdoff: an episode.
+        let before = controller.effectiveRate!
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 3.1)
+        let accepted = 100.0
+        let cut = min(before, accepted) * Self.tuning.backoff
+        #expect(Self.close(controller.effectiveRate, cut, within: 1.5), "\(controller.effectiveRate!) vs \(cut)")
+        #expect(controller.summary.throttleEvents == 2)
+        // Recovery: most of the way back to 0.99 × ceiling within a second.
+        Self.ticks(&controller, from: 3.25, to: 4.25)
+        let recovered = controller.effectiveRate!
+        #expect(recovered > cut && recovered <= accepted * Self.tuning.plateau + 1e-9, "\(recovered)")
+        // Then a probe above it: slow at first, faster the longer nothing refuses.
+        Self.ticks(&controller, from: 4.5, to: 6.5)
+        let early = controller.effectiveRate!
+        Self.ticks(&controller, from: 6.75, to: 10.5)
+        let late = controller.effectiveRate!
+        #expect(early > accepted * Self.tuning.plateau && early < accepted * 1.03, "\(early)")
+        #expect(late > accepted * 1.08, "\(late)")
+    }
+
+    @Test func aClosedWindowIsProbedAtATrickleUntilItAcceptsAgain() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let cut = controller.effectiveRate!
+        Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
+        #expect(Self.close(controller.effectiveRate, cut * Self.tuning.trickle), "all of 5 refused since the cut")
+        controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 1.3)
+        #expect(controller.effectiveRate == cut, "open again: back to the rate")
+    }
+
+    @Test func aCutTooSmallForWhatTheWindowRefusesIsCutAgain() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let cut = controller.effectiveRate!
+        // Half of what was sent since the cut refused, 12 of 24: it takes half the rate.
+        for step in 0..<24 {
+            controller.replied(
+                step % 2 == 0 ? Self.refused : .accepted, duration: 0.01, rateLimit: nil, now: 1.1 + Double(step) * 0.01
+            )
+        }
+        let expected = cut * 0.5 * Self.tuning.plateau
+        #expect(Self.close(controller.effectiveRate, expected, within: cut * 0.05), "\(controller.effectiveRate!)")
+    }
+
+    @Test func aStatedLimitCapsThePaceAndAWindowNearlyUsedUpIsAnEpisodeBeforeAnythingIsRefused() {
+        var controller = Self.controller(startRate: 1000)
+        let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 60, resetSeconds: 1)
+        controller.replied(.accepted, duration: 0.05, rateLimit: info, now: 0.1)
+        #expect(Self.close(controller.effectiveRate, 99), "0.99 of the stated 100/s")
+        #expect(controller.summary.throttleEvents == 0)
+        let nearlyGone = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        controller.replied(.accepted, duration: 0.05, rateLimit: nearlyGone, now: 0.2)
+        #expect(controller.summary.throttleEvents == 1, "2 of 100 left: an episode")
+        #expect(controller.effectiveRate! < 99)
+        var withHeadroom = Self.controller(headroom: 0.2, startRate: 1000)
+        withHeadroom.replied(.accepted, duration: 0.05, rateLimit: info, now: 0.1)
+        #expect(Self.close(withHeadroom.effectiveRate, 99 * 0.8), "--headroom 20% of a stated limit")
+        let leftForOthers = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 19, resetSeconds: 1)
+        withHeadroom.replied(.accepted, duration: 0.05, rateLimit: leftForOthers, now: 0.2)
+        #expect(withHeadroom.summary.throttleEvents == 1, "stops short of what remains by the headroom")
+        var off = Self.controller(adaptive: false)
+        off.replied(.accepted, duration: 0.05, rateLimit: info, now: 0.1)
+        #expect(off.effectiveRate == nil, "--no-adaptive ignores them")
+    }
+
+    @Test func aWindowNearlyUsedUpByThisProcessAloneIsTheCapsWorkNotAnEpisode() {
+        var alone = Self.controller(startRate: 1000)
+        for index in 0..<98 {
+            // What remains is what its own requests over the last second left.
+            let left = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 99 - index, resetSeconds: 1)
+            alone.replied(.accepted, duration: 0.05, rateLimit: left, now: 1 + Double(index) / 98)
+        }
+        #expect(alone.summary.throttleEvents == 0, "98 of the window's 99 are its own: at 0.99 it runs that low")
+        #expect(Self.close(alone.effectiveRate, 99))
+        var beside = Self.controller(startRate: 1000)
+        let nearlyGone = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        Self.replies(&beside, count: 60, from: 1, to: 2, rateLimit: nearlyGone)
+        #expect(beside.summary.throttleEvents == 1, "60 of 98 its own: someone else uses the window too")
+    }
+
+    @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
+        var controller = Self.controller(startRate: 1000)
+        controller.replied(
+            .accepted, duration: 0.05, rateLimit: RateLimitInfo(quota: 5000, remaining: 4999, resetSeconds: 3599.6),
+            now: 1)
+        #expect(Self.close(controller.effectiveRate, 5000.0 / 3599 * 0.99))
+        controller.replied(
+            .accepted, duration: 0.05, rateLimit: RateLimitInfo(quota: 5000, remaining: 4000, resetSeconds: 12), now: 2)
+        #expect(Self.close(controller.effectiveRate, 5000.0 / 3599 * 0.99), "a later, shorter reset is not the window")
+    }
+
+    @Test func theHeadroomLeavesItsShareOfTheRateFound() {
+        var controller = Self.controller(headroom: 0.2, startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        Self.ticks(&controller, from: 1.25, to: 2.5)
+        #expect(Self.close(controller.effectiveRate, 100 * 0.99 * 0.8, within: 1), "\(controller.effectiveRate!)")
+    }
+
+    @Test func aBurstOf503sCutsRateAndConcurrencyButATrickleAmongSuccessesDoesNot() {
+        var trickle = Self.controller(concurrency: 8, startRate: 100)
+        for step in 0..<100 {
+            trickle.replied(.accepted, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03)
+            if step % 10 == 0 {
+                trickle.replied(.unavailable, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03)
+            }
+        }
+        #expect(trickle.summary.throttleEvents == 0)
+        var burst = Self.controller(concurrency: 64, startRate: 100)
+        Self.replies(&burst, count: 10, from: 0.5, to: 1, latency: 0.02)
+        let before = burst.effectiveRate!
+        for step in 0..<10 { burst.replied(.unavailable, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03) }
+        #expect(burst.summary.throttleEvents == 1)
+        #expect(burst.effectiveRate! < before, "cut: at most halved at once, then 0.8 of that")
+        #expect(burst.concurrency < 64, "overload: fewer in flight too, what that rate needs at the latency seen")
+    }
+
+    @Test func theReserveIsForConcurrencyBoundSendsOnly() {
+        #expect(Self.controller(adaptive: false).concurrencyBound, "unpaced")
+        #expect(!Self.controller(concurrency: 8, startRate: 10).concurrencyBound, "10/s × 50 ms is far below 8 slots")
+        #expect(Self.controller(concurrency: 8, startRate: 1000).concurrencyBound, "1000/s needs more than 8 at 50 ms")
+    }
+
+    @Test func theSummarySaysHowOftenAndHowLowAndWhereItEnded() {
+        var controller = Self.controller(startRate: 100)
+        #expect(controller.summary == PacingSummary())
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let summary = controller.summary
+        #expect(summary.throttleEvents == 1)
+        // The start's rewind replays the climb: the lowest is the rate it climbs back to, 0.99 of
+        // the 100 the window took, not the replay's first step.
+        #expect(Self.close(summary.lowestRate, 99, within: 1e-6), "\(String(describing: summary.lowestRate))")
+        #expect(summary.finalRate == controller.effectiveRate)
+        let capped = Self.controller(rateCap: 5)
+        #expect(capped.summary.finalRate == nil, "at the cap: not throttled")
+    }
+}

@@ -1,0 +1,125 @@
+import BotsiTestSupport
+import Foundation
+import Testing
+
+@testable import BotsiSimulator
+
+/// The limiter's kinds (`--limit-kind`), a quota that changes while it runs, and the live traffic
+/// the simulator spends from its own limit (`--live-rate`).
+@Suite("Limiter kinds and live traffic")
+struct LimiterKindTests {
+    private static let second: UInt64 = 1_000_000_000
+    private static let millisecond: UInt64 = 1_000_000
+
+    /// Admission times (ms from 0) of a request every millisecond for `seconds`.
+    private static func admitted(_ limiter: inout RateLimiter, seconds: Int) -> [UInt64] {
+        (0..<(seconds * 1000)).compactMap { step in
+            let now = UInt64(step) * millisecond
+            return limiter.admit(now: now).admitted ? UInt64(step) : nil
+        }
+    }
+
+    @Test("fixed: the quota per window, back to back, so two windows' edges can admit twice it in a second")
+    func fixedWindows() {
+        var limiter = RateLimiter(kind: .fixed, quota: 10, windowSeconds: 1)
+        let times = Self.admitted(&limiter, seconds: 3)
+        #expect(times.count == 30)
+        for window in 0..<3 {
+            #expect(times.filter { $0 / 1000 == UInt64(window) } == (0..<10).map { UInt64(window * 1000 + $0) })
+        }
+        // Idle until 0.995 s, then a request a millisecond: the last 5 ms of one window and the next's
+        // first ms admit 10 + 10 within 20 ms.
+        var edge = RateLimiter(kind: .fixed, quota: 10, windowSeconds: 1)
+        let burst = (990..<1010).filter { edge.admit(now: UInt64($0) * Self.millisecond).admitted }
+        #expect(burst.count == 20)
+        let outcome = edge.admit(now: 1500 * Self.millisecond)
+        #expect(!outcome.admitted && outcome.remaining == 0 && outcome.resetNanoseconds == 500 * Self.millisecond)
+    }
+
+    @Test("bucket: a full bucket's burst, then one token per quota-th of the window")
+    func tokenBucket() {
+        var limiter = RateLimiter(kind: .bucket, quota: 10, windowSeconds: 1)
+        let times = Self.admitted(&limiter, seconds: 3)
+        #expect(Array(times.prefix(10)) == (0..<10).map { UInt64($0) }, "the burst: one window's quota at once")
+        #expect(times.count == 10 + 29, "then 10 a second: a token every 100 ms")
+        let gaps = zip(times.dropFirst(10), times.dropFirst(11)).map { $1 - $0 }
+        #expect(gaps.allSatisfy { (99...101).contains($0) }, "\(gaps)")
+        var fresh = RateLimiter(kind: .bucket, quota: 4, windowSeconds: 1)
+        let first = fresh.admit(now: 0)
+        #expect(first.admitted && first.remaining == 3)
+        for _ in 0..<3 { _ = fresh.admit(now: 0) }
+        let empty = fresh.admit(now: 0)
+        #expect(!empty.admitted && empty.remaining == 0 && empty.resetNanoseconds == 250 * Self.millisecond)
+    }
+
+    @Test("every kind admits exactly its quota per window in the long run", arguments: RateLimiterKind.allCases)
+    func longRunRate(kind: RateLimiterKind) {
+        var limiter = RateLimiter(kind: kind, quota: 50, windowSeconds: 1)
+        let count = Self.admitted(&limiter, seconds: 20).count
+        // The bucket also starts full: one window's burst more.
+        #expect(count == (kind == .bucket ? 1000 + 50 - 1 : 1000), "\(kind): \(count)")
+    }
+
+    @Test(
+        "a quota that halves keeps what was admitted; one that doubles admits more at once",
+        arguments: RateLimiterKind.allCases)
+    func quotaChanges(kind: RateLimiterKind) {
+        var limiter = RateLimiter(kind: kind, quota: 20, windowSeconds: 1)
+        let before = (0..<1000).filter { limiter.admit(now: UInt64($0) * Self.millisecond).admitted }.count
+        #expect(before >= 20)
+        limiter.setQuota(10, now: 1000 * Self.millisecond)
+        var second = 0
+        for step in 1000..<2000 where limiter.admit(now: UInt64(step) * Self.millisecond).admitted { second += 1 }
+        #expect(second <= 10, "\(kind): \(second) admitted in the second after the halving")
+        limiter.setQuota(40, now: 2000 * Self.millisecond)
+        var third = 0
+        for step in 3000..<4000 where limiter.admit(now: UInt64(step) * Self.millisecond).admitted { third += 1 }
+        // A bucket idle for a second is full again: its new burst, then the new rate.
+        #expect(third == (kind == .bucket ? 40 + 39 : 40), "\(kind): \(third) admitted a second after the doubling")
+    }
+
+    @Test("live traffic spends the limit first, evenly spaced, and counts what the limiter refused it")
+    func liveTraffic() {
+        var limiter = RateLimiter(quota: 10, windowSeconds: 1)
+        var live = LiveTraffic(rate: 4, startingAt: 0)
+        live.catchUp(to: Self.second - 1, limiter: &limiter)
+        #expect(live.requests == 4 && live.refused == 0, "at 0, 250, 500 and 750 ms")
+        // A batch takes the other 6 of this window, and more is refused.
+        let batch = (0..<8).filter { _ in limiter.admit(now: Self.second - 1).admitted }.count
+        #expect(batch == 6)
+        // Its own slots come back a window later at its own times, so the live traffic keeps them.
+        live.catchUp(to: 2 * Self.second - 1, limiter: &limiter)
+        #expect(live.requests == 8 && live.refused == 0)
+        var full = RateLimiter(quota: 2, windowSeconds: 1)
+        _ = full.admit(now: 0)
+        _ = full.admit(now: 0)
+        var refused = LiveTraffic(rate: 4, startingAt: 0)
+        refused.catchUp(to: 900 * Self.millisecond, limiter: &full)
+        #expect(refused.requests == 4 && refused.refused == 4, "a window filled before them refuses all four")
+    }
+
+    @Test("over the wire: the stats count the live requests and the ones refused; without a limit it is refused")
+    func liveTrafficOverTheWire() throws {
+        let (simulator, port) = try startSimulatorOnPort { options in
+            options.limitRate = 10
+            options.liveRate = 10
+        }
+        defer { simulator.stop() }
+        // After a window, the live traffic holds the whole limit: 10 in any second.
+        usleep(1_100_000)
+        let client = try TestClient(port: port)
+        let statuses = try (0..<5).map { _ in try client.restoreResponse("p-1", "2000000000000002").status }
+        let stats = simulator.stats()
+        #expect(statuses.filter { $0 == 429 }.count >= 1, "the live traffic spends the whole limit: \(statuses)")
+        #expect((stats.liveRequests ?? 0) >= 3, "\(String(describing: stats.liveRequests))")
+        #expect(stats.liveRefused != nil)
+        var options = SimulatorOptions()
+        options.liveRate = 5
+        #expect(throws: SimulatorError.self) { try options.validate() }
+        options.limitRate = 4
+        #expect(throws: SimulatorError.self, "more live traffic than the limit") { try options.validate() }
+        options.liveRate = 4
+        #expect(throws: Never.self) { try options.validate() }
+        #expect(SimulatorOptions().limitKind == .sliding)
+    }
+}

@@ -1,0 +1,54 @@
+import BotsiSimulator
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// `merge` keeps the lifecycle's rule: a final row changes only by a new definitive answer, never
+/// by a later record that owes it (issue 20, item 1), through the built binary.
+@Suite("merge never regresses a final row")
+struct MergeFinalRowTests {
+    private func statuses(_ journal: String, in workspace: Workspace) throws -> [String: Int] {
+        let status = try botsi(["status", "--journal", journal, "--format", "json"], key: nil, in: workspace)
+        #expect(status.status == 0, "stderr: \(status.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        return try #require(object["statuses"] as? [String: Int], "\(status.stdout)")
+    }
+
+    @Test func aLaterPendingCopyDoesNotReplaceARestoredRow() throws {
+        let workspace = Workspace()
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let good = try startSimulator()
+        defer { good.stop() }
+        let input = workspace.csv(rows: (0..<20).map { ("merge-\($0)", "\(2_000_000_000_000_000 + $0)") })
+        let a = workspace.file("a.sqlite")
+        let b = workspace.file("b.sqlite")
+        func run(_ journal: String, against simulator: Simulator, _ inputs: [String]) throws -> Int32 {
+            try botsi(
+                ["run"] + inputs + [
+                    "--journal", journal, "--base-url", simulator.baseURL, "--max-attempts", "1", "--quiet",
+                ], key: Simulator.defaultKey, in: workspace
+            ).status
+        }
+        #expect(try run(a, against: failing, [input]) == 75, "every row left pending")
+        try FileManager.default.copyItem(atPath: a, toPath: b)
+        #expect(try run(a, against: good, []) == 0)
+        #expect(try run(b, against: failing, []) == 75, "B's pending records are the later ones")
+        #expect(try statuses(b, in: workspace)["pending"] == 20)
+
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged, a, b], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let finished = try statuses(merged, in: workspace)
+        #expect(finished["pending"] ?? 0 == 0, "a later pending record replaced a final one: \(finished)")
+        #expect(finished.values.reduce(0, +) == 20, "\(finished)")
+
+        // Nothing is owed, so a plain run on the merged journal sends nothing again.
+        let before = good.stats().requests
+        #expect(try run(merged, against: good, []) == 0)
+        #expect(good.stats().requests == before, "the merged journal resent finished rows")
+    }
+}

@@ -1,0 +1,87 @@
+import BotsiSimulator
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// What `status` prints, through the built binary: the options as `run` takes them, and JSON whose
+/// numbers and booleans are JSON's own (issue 19, items 7 and 8).
+@Suite("status output")
+struct StatusOutputTests {
+    /// A finished run with options a nightly job uses, and its journal.
+    private func finishedRun(_ extra: [String], in workspace: Workspace) throws -> String {
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        try FileManager.default.createDirectory(atPath: workspace.file("exports"), withIntermediateDirectories: true)
+        let input = workspace.csv(Pair.generate(4, prefix: "status"), name: "exports/in.csv")
+        let finished = try botsi(
+            ["run", input, "--journal", workspace.journal, "--base-url", simulator.baseURL, "--quiet"] + extra,
+            key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        return simulator.baseURL
+    }
+
+    @Test func statusShowsTheOptionsAsTheyWereTyped() throws {
+        let workspace = Workspace()
+        let baseURL = try finishedRun(
+            [
+                "--stop-at", "06:30", "--refresh-older-than", "7d", "-j", "3", "--rate", "12.5", "--timeout", "500ms",
+                "--max-failure-rate", "20", "--retry-failed", "--no-adaptive",
+            ], in: workspace)
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.status == 0, "stderr: \(status.stderr)")
+        let options = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("options ") })
+        for typed in [
+            "--stop-at 06:30", "--refresh-older-than 7d", "--concurrency 3", "--rate 12.5", "--timeout 500ms",
+            "--max-failure-rate 20", "--retry-failed", "--no-adaptive", "--base-url \(baseURL)",
+        ] {
+            #expect(options.contains(typed), "\(typed) missing: \(options)")
+        }
+        // Never an internal name, a default, or seconds since 2001.
+        for hidden in [
+            "deadline", "refreshOlderThan", "keyEnvironmentVariable", "shardCount", "=", "--max-attempts",
+            "604800", "--key-env",
+        ] {
+            #expect(!options.contains(hidden), "\(hidden) shown: \(options)")
+        }
+        #expect(status.stdout.contains("window    dispatching stops at "), "\(status.stdout)")
+
+        // In JSON: run's arguments, and the deadline as a time.
+        let json = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let run = try #require(object["run"] as? [String: Any])
+        let arguments = try #require(run["options"] as? [String], "options as run's arguments: \(run)")
+        #expect(arguments.contains("--stop-at") && arguments.contains("06:30"), "\(arguments)")
+        #expect(arguments.contains("--concurrency") && !arguments.contains("concurrency"), "\(arguments)")
+        let deadline = try #require(run["deadline"] as? String, "\(run)")
+        #expect(deadline.hasSuffix("Z") && deadline.contains("T"), "\(deadline)")
+    }
+
+    @Test func statusJSONHasNumbersBooleansAndPlainSlashes() throws {
+        let workspace = Workspace()
+        _ = try finishedRun(["-j", "3"], in: workspace)
+        let status = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        #expect(status.status == 0, "stderr: \(status.stderr)")
+        #expect(!status.stdout.contains("\\/"), "\(status.stdout)")
+        #expect(status.stdout.contains(#""complete":true"#), "\(status.stdout)")
+        #expect(status.stdout.range(of: #""bytes":\d+"#, options: .regularExpression) != nil, "\(status.stdout)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let inputs = try #require((object["run"] as? [String: Any])?["inputs"] as? [[String: Any]])
+        #expect(inputs.first?["path"] as? String == workspace.file("exports/in.csv"), "\(inputs)")
+        #expect(status.stdout.contains(#""restored/":"#), "\(status.stdout)")
+    }
+
+    @Test func runsAndJSONLogLinesWriteSlashesPlainly() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        try FileManager.default.createDirectory(atPath: workspace.file("exports"), withIntermediateDirectories: true)
+        let input = workspace.csv(Pair.generate(4, prefix: "slash"), name: "exports/in.csv")
+        let finished = try botsi(
+            ["run", input, "--journal", workspace.journal, "--base-url", simulator.baseURL, "--log-format", "json"],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains(#""journal":"/"#) && !finished.stderr.contains("\\/"), "\(finished.stderr)")
+        let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
+        #expect(runs.stdout.contains("exports/in.csv") && !runs.stdout.contains("\\/"), "\(runs.stdout)")
+    }
+}

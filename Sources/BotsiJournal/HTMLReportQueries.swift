@@ -12,25 +12,15 @@ extension Journal {
         try readTransaction { () throws(JournalError) in
             let statement = try wrap { () throws(SQLiteError) in
                 try connection.prepare(
-                    "SELECT started_at, duration_ms, http_status, outcome, id FROM attempts WHERE run_id = ? ORDER BY id"
+                    "SELECT started_at, duration_us, http_status, outcome, id FROM attempts WHERE run_id = ? ORDER BY id"
                 ).reset(.int(runID))
             }
-            var outcomes: [String: AttemptOutcome] = [:]
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let text = statement.text(3) ?? ""
-                let outcome: AttemptOutcome
-                if let known = outcomes[text] {
-                    outcome = known
-                } else {
-                    outcome = try decodeEnum(
-                        AttemptOutcome.self, text, table: "attempts", column: "outcome", row: statement.int(4))
-                    outcomes[text] = outcome
-                }
-                guard let started = statement.bytes(0).flatMap(Self.milliseconds) else { continue }
+                let outcome = try attemptOutcome(statement.int(3), row: statement.int(4))
                 body(
                     AttemptSample(
-                        startedAtMilliseconds: started,
-                        durationMilliseconds: statement.isNull(1) ? nil : statement.double(1),
+                        startedAtMilliseconds: statement.int(0),
+                        durationMilliseconds: statement.isNull(1) ? nil : Double(statement.int(1)) / 1000,
                         httpStatus: statement.optionalInt(2).map(Int.init), outcome: outcome))
             }
         }
@@ -43,17 +33,31 @@ extension Journal {
                 let statement = try connection.prepare(
                     "SELECT min(started_at), max(started_at) FROM attempts WHERE run_id = ?"
                 ).reset(.int(runID))
-                guard try statement.step(), let first = statement.bytes(0).flatMap(Self.milliseconds),
-                    let last = statement.bytes(1).flatMap(Self.milliseconds)
-                else { return nil }
-                return (first, last)
+                guard try statement.step(), !statement.isNull(0) else { return nil }
+                return (statement.int(0), statement.int(1))
             }
         }
     }
 
-    /// The pacer's send-rate limit and concurrency over run `runID`: empty, since this schema keeps
-    /// only the latest progress of a run (issue 21 adds a table of per-interval samples).
-    public func pacerSamples(runID: Int64) throws(JournalError) -> [PacerSample] { [] }
+    /// The pacer's send-rate limit and concurrency over run `runID`, as the run sampled them
+    /// (`run_samples`, one row per progress interval); empty for a run of an older version.
+    public func pacerSamples(runID: Int64) throws(JournalError) -> [PacerSample] {
+        try readTransaction { () throws(JournalError) in
+            try wrap { () throws(SQLiteError) in
+                let statement = try connection.prepare(
+                    "SELECT at, send_rate_limit, concurrency FROM run_samples WHERE run_id = ? ORDER BY at"
+                ).reset(.int(runID))
+                var samples: [PacerSample] = []
+                while try statement.step() {
+                    samples.append(
+                        PacerSample(
+                            atMilliseconds: statement.int(0), sendRateLimit: statement.isNull(1) ? nil : statement.double(1),
+                            concurrency: Int(statement.int(2))))
+                }
+                return samples
+            }
+        }
+    }
 
     /// How many rows run `runID` sent once, twice, …: attempts per row, by number of attempts.
     public func attemptsPerRow(runID: Int64) throws(JournalError) -> [Int: Int] {
@@ -93,8 +97,7 @@ extension Journal {
                     others += Int(statement.int(3))
                     continue
                 }
-                let outcome = try decodeEnum(
-                    AttemptOutcome.self, statement.text(0), table: "attempts", column: "outcome", row: statement.int(4))
+                let outcome = try attemptOutcome(statement.int(0), row: statement.int(4))
                 groups.append(
                     AttemptOutcomeCount(
                         outcome: outcome, httpStatus: statement.optionalInt(1).map(Int.init), code: statement.text(2),
@@ -110,7 +113,7 @@ extension Journal {
         groups: [RowGroup], groupCount: Int
     ) {
         try readTransaction { () throws(JournalError) in
-            let list = statuses.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            let list = statuses.map { String($0.journalCode) }.joined(separator: ", ")
             let (counts, examples) = try wrap { () throws(SQLiteError) in
                 (
                     try connection.prepare(
@@ -120,7 +123,8 @@ extension Journal {
                         """),
                     try connection.prepare(
                         """
-                        SELECT profile_id, original_transaction_id, last_source, message FROM items
+                        SELECT profile_id, original_transaction_id,
+                            (SELECT path FROM inputs WHERE id = last_input) || ':' || last_line, message FROM items
                         WHERE status = ? AND code IS ? ORDER BY id LIMIT ?
                         """)
                 )
@@ -130,12 +134,11 @@ extension Journal {
             while try wrap({ () throws(SQLiteError) in try counts.step() }) {
                 groupCount += 1
                 guard groups.count < groupLimit else { continue }
-                let status = try decodeEnum(
-                    ItemStatus.self, counts.text(0), table: "items", column: "status", row: counts.int(3))
+                let status = try itemStatus(counts.int(0), row: counts.int(3))
                 let code = counts.text(1)
                 var rows: [ExampleRow] = []
                 try wrap { () throws(SQLiteError) in
-                    try examples.reset(.text(status.rawValue), .optionalText(code), .int(Int64(exampleLimit)))
+                    try examples.reset(.int(status.journalCode), .optionalText(code), .int(Int64(exampleLimit)))
                     while try examples.step() {
                         rows.append(
                             ExampleRow(
@@ -161,8 +164,9 @@ extension Journal {
                         "SELECT reason, count(*) AS n FROM rejections GROUP BY reason ORDER BY n DESC, reason"),
                     try connection.prepare(
                         """
-                        SELECT profile_id, original_transaction_id, file, line, message FROM rejections
-                        WHERE reason = ? ORDER BY file, line LIMIT ?
+                        SELECT r.profile_id, r.original_transaction_id, f.path, r.line, r.message
+                        FROM rejections r JOIN inputs f ON f.id = r.input_id
+                        WHERE r.reason = ? ORDER BY f.path, r.line LIMIT ?
                         """)
                 )
             }
@@ -210,8 +214,9 @@ extension Journal {
                     ).reset(.int(Int64(groupLimit))),
                     try connection.prepare(
                         """
-                        SELECT profile_id, status, code, last_source, message, id FROM items INDEXED BY items_transaction
-                        WHERE original_transaction_id = ? ORDER BY id LIMIT ?
+                        SELECT profile_id, status, code,
+                            (SELECT path FROM inputs WHERE id = last_input) || ':' || last_line, message, id
+                        FROM items INDEXED BY items_transaction WHERE original_transaction_id = ? ORDER BY id LIMIT ?
                         """)
                 )
             }
@@ -229,8 +234,7 @@ extension Journal {
                 var rows: [ExampleRow] = []
                 _ = try wrap { () throws(SQLiteError) in try claims.reset(.text(transaction), .int(Int64(claimLimit))) }
                 while try wrap({ () throws(SQLiteError) in try claims.step() }) {
-                    let status = try decodeEnum(
-                        ItemStatus.self, claims.text(1), table: "items", column: "status", row: claims.int(5))
+                    let status = try itemStatus(claims.int(1), row: claims.int(5))
                     rows.append(
                         ExampleRow(
                             profileId: claims.text(0) ?? "", originalTransactionId: transaction, status: status,
@@ -277,9 +281,7 @@ extension Journal {
             }
             var result: [Int64: [AttemptOutcome: Int]] = [:]
             while try wrap({ () throws(SQLiteError) in try statement.step() }) {
-                let outcome = try decodeEnum(
-                    AttemptOutcome.self, statement.text(1), table: "attempts", column: "outcome",
-                    row: statement.int(3))
+                let outcome = try attemptOutcome(statement.int(1), row: statement.int(3))
                 result[statement.int(0), default: [:]][outcome, default: 0] += Int(statement.int(2))
             }
             return result
@@ -293,31 +295,19 @@ extension Journal {
         return try body()
     }
 
-    /// Milliseconds since 1970 of a journal timestamp (`2026-11-29T16:40:00.123Z`), read from its
-    /// bytes: a million attempts are parsed in milliseconds, where a date formatter took seconds.
-    static func milliseconds(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
-        guard text.count >= 20 else { return nil }
-        func number(_ start: Int, _ count: Int) -> Int64? {
-            var value: Int64 = 0
-            for index in start..<(start + count) {
-                let digit = Int64(text[index]) - 48
-                guard digit >= 0 && digit <= 9 else { return nil }
-                value = value * 10 + digit
-            }
-            return value
+    /// An attempt's outcome from its journal code; one this version does not know is refused by
+    /// name, never guessed.
+    private func attemptOutcome(_ code: Int64, row: Int64) throws(JournalError) -> AttemptOutcome {
+        guard let outcome = AttemptOutcome(journalCode: code) else {
+            throw .unknownValue(path: path, table: "attempts", column: "outcome", row: row, value: String(code))
         }
-        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
-            let minute = number(14, 2), let second = number(17, 2), (1...12).contains(month)
-        else { return nil }
-        var millisecond: Int64 = 0
-        if text.count >= 24, text[19] == UInt8(ascii: "."), let fraction = number(20, 3) { millisecond = fraction }
-        // Days since 1970 of the civil date (proleptic Gregorian), counted in 400-year eras from March.
-        let shifted = month <= 2 ? year - 1 : year
-        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-        let yearOfEra = shifted - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond
+        return outcome
+    }
+
+    private func itemStatus(_ code: Int64, row: Int64) throws(JournalError) -> ItemStatus {
+        guard let status = ItemStatus(journalCode: code) else {
+            throw .unknownValue(path: path, table: "items", column: "status", row: row, value: String(code))
+        }
+        return status
     }
 }

@@ -171,8 +171,7 @@ public final class Journal {
         }
         if readOnly {
             guard version == Schema.currentVersion else {
-                throw JournalError.notAJournal(
-                    path: path, reason: "schema version \(version) needs a run of this version to migrate it first")
+                throw JournalError.olderSchema(path: path, version: version, current: Schema.currentVersion)
             }
             return
         }

@@ -8,6 +8,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case notAJournal(path: String, reason: String)
     case damaged(path: String, reason: String)
     case newerSchema(path: String, version: Int64, supported: Int64)
+    /// A journal of an earlier schema, opened by a command that only reads: a run upgrades it.
+    case olderSchema(path: String, version: Int64, current: Int64)
     case diskFull(path: String)
     case readOnly(path: String)
     case locked(path: String, holder: LockHolder?)
@@ -33,6 +35,11 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .newerSchema(let path, let version, let supported):
             return
                 "journal \(path) has schema version \(version), newer than this botsi-restore understands (\(supported)); nothing was changed — use a newer botsi-restore"
+        case .olderSchema(let path, let version, let current):
+            return
+                "journal \(path) has schema version \(version), from an earlier botsi-restore; a run of this one upgrades it "
+                + "to \(current) in place when it opens it (copy it first, while no run holds it, if an earlier version must "
+                + "still read it); this command only reads, so nothing was changed"
         case .diskFull(let path):
             return
                 "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"

@@ -20,7 +20,10 @@ extension Journal {
         let rows = try connection.scalarInt("SELECT count(*) FROM items") ?? 0
         if rows > 0 {
             Notices.post(
-                Notice(.info, "botsi-restore: upgrading journal \(path) to schema 5 (\(rows) rows); it is read as it was until this ends"))
+                Notice(
+                    .info,
+                    "botsi-restore: upgrading journal \(path) to schema 5 (\(rows) rows) in one transaction: "
+                        + "a stop or a kill now leaves it as it was, and the next run upgrades it again"))
         }
         for index in Self.oldIndexes { try connection.execute("DROP INDEX IF EXISTS \(index)") }
         for table in Self.oldTables { try connection.execute("ALTER TABLE \(table) RENAME TO v4_\(table)") }

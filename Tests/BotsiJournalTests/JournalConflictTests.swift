@@ -30,7 +30,7 @@ import Testing
 
     private func row(_ journal: Journal, _ profile: String, _ transaction: String) throws -> (String?, String?) {
         let statement = try journal.connection.prepare(
-            "SELECT status, code FROM items WHERE profile_id = ? AND original_transaction_id = ?")
+            "SELECT status, code FROM items_readable WHERE profile_id = ? AND original_transaction_id = ?")
         try statement.reset(.text(profile), .text(transaction))
         guard try statement.step() else { return (nil, nil) }
         return (statement.text(0), statement.text(1))

@@ -11,7 +11,7 @@ import Testing
 
     private func columns() throws -> String {
         try SQLiteTool.execute(
-            path, "SELECT profile_id, status, updated_at, sent_run, in_flight_run FROM items ORDER BY id")
+            path, "SELECT profile_id, status, updated_at, sent_run, in_flight_run FROM items_readable ORDER BY id")
     }
 
     @Test func anUnmarkPutsPendingFinalAndEarlierSentRowsBackAsTheyWere() throws {

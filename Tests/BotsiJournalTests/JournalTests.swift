@@ -91,9 +91,11 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(try owed(journal, plain) == ["p0", "p1", "p3", "p4"])
         let nextRun = try startRun(journal)
         #expect(try admit(journal, "p2", "102", run: nextRun) == .finished(.restored), "the final row stayed final")
-        // A claimed row is this run's: the owed rows leave it out and its input sees a duplicate.
+        // A claimed row is this run's: the owed rows leave it out; its input meets it as an owed
+        // row read again (not a duplicate), and only a second sighting is a duplicate.
         try journal.transaction { () throws(JournalError) in try journal.claim(itemID: items[0], runID: nextRun) }
         #expect(try owed(journal, plain, run: nextRun) == ["p1", "p3", "p4"])
+        #expect(try admit(journal, "p0", "100", run: nextRun) == .owedMetAgain)
         #expect(try admit(journal, "p0", "100", run: nextRun) == .duplicate)
     }
 

@@ -14,7 +14,7 @@ import Testing
             INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.0.9', 'h', 1, '{}');
             INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source, first_run,
                 last_run, created_at, updated_at, restored_at)
-            VALUES ('p1', '2000000000000002', 'restored', 'in.csv:2', 'in.csv:2', 1, 1, 'x', 'x', '2026-01-01T00:00:01.000Z');
+            VALUES ('p1', '2000000000000002', 'restored', 'in.csv:2', 'in.csv:2', 1, 1, '2026-01-01T00:00:00.500Z', '2026-01-01T00:00:01.000Z', '2026-01-01T00:00:01.000Z');
             PRAGMA application_id = \(Schema.applicationID);
             PRAGMA user_version = 1;
             """)
@@ -64,10 +64,10 @@ import Testing
             INSERT INTO items (profile_id, original_transaction_id, status, code, first_source, last_source, first_run,
                 last_run, created_at, updated_at, restored_at)
             VALUES
-                ('p1', '1', 'restored', NULL, 's', 's', 1, 1, 'c', '2026-01-03T00:00:00.000Z', '2026-01-02T00:00:00.000Z'),
-                ('p2', '2', 'nothing_to_restore', 'nothing_to_restore', 's', 's', 1, 1, 'c', '2026-01-04T00:00:00.000Z', NULL),
-                ('p3', '3', 'pending', 'http_503', 's', 's', 1, 1, 'c', '2026-01-05T00:00:00.000Z', NULL),
-                ('p4', '4', 'in_flight', NULL, 's', 's', 1, 1, 'c', '2026-01-06T00:00:00.000Z', NULL);
+                ('p1', '1', 'restored', NULL, 'in.csv:2', 'in.csv:2', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-03T00:00:00.000Z', '2026-01-02T00:00:00.000Z'),
+                ('p2', '2', 'nothing_to_restore', 'nothing_to_restore', 'in.csv:2', 'in.csv:2', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-04T00:00:00.000Z', NULL),
+                ('p3', '3', 'pending', 'http_503', 'in.csv:2', 'in.csv:2', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-05T00:00:00.000Z', NULL),
+                ('p4', '4', 'in_flight', NULL, 'in.csv:2', 'in.csv:2', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-06T00:00:00.000Z', NULL);
             PRAGMA application_id = \(Schema.applicationID);
             PRAGMA user_version = 2;
             """)
@@ -76,7 +76,7 @@ import Testing
         let journal = try Journal(path: path)
         defer { journal.close() }
         #expect(try journal.connection.scalarInt("PRAGMA user_version") == Schema.currentVersion)
-        let answered = try journal.connection.prepare("SELECT profile_id, answered_at FROM items ORDER BY id")
+        let answered = try journal.connection.prepare("SELECT profile_id, answered_at FROM items_readable ORDER BY id")
         var times: [String: String?] = [:]
         while try answered.step() { times[answered.text(0) ?? ""] = answered.text(1) }
         #expect(times["p1"] == "2026-01-02T00:00:00.000Z", "a restored row: its last 200")
@@ -95,24 +95,24 @@ import Testing
             INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.2', 'h', 1, '{}');
             INSERT INTO items (profile_id, original_transaction_id, status, first_source, last_source, first_run,
                 last_run, created_at, updated_at)
-            VALUES ('p1', '7', 'restored', 'a.csv:2', 'a.csv:2', 1, 1, 'c', 'u'),
-                ('p2', '7', 'pending', 'a.csv:3', 'a.csv:3', 1, 1, 'c', 'u'),
-                ('p3', '8', 'restored', 'a.csv:4', 'a.csv:4', 1, 1, 'c', 'u');
+            VALUES ('p1', '7', 'restored', 'a.csv:2', 'a.csv:2', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z'),
+                ('p2', '7', 'pending', 'a.csv:3', 'a.csv:3', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z'),
+                ('p3', '8', 'restored', 'a.csv:4', 'a.csv:4', 1, 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z');
             PRAGMA application_id = \(Schema.applicationID);
             PRAGMA user_version = 3;
             """)
         connection.close()
     }
 
-    @Test func aVersionThreeJournalMigratesToFourWithTheTransactionIndex() throws {
+    @Test func aVersionThreeJournalMigratesToFiveWithTheTransactionIndex() throws {
         let directory = Workspace()
         let path = directory.file("v3.sqlite")
         try writeVersionThreeJournal(at: path)
 
         let journal = try Journal(path: path)
         defer { journal.close() }
-        #expect(Schema.currentVersion == 4)
-        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 4)
+        #expect(Schema.currentVersion == 5)
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 5)
         #expect(
             try journal.connection.scalarInt(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'items_transaction'") == 1)
@@ -128,8 +128,8 @@ import Testing
         try writeVersionThreeJournal(at: path)
 
         let journal = try Journal(path: path, migrationUncommitted: true)
-        // Inside the open transaction the journal is at version 4 and usable ...
-        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 4)
+        // Inside the open transaction the journal is at version 5 and usable ...
+        #expect(try journal.connection.scalarInt("PRAGMA user_version") == 5)
         #expect(journal.isInTransaction)
         journal.rollback()
         journal.close()

@@ -195,11 +195,11 @@ import Testing
         let input = harness.scratch.csv(rows: [("p1", "2000000000000010"), ("p2", "2000000000000002")])
         _ = try harness.run([input])
         // Both rows were answered two days ago.
-        let twoDaysAgo = Timestamp.string(Date().addingTimeInterval(-2 * 86_400))
+        // The journal keeps its times as milliseconds since 1970.
+        let twoDaysAgo = Int64((Date().timeIntervalSince1970 - 2 * 86_400) * 1000)
         let writer = try Journal(path: harness.journalPath)
         try writer.connection.execute(
-            "UPDATE items SET answered_at = '\(twoDaysAgo)', restored_at = '\(twoDaysAgo)', updated_at = '\(twoDaysAgo)'"
-        )
+            "UPDATE items SET answered_at = \(twoDaysAgo), restored_at = \(twoDaysAgo), updated_at = \(twoDaysAgo)")
         writer.close()
         // A refresh that gets no answer (wrong key) does not make them younger...
         _ = try harness.run([], key: "wrong-key") { $0.refreshOlderThan = 0 }
@@ -223,7 +223,8 @@ import Testing
             INSERT INTO runs (started_at, tool_version, host, pid, options) VALUES ('2026-01-01T00:00:00.000Z', '0.1', 'h', 1, '{}');
             INSERT INTO items (profile_id, original_transaction_id, status, code, first_source, last_source, first_run,
                 last_run, created_at, updated_at)
-            VALUES ('p1', '2000000000000002', 'pending', 'unauthorized', 'in.csv:2', 'in.csv:2', 1, 1, 'x', 'x');
+            VALUES ('p1', '2000000000000002', 'pending', 'unauthorized', 'in.csv:2', 'in.csv:2', 1, 1,
+                '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');
             PRAGMA application_id = \(Schema.applicationID);
             PRAGMA user_version = 2;
             """)

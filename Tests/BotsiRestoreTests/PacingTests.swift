@@ -68,7 +68,7 @@ import Testing
         let output = try SQLiteTool.execute(
             harness.journalPath,
             """
-            SELECT count(*), sum(http_status = 429) FROM attempts
+            SELECT count(*), sum(http_status = 429) FROM attempts_readable
             WHERE started_at > strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT started_at FROM runs WHERE id = 1), '+10 seconds')
             """)
         let numbers = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").compactMap {

@@ -15,30 +15,31 @@ import Testing
         + " || char(27) || '[2J' || char(127) || char(0x9B) || char(0x202E) || char(0x2066) || char(0x2028)"
         + " || char(0x2029) || 'é€ok'"
 
-    /// Per profile, what a hand-edited or hostile journal may hold in its columns.
-    static let rows: [(profile: String, set: String)] = [
-        ("runner", "message = NULL"),
-        ("specials", "profile_id = \(specials), message = \(specials), code = '-1', profile_state = '@st,\"x\"'"),
+    /// Per profile, what a hand-edited or hostile journal may hold in its columns: those of the
+    /// row (`items`) and those of its answer's snapshot (`snapshots`, one of its own per row).
+    static let rows: [(profile: String, set: String, snapshot: String?)] = [
+        ("runner", "message = NULL", nil),
+        ("specials", "profile_id = \(specials), message = \(specials), code = '-1'", "profile_state = '@st,\"x\"'"),
         (
             "invalid",
-            "original_transaction_id = CAST(X'80' AS TEXT), message = CAST(X'41FF42C0AFE2' AS TEXT), "
-                + "profile_state = CAST(X'C3' AS TEXT), access_levels = CAST(X'7B22E9223A7B226973416374697665223A747275657D7D' AS TEXT)"
+            "original_transaction_id = CAST(X'80' AS TEXT), message = CAST(X'41FF42C0AFE2' AS TEXT)",
+            "profile_state = CAST(X'C3' AS TEXT), access_levels = CAST(X'7B22E9223A7B226973416374697665223A747275657D7D' AS TEXT)"
         ),
-        ("malformed", #"access_levels = '{"a":{"isActive":true'"#),
+        ("malformed", "code = code", #"access_levels = '{"a":{"isActive":true'"#),
         (
-            "escaped",
+            "escaped", "code = code",
             #"access_levels = '{"a\u0041":{"isActive":true,"expiresAt":"2027\/01"},"b":{"isActive":true,"willRenew":false}}'"#
         ),
         (
-            "unsorted",
+            "unsorted", "code = code",
             #"access_levels = '{"z":{"isActive":true,"expiresAt":"2027"},"a":{"isActive":true,"expiresAt":"2028","willRenew":true}}'"#
         ),
         (
-            "several",
+            "several", "code = code",
             #"access_levels = '{"a":{"isActive":true,"expiresAt":""},"b":{"isActive":true},"c":{"isActive":false}}'"#
         ),
-        ("empty", "access_levels = '', message = '', profile_state = NULL, restored_at = ''"),
-        ("array", "access_levels = '[1]', code = char(0x202E) || 'x', http_status = -5"),
+        ("empty", "message = '', restored_at = ''", "access_levels = '', profile_state = NULL"),
+        ("array", "code = char(0x202E) || 'x', http_status = -5", "access_levels = '[1]'"),
     ]
 
     /// The rows above, then copies of them until the table has a first page and rows after it.
@@ -51,7 +52,19 @@ import Testing
         }
         let connection = builder.journal.connection
         for row in rows {
-            try connection.execute("UPDATE items SET \(row.set) WHERE id = \(builder.items[row.profile]!)")
+            let item = builder.items[row.profile]!
+            if let snapshot = row.snapshot {
+                // The rows' answers were alike and share one snapshot: give this one its own.
+                try connection.execute(
+                    """
+                    INSERT INTO snapshots (hash, profile_state, access_levels)
+                        SELECT -\(item), profile_state, access_levels FROM snapshots
+                        WHERE id = (SELECT snapshot_id FROM items WHERE id = \(item));
+                    UPDATE items SET snapshot_id = last_insert_rowid() WHERE id = \(item);
+                    UPDATE snapshots SET \(snapshot) WHERE id = (SELECT snapshot_id FROM items WHERE id = \(item));
+                    """)
+            }
+            try connection.execute("UPDATE items SET \(row.set) WHERE id = \(item)")
         }
         try builder.journal.recordRejection(
             file: "in,put.csv", line: 7, reason: "invalid_profile_id", message: "=bad\r\nrow",

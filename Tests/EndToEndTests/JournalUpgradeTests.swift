@@ -1,0 +1,159 @@
+import BotsiBasics
+import BotsiJournal
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// A journal the c6f06ff binary wrote (schema 4, Tests/Fixtures/journals/c6f06ff, with the input
+/// that made it) is carried into schema 5 whole: its reports are byte for byte what c6f06ff's were,
+/// a command that only reads says a run must upgrade it and changes nothing, and a kill at any
+/// moment of the upgrade leaves schema 4 or schema 5, never a mix (issue 21, item 2).
+@Suite("a schema-4 journal upgraded")
+struct JournalUpgradeTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/journals/c6f06ff")
+
+    private func copyOfTheFixture(in workspace: Workspace, name: String = "journal.sqlite") throws -> String {
+        let copy = workspace.file(name)
+        try FileManager.default.copyItem(
+            atPath: Self.fixtures.appendingPathComponent("journal.sqlite").path, toPath: copy)
+        return copy
+    }
+
+    private func report(_ journal: String, _ format: String, in workspace: Workspace) throws -> String {
+        let report = try botsi(["report", "--journal", journal, "--format", format], key: nil, in: workspace)
+        #expect(report.status == 0, "stderr: \(report.stderr)")
+        return report.stdout
+    }
+
+    @Test func itsReportsAreC6f06ffsByteForByte() throws {
+        let workspace = Workspace()
+        let journal = try copyOfTheFixture(in: workspace)
+        try Journal(path: journal, create: false).close()
+        for format in ["csv", "jsonl"] {
+            let before = try String(
+                contentsOf: Self.fixtures.appendingPathComponent("report-by-c6f06ff.\(format)"), encoding: .utf8)
+            #expect(try report(journal, format, in: workspace) == before, "report --format \(format)")
+        }
+        let upgraded = try SQLiteTool.execute(journal, "PRAGMA user_version; PRAGMA integrity_check")
+        #expect(upgraded.split(separator: "\n") == ["5", "ok"])
+    }
+
+    @Test func aCommandThatOnlyReadsSaysARunUpgradesItAndChangesNothing() throws {
+        let workspace = Workspace()
+        let journal = try copyOfTheFixture(in: workspace)
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+        for command in [["status"], ["runs"], ["report"]] {
+            let refused = try botsi(command + ["--journal", journal], key: nil, in: workspace)
+            #expect(refused.status != 0)
+            #expect(
+                refused.stderr.contains("schema version 4, from an earlier botsi-restore")
+                    && refused.stderr.contains("a run of this one upgrades it"), "\(command): \(refused.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
+        let walEmpty = try !FileManager.default.fileExists(atPath: journal + "-wal") || walIsEmpty(journal)
+        #expect(walEmpty, "a reader wrote to the old journal's WAL")
+    }
+
+    private func walIsEmpty(_ journal: String) throws -> Bool {
+        ((try FileManager.default.attributesOfItem(atPath: journal + "-wal")[.size] as? Int) ?? 0) == 0
+    }
+
+    /// The fixture grown in its own schema to `copies` times its rows and attempts, so that its
+    /// upgrade lasts long enough to be killed inside.
+    private func grownFixture(copies: Int, in workspace: Workspace, name: String) throws -> String {
+        let journal = try copyOfTheFixture(in: workspace, name: name)
+        let itemColumns =
+            "status, code, http_status, message, attempts, first_source, last_source, first_run, last_run, sent_run, "
+            + "created_at, updated_at, restored_at, profile_state, access_levels, answered_at, in_flight_run"
+        let attemptColumns =
+            "run_id, number, started_at, duration_ms, http_status, code, outcome, profile_state, access_levels"
+        _ = try SQLiteTool.execute(
+            journal,
+            """
+            BEGIN;
+            CREATE TEMP TABLE copies AS WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < \(copies - 1))
+                SELECT k FROM n;
+            INSERT INTO items (id, profile_id, original_transaction_id, \(itemColumns))
+                SELECT i.id + c.k * 1000, i.profile_id || '-' || c.k, i.original_transaction_id, \(itemColumns)
+                FROM items i, temp.copies c WHERE i.id < 1000;
+            INSERT INTO attempts (item_id, \(attemptColumns))
+                SELECT a.item_id + c.k * 1000, \(attemptColumns) FROM attempts a, temp.copies c WHERE a.item_id < 1000;
+            COMMIT;
+            """)
+        return journal
+    }
+
+    private func shape(_ journal: String) throws -> (version: String, tables: String, items: String, check: String) {
+        let lines = try SQLiteTool.execute(
+            journal,
+            """
+            PRAGMA user_version;
+            SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name);
+            SELECT count(*) FROM items;
+            PRAGMA integrity_check;
+            """
+        ).split(separator: "\n").map(String.init)
+        guard lines.count == 4 else { return (lines.joined(separator: "|"), "", "", "") }
+        return (lines[0], lines[1], lines[2], lines[3])
+    }
+
+    @Test func aKillAtAnyMomentOfTheUpgradeLeavesTheOldSchemaOrTheNew() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["UPGRADE_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
+        let trials = environment["UPGRADE_TRIALS"].flatMap(Int.init) ?? 10
+        var random = SplitMix64(seed: seed)
+        let replay = "UPGRADE_SEED=\(seed) swift test --skip-build --filter JournalUpgradeTests"
+        let workspace = Workspace()
+        let original = try grownFixture(copies: 2500, in: workspace, name: "original.sqlite")
+        let old = try shape(original)
+        try #require(old.version == "4" && old.check == "ok", "\(old)")
+
+        // The upgrade uninterrupted, timed, for the span of the kills and the report to compare.
+        let reference = workspace.file("reference.sqlite")
+        try FileManager.default.copyItem(atPath: original, toPath: reference)
+        let started = Date()
+        try Journal(path: reference, create: false).close()
+        let upgradeSeconds = Date().timeIntervalSince(started)
+        let new = try shape(reference)
+        try #require(new.version == "5" && new.items == old.items && new.check == "ok", "\(new)")
+
+        var sawOld = false
+        var sawNew = false
+        for trial in 0..<trials {
+            let journal = workspace.file("trial-\(trial).sqlite")
+            try FileManager.default.copyItem(atPath: original, toPath: journal)
+            // A run opens (and upgrades) the journal, then sends what it owes to a closed port.
+            let child = try Child(
+                ["run", "--journal", journal, "--base-url", "http://127.0.0.1:9", "--max-attempts", "1", "--quiet"],
+                key: "k", in: workspace)
+            let delay = 0.02 + Double(random.next() % 1000) / 1000 * (upgradeSeconds * 2 + 0.1)
+            Thread.sleep(forTimeInterval: delay)
+            child.send(SIGKILL)
+            _ = child.wait()
+            let after = try shape(journal)
+            #expect(after.check == "ok", "trial \(trial) killed at \(delay) s: \(after) — replay: \(replay)")
+            #expect(after.items == old.items, "trial \(trial): rows lost or added: \(after) — replay: \(replay)")
+            switch after.version {
+            case "4":
+                sawOld = true
+                #expect(after.tables == old.tables, "trial \(trial): a mix of schemas: \(after) — replay: \(replay)")
+                // Resumable: the next open upgrades it from the start, to what an uninterrupted one made.
+                try Journal(path: journal, create: false).close()
+                let resumed = try report(journal, "csv", in: workspace)
+                let uninterrupted = try report(reference, "csv", in: workspace)
+                #expect(resumed == uninterrupted, "trial \(trial) — replay: \(replay)")
+            case "5":
+                sawNew = true
+                #expect(after.tables == new.tables, "trial \(trial): a mix of schemas: \(after) — replay: \(replay)")
+            default:
+                Issue.record("trial \(trial): schema version \(after.version) — replay: \(replay)")
+            }
+        }
+        // Not asserted (timing on a shared machine), but said: a loop that never killed inside the
+        // upgrade proved less than it claims.
+        if !(sawOld && sawNew) {
+            print("JournalUpgradeTests: seed \(seed): killed before the upgrade committed: \(sawOld), after: \(sawNew)")
+        }
+    }
+}

@@ -30,7 +30,9 @@ enum MergeCommand: Command {
                 "merged \(shards.count) journals into \(output): \(summary.runs) runs, \(summary.items) rows, "
                 + "\(summary.attempts) attempts, \(summary.rejections) rejected input rows"
             if summary.pairsInSeveralShards > 0 {
-                line += "; \(summary.pairsInSeveralShards) pairs were in more than one shard (the latest record kept, a final one over any that owes the row)"
+                line +=
+                    "; \(summary.pairsInSeveralShards) pairs were in more than one shard (the latest record kept, "
+                    + "a final one over any that owes the row)"
             }
             Output.error(line)
             Output.error("see it with: botsi-restore report --journal \(output) --format table")

@@ -51,7 +51,8 @@ extension Journal {
                 while try statement.step() {
                     samples.append(
                         PacerSample(
-                            atMilliseconds: statement.int(0), sendRateLimit: statement.isNull(1) ? nil : statement.double(1),
+                            atMilliseconds: statement.int(0),
+                            sendRateLimit: statement.isNull(1) ? nil : statement.double(1),
                             concurrency: Int(statement.int(2))))
                 }
                 return samples

@@ -268,7 +268,8 @@ private struct ShardCopier {
                         .int(hash), .text(profile), .text(transaction), .int(status), .optionalText(read.text(4)),
                         read.optionalInt(5).map { .int($0) } ?? .null, .optionalText(read.text(6)), firstInput,
                         .int(read.int(8)), lastInput, .int(read.int(10)), run(read.int(11)), run(read.int(12)),
-                        run(read.optionalInt(13)), run(read.optionalInt(14)), run(read.optionalInt(15)), .int(createdAt),
+                        run(read.optionalInt(13)), run(read.optionalInt(14)), run(read.optionalInt(15)),
+                        .int(createdAt),
                         .int(updatedAt), answeredAt.map { .int($0) } ?? .null,
                         read.optionalInt(19).map { .int($0) } ?? .null, snapshot,
                     ])

@@ -90,7 +90,8 @@ extension Journal {
         rows.reserveCapacity(found.count)
         for row in found {
             guard let status = ItemStatus(journalCode: row.status) else {
-                throw .unknownValue(path: path, table: "items", column: "status", row: row.itemID, value: "\(row.status)")
+                throw .unknownValue(
+                    path: path, table: "items", column: "status", row: row.itemID, value: "\(row.status)")
             }
             rows.append(
                 OwedRow(

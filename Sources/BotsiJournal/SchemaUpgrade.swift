@@ -93,13 +93,16 @@ extension Journal {
                 .int(id), .int(Self.pairHash(profileId: profile, originalTransactionId: transaction)), .text(profile),
                 .text(transaction), .int(status.journalCode), .optionalText(read.text(4)),
                 read.optionalInt(5).map { .int($0) } ?? .null, .optionalText(read.text(6)), .int(read.int(7)),
-                .int(first.input), .int(Int64(first.line)), .int(last.input), .int(Int64(last.line)), .int(read.int(10)),
+                .int(first.input), .int(Int64(first.line)), .int(last.input), .int(Int64(last.line)),
+                .int(read.int(10)),
                 .int(read.int(11)), read.optionalInt(12).map { .int($0) } ?? .null,
                 read.optionalInt(19).map { .int($0) } ?? .null,
                 .int(try milliseconds(read.text(13), table: "items", column: "created_at", row: id) ?? 0),
                 .int(try milliseconds(read.text(14), table: "items", column: "updated_at", row: id) ?? 0),
-                try milliseconds(read.text(18), table: "items", column: "answered_at", row: id).map { .int($0) } ?? .null,
-                try milliseconds(read.text(15), table: "items", column: "restored_at", row: id).map { .int($0) } ?? .null,
+                try milliseconds(read.text(18), table: "items", column: "answered_at", row: id).map { .int($0) }
+                    ?? .null,
+                try milliseconds(read.text(15), table: "items", column: "restored_at", row: id).map { .int($0) }
+                    ?? .null,
                 snapshot.map { .int($0) } ?? .null,
             ]
             try write.reset(binding: values)

@@ -67,7 +67,8 @@ extension Journal {
         while try wrap({ () throws(SQLiteError) in try items.step() }) {
             let code = items.int(0)
             guard let status = ItemStatus(journalCode: code) else {
-                throw JournalError.unknownValue(path: path, table: "run_counts", column: "status", row: 0, value: "\(code)")
+                throw JournalError.unknownValue(
+                    path: path, table: "run_counts", column: "status", row: 0, value: "\(code)")
             }
             let text = items.text(1) ?? ""
             byName.append((status, text.isEmpty ? nil : text, Int(items.int(2))))

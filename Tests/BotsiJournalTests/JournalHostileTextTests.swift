@@ -28,7 +28,8 @@ import Testing
                     profileId: profile, originalTransactionId: String(1000 + index), source: "in.csv:\(index + 2)",
                     runID: run, now: now)
                 let expected = Admission.send(
-                    itemID: Int64(index + 1), mark: .admitted(itemID: Int64(index + 1), at: Timestamp.milliseconds(now) ?? 0))
+                    itemID: Int64(index + 1),
+                    mark: .admitted(itemID: Int64(index + 1), at: Timestamp.milliseconds(now) ?? 0))
                 #expect(admission == expected)
             }
             // An input rejection keeps the raw text, NUL byte and all.

@@ -16,6 +16,9 @@ extension Journal {
         "items_last_run", "items_in_flight_run", "items_transaction",
     ]
 
+    /// A run of an older schema gets a uid made of what it recorded (host, pid, start): two copies
+    /// of one journal, upgraded apart, give their shared runs the same uid, so `merge` counts that
+    /// history once.
     func upgradeToV5() throws {
         let rows = try connection.scalarInt("SELECT count(*) FROM items") ?? 0
         if rows > 0 {
@@ -32,7 +35,7 @@ extension Journal {
             """
             INSERT INTO runs (id, uid, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs,
                 counts, progress)
-            SELECT id, lower(hex(randomblob(16))), started_at, ended_at, state, exit_code, tool_version, host, pid,
+            SELECT id, 'v4:' || host || ':' || pid || ':' || started_at, started_at, ended_at, state, exit_code, tool_version, host, pid,
                 options, inputs, counts, progress
             FROM v4_runs ORDER BY id
             """)

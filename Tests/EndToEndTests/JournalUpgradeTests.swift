@@ -55,6 +55,20 @@ struct JournalUpgradeTests {
         #expect(walEmpty, "a reader wrote to the old journal's WAL")
     }
 
+    @Test func twoCopiesUpgradedApartMergeTheirSharedRunsOnce() throws {
+        let workspace = Workspace()
+        let a = try copyOfTheFixture(in: workspace, name: "a.sqlite")
+        let b = try copyOfTheFixture(in: workspace, name: "b.sqlite")
+        try Journal(path: a, create: false).close()
+        try Journal(path: b, create: false).close()
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged, a, b], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let counts = try SQLiteTool.execute(
+            merged, "SELECT count(*) FROM runs; SELECT count(*) FROM attempts; SELECT sum(attempts) FROM items")
+        #expect(counts.split(separator: "\n") == ["3", "15", "15"], "the fixture's 3 runs and 15 attempts, once")
+    }
+
     private func walIsEmpty(_ journal: String) throws -> Bool {
         ((try FileManager.default.attributesOfItem(atPath: journal + "-wal")[.size] as? Int) ?? 0) == 0
     }

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 
 /// `merge` keeps the lifecycle's rule: a final row changes only by a new definitive answer, never
-/// by a later record that owes it (issue 20, item 1), through the built binary.
+/// by a later record that owes it, and counts a copied journal's shared history once (issue 20,
+/// item 1), through the built binary.
 @Suite("merge never regresses a final row")
 struct MergeFinalRowTests {
     private func statuses(_ journal: String, in workspace: Workspace) throws -> [String: Int] {
@@ -45,6 +46,12 @@ struct MergeFinalRowTests {
         let finished = try statuses(merged, in: workspace)
         #expect(finished["pending"] ?? 0 == 0, "a later pending record replaced a final one: \(finished)")
         #expect(finished.values.reduce(0, +) == 20, "\(finished)")
+        // Every request the servers saw, once: the history A and B share from before the copy is
+        // one run (the same uid in both), not two.
+        let sent = failing.stats().requests + good.stats().requests
+        let counted = try SQLiteTool.execute(
+            merged, "SELECT count(*) FROM attempts; SELECT sum(attempts) FROM items; SELECT count(*) FROM runs")
+        #expect(counted.split(separator: "\n") == ["\(sent)", "\(sent)", "3"], "servers saw \(sent) requests")
 
         // Nothing is owed, so a plain run on the merged journal sends nothing again.
         let before = good.stats().requests

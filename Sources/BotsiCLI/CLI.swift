@@ -5,7 +5,7 @@ import Foundation
 /// The command line: `botsi-restore <command> [options]`. The executable hands argv here and
 /// exits with what comes back.
 public enum CLI {
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [

@@ -91,9 +91,9 @@ def epoch(text):
 accepted, answered = [], 0
 for i in range(shards):
     db = sqlite3.connect(f"file:{work}/j-{i}.sqlite?mode=ro", uri=True)
-    answered += db.execute("SELECT count(*) FROM items WHERE status = 'restored'").fetchone()[0]
+    answered += db.execute("SELECT count(*) FROM items_readable WHERE status = 'restored'").fetchone()[0]
     accepted.append([epoch(t) + (d or 0) / 1000 for t, d in
-                     db.execute("SELECT started_at, duration_ms FROM attempts WHERE http_status = 200")])
+                     db.execute("SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 200")])
     db.close()
 requests = after["requests"] - before["requests"]
 refused = after.get("rateLimited", 0) - before.get("rateLimited", 0)

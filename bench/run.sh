@@ -186,7 +186,7 @@ for format in jsonl csv table; do
     report_line "report --format $format > /dev/null" "$elapsed" "$rss"
 done
 columns="SELECT profile_id, original_transaction_id, status, code, http_status, attempts, last_source, updated_at,
-    restored_at, profile_state, access_levels, message FROM items ORDER BY id"
+    restored_at, profile_state, access_levels, message FROM items_readable ORDER BY id"
 /usr/bin/time -f "%e %M" -o "$work/time" sqlite3 -readonly -csv "$report_journal" "$columns" >"$work/report.sqlite3.csv"
 read -r elapsed rss <"$work/time"
 report_line "sqlite3 -csv, the same columns > F" "$elapsed" "$rss"

@@ -23,6 +23,9 @@ final class MultiDriver {
     private var timerDeadline: UInt64?
     private let redactor: KeyRedactor
     private var retryAfterCapNoticeGiven = false
+    /// The thread `run` runs on: the only one that may touch the driver once it started
+    /// (`DriverHandOver`'s invariant, checked where transfers start and finish).
+    private var thread: pthread_t?
     /// The longest wait without a curl timer: a safety net, since submit and shutdown wake the loop.
     private static let idleWaitMilliseconds: Int32 = 1000
     private static let readyCapacity = 256
@@ -62,6 +65,7 @@ final class MultiDriver {
     }
 
     func run() {
+        thread = pthread_self()
         core.state.withLock { $0.driverThread = pthread_self() }
 
         var readyDescriptors = [Int32](repeating: 0, count: Self.readyCapacity)
@@ -168,6 +172,7 @@ final class MultiDriver {
     }
 
     private func start(_ request: RestoreRequest) {
+        checkOnDriverThread()
         let transfer: Transfer
         if let reused = idle.popLast() {
             transfer = reused
@@ -197,6 +202,7 @@ final class MultiDriver {
     }
 
     private func collectFinishedTransfers() {
+        checkOnDriverThread()
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
@@ -244,6 +250,12 @@ final class MultiDriver {
                 "botsi-restore: the server asked\(statusText) to wait \(Basics.seconds(retryAfter)) (Retry-After), more "
                     + "than --retry-after-cap \(Basics.seconds(cap)); waiting \(Basics.seconds(cap)) instead. "
                     + "Said once per run."))
+    }
+
+    private func checkOnDriverThread() {
+        guard let thread, pthread_equal(thread, pthread_self()) != 0 else {
+            preconditionFailure("the client's driver was used off its thread")
+        }
     }
 
     /// Frees every handle and descriptor; the last thing `run` does, or `RestoreClient.init` when the thread

@@ -209,6 +209,8 @@ struct DriverHandles {
 struct DriverHandOver: @unchecked Sendable {
     // Invariant: `RestoreClient.init` finishes configuring the driver and its multi handle before it
     // starts the driver thread; from then on only that thread touches the driver, and it frees both.
+    // Checked at run time: the driver notes its thread in `run` and every transfer's start and end
+    // checks it.
     let driver: MultiDriver
 }
 

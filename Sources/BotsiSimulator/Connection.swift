@@ -4,7 +4,8 @@ import Dispatch
 
 /// One client connection; owned by the loop's queue.
 final class Connection: @unchecked Sendable {
-    // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue.
+    // Invariant for @unchecked Sendable: touched only on the owning ServerLoop's queue, from the loop's
+    // methods, whose every entry checks that queue at run time (`dispatchPrecondition`).
     enum Phase {
         case reading, waiting, stalled, writing, trickling
     }

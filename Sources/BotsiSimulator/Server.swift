@@ -16,7 +16,8 @@ import Synchronization
 final class Server: @unchecked Sendable {
     // Invariant for @unchecked Sendable: `listenerSource`, `nextLoop`, `stopped`, `paused`,
     // `pauseGeneration` and `backoffNanoseconds` are touched only on `acceptQueue`; the loops are reached
-    // only through their own queues; `wakeOnRelease` is atomic.
+    // only through their own queues; `wakeOnRelease` is atomic. Checked at run time: each method that
+    // touches them begins with `dispatchPrecondition(.onQueue(acceptQueue))`.
     private let acceptQueue = DispatchQueue(label: "botsi.simulator.accept")
     private let core: SimulatorCore
     private let openDescriptors = DispatchGroup()
@@ -87,6 +88,7 @@ final class Server: @unchecked Sendable {
     }
 
     private func acceptPending(_ listener: Int32) {
+        dispatchPrecondition(condition: .onQueue(acceptQueue))
         while !stopped, !paused {
             if core.openConnections.load(ordering: .sequentiallyConsistent) >= maxConnections {
                 wakeOnRelease.store(true, ordering: .sequentiallyConsistent)
@@ -128,6 +130,7 @@ final class Server: @unchecked Sendable {
 
     /// Runs on `acceptQueue`.
     private func pause(backingOff: Bool) {
+        dispatchPrecondition(condition: .onQueue(acceptQueue))
         guard let source = listenerSource, !paused else { return }
         paused = true
         source.suspend()
@@ -145,6 +148,7 @@ final class Server: @unchecked Sendable {
 
     /// Runs on `acceptQueue`.
     private func resume() {
+        dispatchPrecondition(condition: .onQueue(acceptQueue))
         wakeOnRelease.store(false, ordering: .sequentiallyConsistent)
         guard paused, !stopped else { return }
         paused = false

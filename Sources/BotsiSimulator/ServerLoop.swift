@@ -12,6 +12,8 @@ import Glibc
 final class ServerLoop: @unchecked Sendable {
     // Invariant for @unchecked Sendable: every `var` below is read and written only on `queue`. Source
     // handlers and the timer all target `queue`; the server reaches the loop only through `queue`.
+    // Checked at run time where the loop is entered (begin, shutdown, adopt, each source's and the
+    // timer's handler): `dispatchPrecondition(.onQueue(queue))`; the private methods run from those.
     let queue: DispatchQueue
     private let core: SimulatorCore
     private let openDescriptors: DispatchGroup
@@ -44,12 +46,14 @@ final class ServerLoop: @unchecked Sendable {
 
     /// Runs on `queue`.
     func begin(server: Server) {
+        dispatchPrecondition(condition: .onQueue(queue))
         self.server = server
         timers.start(on: queue) { [self] in fireDueTimers() }
     }
 
     /// Runs on `queue`: closes every connection (stalled ones included) and the timer.
     func shutdown() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else { return }
         stopped = true
         for connection in Array(connections.values) { close(connection) }
@@ -58,6 +62,7 @@ final class ServerLoop: @unchecked Sendable {
 
     /// Runs on `queue`: takes over an accepted socket, for which the server already entered the group.
     func adopt(_ descriptor: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else {
             Glibc.close(descriptor)
             server?.connectionReleased()
@@ -80,6 +85,7 @@ final class ServerLoop: @unchecked Sendable {
     // MARK: Reading and dispatching requests
 
     private func readAvailable(_ connection: Connection) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !connection.closed else { return }
         while true {
             var arrival: UInt64?
@@ -207,6 +213,7 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func flush(_ connection: Connection) {
+        dispatchPrecondition(condition: .onQueue(queue))
         while connection.outboundOffset < connection.outbound.count {
             let written = connection.outbound.withUnsafeBytes { bytes in
                 send(
@@ -297,6 +304,7 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func sourceCancelled(_ connection: Connection) {
+        dispatchPrecondition(condition: .onQueue(queue))
         connection.liveSources -= 1
         if connection.liveSources == 0, connection.closed {
             Glibc.close(connection.descriptor)
@@ -349,6 +357,7 @@ final class ServerLoop: @unchecked Sendable {
     }
 
     private func fireDueTimers() {
+        dispatchPrecondition(condition: .onQueue(queue))
         timers.disarm()
         let now = DispatchTime.now().uptimeNanoseconds
         while let next = timers.popDue(now: now) {

@@ -117,6 +117,13 @@ final class Child: Sendable {
         heldStdin?.write(data)
     }
 
+    /// Writes to a held stdin, blocking while the pipe is full; false once the child closed its
+    /// end (ignore SIGPIPE first).
+    func tryWriteStdin(_ data: Data) -> Bool {
+        guard let heldStdin else { return false }
+        return (try? heldStdin.write(contentsOf: data)) != nil
+    }
+
     /// Writes `data` to a held stdin and closes it, so the child reads to its end.
     func closeStdin(after data: Data) {
         guard let heldStdin else { return }

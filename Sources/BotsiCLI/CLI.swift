@@ -49,6 +49,10 @@ public enum CLI {
             Output.error("botsi-restore: \(message)\n\(HelpText.usageLines)")
             return ExitCode.usage
         }
+        if let problem = ThreadStart.problem() {
+            Output.error("botsi-restore \(name): \(problem)")
+            return ExitCode.osError
+        }
         do {
             return try invoke(command, rest)
         } catch let error as UsageError {

@@ -38,6 +38,13 @@ struct ModelGenerator {
             step = .reportOntoJournal(OutputTarget.allCases.randomElement(using: &random)!)
         case ..<0.17: step = .preflight(PreflightFault.allCases.randomElement(using: &random)!, dryRun: chance(0.7))
         case ..<0.24: step = .concurrent(concurrentFirst(), second: Spelling.allCases.randomElement(using: &random)!)
+        case ..<0.30 where journalMayExist:
+            // The copy's run reads a file and runs to its end: merge refuses a journal a run holds.
+            var copy = run()
+            copy.stop = .none
+            copy.mode.dryRun = false
+            if copy.fileName == "-" { copy.fileName = "day-0.csv" }
+            step = .mergeCopy(copy)
         default: step = .run(run())
         }
         let allowed = leaveOutSkipped(step)

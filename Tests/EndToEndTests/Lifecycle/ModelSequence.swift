@@ -63,6 +63,8 @@ final class ModelSequence {
             violations = try reportOntoJournal(target)
         case .query:
             violations = try query()
+        case .mergeCopy(let run):
+            violations = try mergeCopy(run)
         }
         let after = try JournalTables.read(journal)
         violations += try journalWideChecks(after)

@@ -145,6 +145,8 @@ enum Step: CustomStringConvertible {
     case reportOntoJournal(OutputTarget)
     /// `report` in several forms, `report --changes`, `status`, `runs`.
     case query
+    /// The journal copied, the copy run on its own, and both merged into the journal.
+    case mergeCopy(RunStep)
 
     var description: String {
         switch self {
@@ -155,6 +157,7 @@ enum Step: CustomStringConvertible {
         case .preflight(let fault, let dryRun): return "run\(dryRun ? " --dry-run" : "") with \(fault.rawValue)"
         case .reportOntoJournal(let target): return "report --output onto the journal (\(target.rawValue))"
         case .query: return "report, report --changes, status, runs"
+        case .mergeCopy(let run): return "merge the journal with a copy of it that ran: \(run)"
         }
     }
 }

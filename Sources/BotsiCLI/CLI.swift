@@ -10,7 +10,7 @@ public enum CLI {
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
         RunCommand.self, ReportCommand.self, StatusCommand.self, RunsCommand.self, MergeCommand.self,
-        SimulateCommand.self, DemoCommand.self, CompletionCommand.self,
+        UpgradeCommand.self, SimulateCommand.self, DemoCommand.self, CompletionCommand.self,
     ]
 
     static func command(named name: String) -> (any Command.Type)? {

@@ -151,6 +151,10 @@ extension StatusCommand {
     ]
 }
 
+extension UpgradeCommand {
+    static let options: [Option<UpgradeSettings>] = [.journalToRead]
+}
+
 extension RunsCommand {
     static let options: [Option<RunsSettings>] = [
         .journalToRead,

@@ -38,8 +38,9 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .olderSchema(let path, let version, let current):
             return
                 "journal \(path) has schema version \(version), from an earlier botsi-restore; a run of this one upgrades it "
-                + "to \(current) in place when it opens it (copy it first, while no run holds it, if an earlier version must "
-                + "still read it); this command only reads, so nothing was changed"
+                + "to \(current) in place when it opens it, and `botsi-restore upgrade --journal \(path)` does so sending "
+                + "nothing (copy it first, while no run holds it, if an earlier version must still read it); this command "
+                + "only reads, so nothing was changed"
         case .diskFull(let path):
             return
                 "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"

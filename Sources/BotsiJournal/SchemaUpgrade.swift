@@ -26,7 +26,7 @@ extension Journal {
                 Notice(
                     .info,
                     "botsi-restore: upgrading journal \(path) to schema 5 (\(rows) rows) in one transaction: "
-                        + "a stop or a kill now leaves it as it was, and the next run upgrades it again"))
+                        + "a stop or a kill now leaves it as it was, to be upgraded again"))
         }
         for index in Self.oldIndexes { try connection.execute("DROP INDEX IF EXISTS \(index)") }
         for table in Self.oldTables { try connection.execute("ALTER TABLE \(table) RENAME TO v4_\(table)") }
@@ -174,5 +174,33 @@ extension Journal {
                 ])
             try write.run()
         }
+    }
+}
+
+extension Journal {
+    /// What `upgrade` did: the schema the journal had and the one it has now (equal: nothing done).
+    public struct Upgrade: Sendable, Equatable {
+        public var from: Int64
+        public var to: Int64
+        public var rows: Int64
+    }
+
+    /// Upgrades the journal at `path` in place to the current schema, as a run's open would, holding
+    /// the run lock (a live run of any version is refused, exit 75) and sending nothing: so that
+    /// `status` and `report` can read it before the next run.
+    public static func upgrade(path: String) throws(JournalError) -> Upgrade {
+        // Read-only first: the file's checks, and the schema it is at, without writing it.
+        var version = Schema.currentVersion
+        do {
+            try Journal(path: path, create: false, readOnly: true).close()
+        } catch .olderSchema(_, let found, _) {
+            version = found
+        }
+        let journal = try Journal(path: path, access: .write, lockForRun: true)
+        defer { journal.close() }
+        let rows = try journal.wrap { () throws(SQLiteError) in
+            try journal.connection.scalarInt("SELECT count(*) FROM items") ?? 0
+        }
+        return Upgrade(from: version, to: Schema.currentVersion, rows: rows)
     }
 }

@@ -29,7 +29,11 @@ struct JournalUpgradeTests {
     @Test func itsReportsAreC6f06ffsByteForByte() throws {
         let workspace = Workspace()
         let journal = try copyOfTheFixture(in: workspace)
-        try Journal(path: journal, create: false).close()
+        let upgrade = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(upgrade.status == 0, "stderr: \(upgrade.stderr)")
+        #expect(upgrade.stderr.contains("from schema 4 to 5: 9 rows"), "\(upgrade.stderr)")
+        let again = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(again.status == 0 && again.stderr.contains("at schema 5 already"), "\(again.stderr)")
         for format in ["csv", "jsonl"] {
             let before = try String(
                 contentsOf: Self.fixtures.appendingPathComponent("report-by-c6f06ff.\(format)"), encoding: .utf8)
@@ -48,7 +52,8 @@ struct JournalUpgradeTests {
             #expect(refused.status != 0)
             #expect(
                 refused.stderr.contains("schema version 4, from an earlier botsi-restore")
-                    && refused.stderr.contains("a run of this one upgrades it"), "\(command): \(refused.stderr)")
+                    && refused.stderr.contains("botsi-restore upgrade --journal \(journal)"),
+                "\(command): \(refused.stderr)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
         let walEmpty = try !FileManager.default.fileExists(atPath: journal + "-wal") || walIsEmpty(journal)

@@ -65,6 +65,7 @@ actor ActiveRun {
     private var decider: ReplyDecider
     private var threshold: FailureThreshold
     private var progress: ProgressTracker
+    private var waits = ReplyWaits()
     private var summary = RunSummary()
     private(set) var phase: RunPhase = .running
     private var stepScheduled = false
@@ -94,6 +95,7 @@ actor ActiveRun {
         progress = ProgressTracker(
             reportInterval: progressInterval, journals: !options.dryRun, reports: onProgress != nil)
         summary.dryRun = options.dryRun
+        summary.requestTimeout = options.timeout
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
@@ -204,7 +206,9 @@ actor ActiveRun {
     /// Sends committed rows while the scheduler has free slots.
     private func sendCommitted() {
         guard case .client(let client, _) = sender else { return }
+        let now = monotonicSeconds()
         while let entry = scheduler.nextLaunch() {
+            waits.sent(entry.sequence, at: now)
             feeder.noteFirstSend(of: entry.payload)
             writer.sent(entry.payload)
             client.submit(
@@ -231,6 +235,7 @@ actor ActiveRun {
         // nothing more until it is decided.
         do {
             for result in replies {
+                waits.replied(result.tag)
                 try unmark(
                     scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now))
             }
@@ -249,6 +254,7 @@ actor ActiveRun {
     private func record(_ result: RestoreResult) {
         guard var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
+        summary.note(result.reply, duration: result.duration)
         row.attemptsThisRun += 1
         let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
@@ -424,8 +430,11 @@ actor ActiveRun {
     }
 
     private func snapshot() -> RunProgress {
-        progress.snapshot(
+        let slowAfter = ReplyWaits.slowAfter(timeout: options.timeout)
+        return progress.snapshot(
             at: Date().timeIntervalSince(startedAt), summary: summary,
-            input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes), sending: scheduler.counts)
+            input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes, complete: feeder.isDone),
+            sending: scheduler.counts, waits: waits.slow(now: monotonicSeconds(), threshold: slowAfter),
+            slowAfter: slowAfter, timeout: options.timeout)
     }
 }

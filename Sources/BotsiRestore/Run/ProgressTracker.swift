@@ -53,11 +53,13 @@ struct ProgressTracker {
         return Double(requests - first.requests) / (elapsed - first.time)
     }
 
-    /// The run's progress at `elapsed`, from what the other roles hold.
+    /// The run's progress at `elapsed`, from what the other roles hold; `waits` are the
+    /// requests on the wire (how many wait longer than `slowAfter`, the longest wait).
     mutating func snapshot(
-        at elapsed: Double, summary: RunSummary, input: InputPosition, sending: SendCounts
+        at elapsed: Double, summary: RunSummary, input: InputPosition, sending: SendCounts,
+        waits: (count: Int, longest: Double) = (0, 0), slowAfter: Double = 10, timeout: Double = 30
     ) -> RunProgress {
-        RunProgress(
+        var progress = RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead, bytesRead: input.bytesRead, totalBytes: input.totalBytes,
             finished: summary.finished, inFlight: sending.inFlight, waitingToRetry: sending.waitingToRetry,
             requests: summary.requests, retries: summary.retries, statuses: summary.statuses,
@@ -65,5 +67,12 @@ struct ProgressTracker {
             duplicates: summary.duplicates, recentRate: recentRate(at: elapsed, requests: summary.requests),
             stopping: summary.stopMessage, throttledRate: sending.throttledRate,
             concurrencyLimit: sending.concurrencyLimit, throttleEvents: sending.throttleEvents)
+        progress.inputComplete = input.complete
+        progress.outstanding = sending.outstanding
+        progress.slowReplies = waits.count
+        progress.longestWait = waits.longest
+        progress.slowAfter = slowAfter
+        progress.requestTimeout = timeout
+        return progress
     }
 }

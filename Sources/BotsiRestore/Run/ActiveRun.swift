@@ -4,42 +4,6 @@ import BotsiJournal
 import Dispatch
 import Foundation
 
-/// Where a run is, once setup has made its parts: sending, stopping (nothing more is sent; the
-/// requests in flight finish), or finished (recorded; nothing more happens).
-enum RunPhase: Equatable {
-    case running
-    case stopping(RunStop)
-    case finished
-}
-
-/// A row a dry run would send: a new pair of its input, or one the journal owes (with its status).
-public struct WouldSend: Sendable, Equatable {
-    public var profileId: String
-    public var originalTransactionId: String
-    /// `file:line` where it was read (for an owed row, where it was last read).
-    public var source: String
-    /// The status of a row the journal owes; nil for a new pair.
-    public var owed: ItemStatus?
-}
-
-/// What setup made, whole: the run holds its parts without optionals.
-struct RunParts {
-    /// Where requests go: the client, or nowhere in a dry run.
-    enum Sender {
-        case client(RestoreClient, ResultHandOff)
-        case dryRun
-    }
-
-    let writer: RunJournalWriter
-    let feeder: InputFeeder
-    let pump: InputPump
-    let sender: Sender
-    /// The inputs' size when all are regular files, for progress.
-    let totalBytes: Int64?
-    /// What setup found: the in-flight rows a killed run left, put right.
-    let recovered: InFlightRecovery
-}
-
 /// One run, isolated: every piece of its mutable state lives here, on the run's own serial
 /// executor, so the compiler refuses any touch from elsewhere and the runtime traps one that
 /// slips past it (`RunExecutor.checkIsolated`). It ties Input, API and Journal together as wiring
@@ -95,7 +59,6 @@ actor ActiveRun {
         progress = ProgressTracker(
             reportInterval: progressInterval, journals: !options.dryRun, reports: onProgress != nil)
         summary.dryRun = options.dryRun
-        summary.requestTimeout = options.timeout
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
@@ -206,9 +169,8 @@ actor ActiveRun {
     /// Sends committed rows while the scheduler has free slots.
     private func sendCommitted() {
         guard case .client(let client, _) = sender else { return }
-        let now = monotonicSeconds()
         while let entry = scheduler.nextLaunch() {
-            waits.sent(entry.sequence, at: now)
+            waits.sent(entry.sequence, at: monotonicSeconds())
             feeder.noteFirstSend(of: entry.payload)
             writer.sent(entry.payload)
             client.submit(
@@ -254,7 +216,7 @@ actor ActiveRun {
     private func record(_ result: RestoreResult) {
         guard var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
-        summary.note(result.reply, duration: result.duration)
+        summary.note(result.reply, duration: result.duration, timeout: options.timeout)
         row.attemptsThisRun += 1
         let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
@@ -430,11 +392,9 @@ actor ActiveRun {
     }
 
     private func snapshot() -> RunProgress {
-        let slowAfter = ReplyWaits.slowAfter(timeout: options.timeout)
-        return progress.snapshot(
+        progress.snapshot(
             at: Date().timeIntervalSince(startedAt), summary: summary,
             input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes, complete: feeder.isDone),
-            sending: scheduler.counts, waits: waits.slow(now: monotonicSeconds(), threshold: slowAfter),
-            slowAfter: slowAfter, timeout: options.timeout)
+            sending: scheduler.counts, waits: waits.report(now: monotonicSeconds(), timeout: options.timeout))
     }
 }

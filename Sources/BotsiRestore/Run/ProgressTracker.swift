@@ -53,11 +53,11 @@ struct ProgressTracker {
         return Double(requests - first.requests) / (elapsed - first.time)
     }
 
-    /// The run's progress at `elapsed`, from what the other roles hold; `waits` are the
-    /// requests on the wire (how many wait longer than `slowAfter`, the longest wait).
+    /// The run's progress at `elapsed`, from what the other roles hold; `waits` says how many
+    /// requests on the wire wait on slow replies.
     mutating func snapshot(
         at elapsed: Double, summary: RunSummary, input: InputPosition, sending: SendCounts,
-        waits: (count: Int, longest: Double) = (0, 0), slowAfter: Double = 10, timeout: Double = 30
+        waits: SlowReplies = SlowReplies()
     ) -> RunProgress {
         var progress = RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead, bytesRead: input.bytesRead, totalBytes: input.totalBytes,
@@ -71,8 +71,8 @@ struct ProgressTracker {
         progress.outstanding = sending.outstanding
         progress.slowReplies = waits.count
         progress.longestWait = waits.longest
-        progress.slowAfter = slowAfter
-        progress.requestTimeout = timeout
+        progress.slowAfter = waits.slowAfter
+        progress.requestTimeout = waits.timeout
         return progress
     }
 }

@@ -10,6 +10,13 @@ struct ReplyWaits {
     mutating func sent(_ tag: Int64, at now: Double) { sentAt[tag] = now }
     mutating func replied(_ tag: Int64) { sentAt[tag] = nil }
 
+    /// What progress shows of the waits at `now` under `--timeout`.
+    func report(now: Double, timeout: Double) -> SlowReplies {
+        let slowAfter = Self.slowAfter(timeout: timeout)
+        let (count, longest) = slow(now: now, threshold: slowAfter)
+        return SlowReplies(count: count, longest: longest, slowAfter: slowAfter, timeout: timeout)
+    }
+
     /// Requests waiting longer than `threshold` at `now`, and the longest wait of all.
     func slow(now: Double, threshold: Double) -> (count: Int, longest: Double) {
         var count = 0
@@ -21,4 +28,12 @@ struct ReplyWaits {
         }
         return (count, longest)
     }
+}
+
+/// Requests on the wire longer than `slowAfter` seconds, the longest wait, and the timeout.
+struct SlowReplies: Equatable {
+    var count = 0
+    var longest: Double = 0
+    var slowAfter: Double = 10
+    var timeout: Double = 30
 }

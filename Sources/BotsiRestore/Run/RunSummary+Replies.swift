@@ -54,9 +54,11 @@ extension Character {
 }
 
 extension RunSummary {
-    /// One reply: a transport error is tallied by message, a timeout counted with its slot time.
-    mutating func note(_ reply: RestoreReply, duration: Double) {
+    /// One reply under `--timeout`: a transport error is tallied by message, a timeout counted
+    /// with its slot time.
+    mutating func note(_ reply: RestoreReply, duration: Double, timeout: Double = 30) {
         requestSeconds += duration
+        requestTimeout = timeout
         guard case .retryable(let code, let httpStatus, _, let message) = reply, httpStatus == nil else { return }
         transportErrors.add(code: code, message: message ?? code)
         if code == "timeout" {

@@ -33,7 +33,8 @@ final class ProgressPrinter: Sendable {
 
     func show(_ progress: RunProgress) {
         guard !quiet else { return }
-        let line = Self.line(progress)
+        // The width is asked each time: a resized window gets a line that fits it at the next redraw.
+        let line = Self.line(progress, width: isTerminal ? TerminalWidth.current() ?? 80 : nil)
         state.withLock { state in
             if isTerminal {
                 Output.liveLine(line)
@@ -110,6 +111,14 @@ final class ProgressPrinter: Sendable {
         if let total = progress.totalBytes { object["totalBytes"] = total }
         if let rate = progress.throttledRate { object["throttledRate"] = rate }
         if let stopping = progress.stopping { object["stopping"] = stopping }
+        object["inputComplete"] = progress.inputComplete
+        object["outstanding"] = progress.outstanding
+        if let eta = progress.etaSeconds { object["etaSeconds"] = eta }
+        if progress.slowReplies > 0 {
+            object["slowReplies"] = progress.slowReplies
+            object["slowAfterSeconds"] = progress.slowAfter
+            object["longestWaitSeconds"] = progress.longestWait
+        }
         return object
     }
 
@@ -122,32 +131,8 @@ final class ProgressPrinter: Sendable {
         Output.error(String(decoding: data, as: UTF8.self))
     }
 
-    static func line(_ progress: RunProgress) -> String {
-        var parts: [String] = []
-        if let total = progress.totalBytes, total > 0 {
-            let fraction = Double(progress.bytesRead) / Double(total)
-            parts.append(String(format: "%.0f%% read", min(fraction, 1) * 100))
-            if fraction > 0.01 && fraction < 1 {
-                let remaining = progress.elapsed / fraction - progress.elapsed
-                parts.append("ETA \(Basics.duration(remaining, wholeSeconds: true))")
-            }
-        } else {
-            parts.append("\(progress.bytesRead / 1024) KiB read")
-        }
-        parts.append("\(progress.rowsRead) rows")
-        parts.append("\(progress.finished) done")
-        parts.append(String(format: "%.0f req/s", progress.recentRate))
-        parts.append("\(progress.inFlight) in flight")
-        if progress.waitingToRetry > 0 { parts.append("\(progress.waitingToRetry) waiting to retry") }
-        let statuses = progress.statuses.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }
-        if !statuses.isEmpty { parts.append(statuses.joined(separator: ", ")) }
-        if progress.retries > 0 { parts.append("\(progress.retries) retries") }
-        if progress.rejected > 0 { parts.append("\(progress.rejected) rejected") }
-        if progress.skipped > 0 { parts.append("\(progress.skipped) already done") }
-        if let rate = progress.throttledRate {
-            parts.append(String(format: "throttled to %.1f/s, concurrency %d", rate, progress.concurrencyLimit))
-        }
-        if progress.stopping != nil { parts.append("stopping") }
-        return parts.joined(separator: " | ")
+    /// The progress line, fitted to `width` columns when given (a terminal's).
+    static func line(_ progress: RunProgress, width: Int? = nil) -> String {
+        ProgressLine.fit(ProgressLine.fields(progress), width: width)
     }
 }

@@ -4,42 +4,6 @@ import BotsiJournal
 import Dispatch
 import Foundation
 
-/// Where a run is, once setup has made its parts: sending, stopping (nothing more is sent; the
-/// requests in flight finish), or finished (recorded; nothing more happens).
-enum RunPhase: Equatable {
-    case running
-    case stopping(RunStop)
-    case finished
-}
-
-/// A row a dry run would send: a new pair of its input, or one the journal owes (with its status).
-public struct WouldSend: Sendable, Equatable {
-    public var profileId: String
-    public var originalTransactionId: String
-    /// `file:line` where it was read (for an owed row, where it was last read).
-    public var source: String
-    /// The status of a row the journal owes; nil for a new pair.
-    public var owed: ItemStatus?
-}
-
-/// What setup made, whole: the run holds its parts without optionals.
-struct RunParts {
-    /// Where requests go: the client, or nowhere in a dry run.
-    enum Sender {
-        case client(RestoreClient, ResultHandOff)
-        case dryRun
-    }
-
-    let writer: RunJournalWriter
-    let feeder: InputFeeder
-    let pump: InputPump
-    let sender: Sender
-    /// The inputs' size when all are regular files, for progress.
-    let totalBytes: Int64?
-    /// What setup found: the in-flight rows a killed run left, put right.
-    let recovered: InFlightRecovery
-}
-
 /// One run, isolated: every piece of its mutable state lives here, on the run's own serial
 /// executor, so the compiler refuses any touch from elsewhere and the runtime traps one that
 /// slips past it (`RunExecutor.checkIsolated`). It ties Input, API and Journal together as wiring
@@ -65,6 +29,7 @@ actor ActiveRun {
     private var decider: ReplyDecider
     private var threshold: FailureThreshold
     private var progress: ProgressTracker
+    private var waits = ReplyWaits()
     private var summary = RunSummary()
     private(set) var phase: RunPhase = .running
     private var stepScheduled = false
@@ -206,6 +171,7 @@ actor ActiveRun {
     private func sendCommitted() {
         guard case .client(let client, _) = sender else { return }
         while let entry = scheduler.nextLaunch() {
+            waits.sent(entry.sequence, at: monotonicSeconds())
             feeder.noteFirstSend(of: entry.payload)
             writer.sent(entry.payload)
             client.submit(
@@ -232,6 +198,7 @@ actor ActiveRun {
         // nothing more until it is decided.
         do {
             for result in replies {
+                waits.replied(result.tag)
                 try unmark(
                     scheduler.replied(result.reply, duration: result.duration, rateLimit: result.rateLimit, now: now))
             }
@@ -250,6 +217,7 @@ actor ActiveRun {
     private func record(_ result: RestoreResult) {
         guard var row = scheduler[payloadOf: result.tag] else { return }
         summary.requests += 1
+        summary.note(result.reply, duration: result.duration, timeout: options.timeout)
         row.attemptsThisRun += 1
         let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
@@ -427,6 +395,7 @@ actor ActiveRun {
     private func snapshot() -> RunProgress {
         progress.snapshot(
             at: Date().timeIntervalSince(startedAt), summary: summary,
-            input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes), sending: scheduler.counts)
+            input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes, complete: feeder.isDone),
+            sending: scheduler.counts, waits: waits.report(now: monotonicSeconds(), timeout: options.timeout))
     }
 }

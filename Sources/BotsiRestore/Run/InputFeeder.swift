@@ -46,6 +46,8 @@ struct InputCounts {
 struct InputPosition: Equatable {
     var bytesRead: Int64
     var totalBytes: Int64?
+    /// Every input read to its end.
+    var complete = false
 }
 
 /// Hands the run its work: first the rows the journal owes (oldest first), then the records of

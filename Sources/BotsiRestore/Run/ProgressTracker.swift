@@ -53,11 +53,13 @@ struct ProgressTracker {
         return Double(requests - first.requests) / (elapsed - first.time)
     }
 
-    /// The run's progress at `elapsed`, from what the other roles hold.
+    /// The run's progress at `elapsed`, from what the other roles hold; `waits` says how many
+    /// requests on the wire wait on slow replies.
     mutating func snapshot(
-        at elapsed: Double, summary: RunSummary, input: InputPosition, sending: SendCounts
+        at elapsed: Double, summary: RunSummary, input: InputPosition, sending: SendCounts,
+        waits: SlowReplies = SlowReplies()
     ) -> RunProgress {
-        RunProgress(
+        var progress = RunProgress(
             elapsed: elapsed, rowsRead: summary.rowsRead, bytesRead: input.bytesRead, totalBytes: input.totalBytes,
             finished: summary.finished, inFlight: sending.inFlight, waitingToRetry: sending.waitingToRetry,
             requests: summary.requests, retries: summary.retries, statuses: summary.statuses,
@@ -65,5 +67,12 @@ struct ProgressTracker {
             duplicates: summary.duplicates, recentRate: recentRate(at: elapsed, requests: summary.requests),
             stopping: summary.stopMessage, throttledRate: sending.throttledRate,
             concurrencyLimit: sending.concurrencyLimit, throttleEvents: sending.throttleEvents)
+        progress.inputComplete = input.complete
+        progress.outstanding = sending.outstanding
+        progress.slowReplies = waits.count
+        progress.longestWait = waits.longest
+        progress.slowAfter = waits.slowAfter
+        progress.requestTimeout = waits.timeout
+        return progress
     }
 }

@@ -70,6 +70,14 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var throttleEvents = 0
     public var lowestThrottledRate: Double?
     public var finalThrottledRate: Double?
+    /// Replies that came without HTTP (refused, reset, timed out, DNS), counted by message.
+    public var transportErrors = TransportErrorTally()
+    /// Requests that hit `--timeout` (`requestTimeout` seconds), and the seconds the slots spent on
+    /// them and on every request: the share that says when timeouts held the run back.
+    public var timeouts = 0
+    public var timeoutSeconds: Double = 0
+    public var requestSeconds: Double = 0
+    public var requestTimeout: Double = 30
 
     public init() {}
 
@@ -187,6 +195,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if otherShards > 0 { lines.append("  rows of other shards, skipped: \(otherShards)") }
         lines += conflictLines(journalPath: journalPath)
+        lines += replyLines()
         if throttleEvents > 0 {
             let lowest = String(format: "%.1f", lowestThrottledRate ?? 0)
             let final = finalThrottledRate.map { String(format: "%.1f/s", $0) } ?? "unthrottled"
@@ -284,29 +293,4 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         return lines
     }
-}
-
-/// A moment of a run, for the progress line and the periodic log line.
-public struct RunProgress: Sendable {
-    public var elapsed: Double
-    public var rowsRead: Int
-    public var bytesRead: Int64
-    public var totalBytes: Int64?
-    public var finished: Int
-    public var inFlight: Int
-    public var waitingToRetry: Int
-    public var requests: Int
-    public var retries: Int
-    public var statuses: [ItemStatus: Int]
-    public var rejected: Int
-    public var skipped: Int
-    public var duplicates: Int
-    /// Requests per second over the last few seconds.
-    public var recentRate: Double
-    public var stopping: String?
-    /// The adaptive send-rate limit while throttled.
-    public var throttledRate: Double?
-    public var concurrencyLimit: Int
-    /// Times the run slowed down on throttling replies so far.
-    public var throttleEvents = 0
 }

@@ -11,6 +11,8 @@ struct SendCounts: Equatable {
     var throttleEvents: Int
     /// The send-rate limit in force now (the controller's, a stated one or the cap); nil: unpaced.
     var rateLimit: Double? = nil
+    /// Rows held (not sent yet, on the wire or waiting to be retried): what is left of those read.
+    var outstanding = 0
 }
 
 /// Decides which row is sent when: the ordering window (rows sharing a profile or a transaction
@@ -83,7 +85,7 @@ struct SendScheduler<Payload> {
             inFlight: launched, waitingToRetry: waiting.count,
             throttledRate: controller.isThrottled ? controller.effectiveRate : nil,
             concurrencyLimit: controller.concurrency, throttleEvents: controller.summary.throttleEvents,
-            rateLimit: controller.effectiveRate)
+            rateLimit: controller.effectiveRate, outstanding: window.count)
     }
 
     // MARK: Rows

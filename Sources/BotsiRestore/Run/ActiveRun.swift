@@ -93,10 +93,7 @@ actor ActiveRun {
 
     // MARK: The loop
 
-    private var isStopping: Bool {
-        if case .stopping = phase { return true }
-        return false
-    }
+    private var isStopping: Bool { if case .stopping = phase { true } else { false } }
 
     private var isFinished: Bool { phase == .finished }
 

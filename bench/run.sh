@@ -109,6 +109,17 @@ if [ "$parts" = all ] || [ "$parts" = html ]; then
         echo "report --format $format --output F over $html_rows rows: ${times[*]} s, median ${median}s;" \
             "$(stat -c %s "$work/page.$format") bytes; peak RSS $((rss / 1024)) MB (the last run)"
     done
+    # The read commands that must not scan every row (issue 21, item 3): status and runs on the same
+    # journal, medians of 3.
+    for command in status runs; do
+        times=()
+        for _ in 1 2 3; do
+            /usr/bin/time -f "%e" -o "$work/time" "$bin" "$command" --journal "$work/html.sqlite" >/dev/null 2>&1
+            times+=("$(cat "$work/time")")
+        done
+        echo "$command over $html_rows rows: ${times[*]} s, median $(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)s"
+    done
+    echo "journal: $(stat -c %s "$work/html.sqlite") bytes = $(($(stat -c %s "$work/html.sqlite") / html_rows)) bytes per row"
     [ "$parts" = html ] && exit 0
 fi
 

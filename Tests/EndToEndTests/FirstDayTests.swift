@@ -30,13 +30,28 @@ struct FirstDayTests {
 
     /// Runs one README line through `sh` in the workspace, the built binary first on PATH.
     static func shell(_ line: String, in workspace: Workspace, timeout: Double = 90) throws -> Finished {
+        try started(line, in: workspace).wait(timeout: timeout)
+    }
+
+    /// Starts one README line through `sh` in the workspace, the built binary first on PATH.
+    static func started(_ line: String, in workspace: Workspace) throws -> Child {
         let binary = try #require(Locations.binary, "botsi-restore is not built")
         var environment = Child.environment(key: nil)
         environment["PATH"] =
             URL(fileURLWithPath: binary).deletingLastPathComponent().path + ":"
             + (environment["PATH"] ?? "/usr/bin:/bin")
-        let child = try Child(["-c", line], key: nil, in: workspace, environment: environment, executable: "/bin/sh")
-        return child.wait(timeout: timeout)
+        return try Child(["-c", line], key: nil, in: workspace, environment: environment, executable: "/bin/sh")
+    }
+
+    /// The base URL a simulator started as `child` prints once it listens; nil after 30 s.
+    static func listeningURL(_ child: Child) -> String? {
+        var url: String?
+        _ = eventually(timeout: 30) {
+            let out = (try? String(contentsOfFile: child.stdoutPath, encoding: .utf8)) ?? ""
+            url = out.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression).map { String(out[$0]) }
+            return url != nil
+        }
+        return url
     }
 
     @Test func theReadmesCommandsWorkAsWrittenAndAKilledRunIsFinishedByTheAdvice() throws {
@@ -50,7 +65,6 @@ struct FirstDayTests {
         let simulatorLine = try #require(
             rehearsal.first { $0.hasPrefix("botsi-restore simulate ") && $0.hasSuffix("&") })
         try #require(simulatorLine.contains("--port 8080"), "the README's simulator line changed: \(simulatorLine)")
-        let binary = try #require(Locations.binary)
         let simulatorArguments = simulatorLine.dropLast().replacingOccurrences(of: "--port 8080", with: "--port 0")
             .split(separator: " ").dropFirst().map(String.init)
         let simulator = try Child(simulatorArguments, key: nil, in: workspace)
@@ -58,16 +72,7 @@ struct FirstDayTests {
             simulator.send(SIGTERM)
             _ = simulator.wait(timeout: 10)
         }
-        var baseURL = ""
-        let listening = eventually(timeout: 30) {
-            let out = (try? String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)) ?? ""
-            guard let found = out.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else {
-                return false
-            }
-            baseURL = String(out[found])
-            return true
-        }
-        try #require(listening, "the README's simulator did not start")
+        let baseURL = try #require(Self.listeningURL(simulator), "the README's simulator did not start")
         func local(_ line: String) -> String { line.replacingOccurrences(of: "http://127.0.0.1:8080", with: baseURL) }
 
         for line in rehearsal where line != simulatorLine {
@@ -110,22 +115,9 @@ struct FirstDayTests {
             slow.send(SIGTERM)
             _ = slow.wait(timeout: 10)
         }
-        var slowURL = ""
-        _ = eventually(timeout: 30) {
-            let out = (try? String(contentsOfFile: slow.stdoutPath, encoding: .utf8)) ?? ""
-            guard let found = out.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else {
-                return false
-            }
-            slowURL = String(out[found])
-            return true
-        }
+        let slowURL = try #require(Self.listeningURL(slow), "the slow simulator did not start")
         let slowLine = killedLine.replacingOccurrences(of: baseURL, with: slowURL)
-        var environment = Child.environment(key: nil)
-        environment["PATH"] =
-            URL(fileURLWithPath: binary).deletingLastPathComponent().path + ":"
-            + (environment["PATH"] ?? "/usr/bin:/bin")
-        let doomed = try Child(
-            ["-c", "exec env " + slowLine], key: nil, in: workspace, environment: environment, executable: "/bin/sh")
+        let doomed = try Self.started("exec env " + slowLine, in: workspace)
         let working = eventually(timeout: 30) {
             (JournalView.read(workspace.file("day.sqlite"))?.finalPairs.count ?? 0) >= 20
         }

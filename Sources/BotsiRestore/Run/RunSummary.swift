@@ -274,6 +274,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
         let owed = pending + owedNotTakenUp
         guard owed > 0 || unread, let nextCommand else {
             if let fix { lines.append(fix) }
+            // A stop with nothing left owed still says where its record is.
+            if cause != nil {
+                let status = ["botsi-restore", "status", "--journal", journalPath].map(RunAdvice.shellQuoted)
+                lines.append("the journal owes no row; its record: \(status.joined(separator: " "))")
+            }
             return lines
         }
         var what: [String] = []

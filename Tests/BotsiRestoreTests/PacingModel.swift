@@ -32,6 +32,9 @@ struct PacingScenario: CustomStringConvertible {
     /// Replies carry the limiter's rate-limit fields (quota, window, remaining, reset).
     var statesLimit = false
     var retryAfter: Double? = 1
+    /// This share of requests answered 429 at random, whatever the pace (a service that throttles a
+    /// few requests of its own accord); the limiter never sees them.
+    var randomRefusals = 0.0
     var pacing = PacingConfiguration.model(concurrency: 32)
     var maxAttempts = 20
     var seed: UInt64 = 1
@@ -46,6 +49,7 @@ struct PacingScenario: CustomStringConvertible {
         text += ", latency \(Int(latency * 1000))+\(Int(jitter * 1000)) ms"
         if liveRate > 0 { text += ", live \(liveRate)/s" + (livePoisson ? " (Poisson)" : "") }
         if statesLimit { text += ", limit stated" }
+        if randomRefusals > 0 { text += ", \(randomRefusals * 100)% refused at random" }
         if !starts.isEmpty { text += ", starts \(starts)" }
         return text + ", seed \(seed)"
     }
@@ -302,6 +306,12 @@ struct PacingModel {
             processes[index].armedWake = nil
             pump(index)
         case .arrive(let index, let sequence, let sentAt, let answerAt):
+            if scenario.randomRefusals > 0, random.nextUnit() < scenario.randomRefusals {
+                push(
+                    .reply(index, sequence: sequence, admitted: false, info: nil, duration: answerAt - sentAt),
+                    at: answerAt)
+                return
+            }
             let outcome = limiter.admit(now: nanoseconds(now))
             let info =
                 scenario.statesLimit

@@ -153,4 +153,27 @@ import Testing
             }
         }
     }
+
+    /// A service with no limit that answers a few requests 429 at random is not a limit: once ten of
+    /// those refusals came at or under the ceiling, the rate goes back to where the concurrency puts
+    /// it (32 at 20 ms: 1,600/s) and stays there. Before the background rule each scattered 429 was
+    /// an episode, and the cuts ratcheted the pace down to 67-184/s for the whole run.
+    @Test(arguments: [0.0033, 0.0067])
+    func scatteredRefusalsAreNotALimit(share: Double) {
+        for seed in Self.seeds {
+            var scenario = PacingScenario()
+            scenario.limit = 1_000_000
+            scenario.rowsPerProcess = 150_000
+            scenario.randomRefusals = share
+            scenario.retryAfter = 0
+            scenario.seed = seed
+            let outcome = PacingModel.run(scenario)
+            let accepted = outcome.processes[0].accepted
+            let lastMinute = Double(accepted.filter { $0 >= outcome.end - 60 }.count) / 60
+            let replay = "\(scenario) (replay: BOTSI_PACING_SEED=\(seed))"
+            #expect(outcome.allEnded && outcome.end < 300, "\(replay): not finished in 300 s")
+            #expect(
+                lastMinute >= 0.8 * 1600, "\(replay): \(Int(lastMinute)) rows/s in the last minute, not 0.8 of 1,600")
+        }
+    }
 }

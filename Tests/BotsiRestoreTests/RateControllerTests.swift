@@ -121,6 +121,40 @@ import Testing
         #expect(late > accepted * 1.08, "\(late)")
     }
 
+    /// A service that refuses one request in 150 whatever the pace, 100 replies a second: each such
+    /// 429 cut the rate once (the ratchet that took a run with no limit down to ~86/s). Once ten
+    /// refusals came at or under the ceiling, they are the background: lone 429s cut no more and the
+    /// rate probes up again, while a burst of refusals still cuts.
+    @Test func scatteredRefusalsUnderTheCeilingAreBackgroundNotALimit() {
+        var controller = Self.controller(startRate: 100)
+        var now = 0.0
+        var sent = 0
+        func advance(to end: Double, refusingEvery: Int?) {
+            while now < end - 1e-9 {
+                controller.tick(now: now, paceLimited: true)
+                for index in 0..<25 {
+                    sent += 1
+                    let refused = refusingEvery.map { sent % $0 == 0 } ?? false
+                    controller.replied(
+                        refused ? Self.refused : .accepted, duration: 0.05, rateLimit: nil,
+                        now: now + 0.01 * Double(index))
+                }
+                now += 0.25
+            }
+        }
+        advance(to: 1, refusingEvery: nil)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        advance(to: 30, refusingEvery: 150)
+        let settled = controller.summary.throttleEvents
+        #expect(settled > 1 && settled <= 12, "each lone 429 cut until the background showed: \(settled)")
+        let rateThen = controller.effectiveRate!
+        advance(to: 45, refusingEvery: 150)
+        #expect(controller.summary.throttleEvents == settled, "15 s more of lone 429s cut nothing")
+        #expect(controller.effectiveRate! > rateThen * 1.2, "and the rate probes up: \(controller.effectiveRate!)")
+        advance(to: 46, refusingEvery: 4)
+        #expect(controller.summary.throttleEvents == settled + 1, "a quarter refused in a second is a limit")
+    }
+
     @Test func aClosedWindowIsProbedAtATrickleUntilItAcceptsAgain() {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)

@@ -47,6 +47,13 @@ struct RateController {
         /// — unless this share or more of the window's use is this process's own: alone at
         /// `limitShare` of a limit, the window runs that low by design, and the cap paces it.
         var ownShare = 0.9
+        /// A 429 after the holdoff is an episode only when the last second's refusals stand out
+        /// from the background — the share refused while the rate was at or under the ceiling, no
+        /// more than `noiseShare` of it: by more than `noiseDeviations` standard deviations and one.
+        var noiseShare = 0.01
+        var noiseDeviations = 3.0
+        /// Refusals under the ceiling needed before the background counts at all.
+        var noiseEvidence = 10.0
     }
 
     private enum Phase: Equatable {
@@ -87,6 +94,11 @@ struct RateController {
     private var inUse = true
     private var lastTick: Double?
     private var recentUnavailable: [Double] = []
+    /// 429s of the last second, for telling a limit from a service that refuses a few at random.
+    private var recentRefused: [Double] = []
+    /// Replies (and refusals) to requests sent at or under the ceiling, past a cut's holdoff:
+    /// what this process's own pace did not cause. Halved as it grows, to follow the service.
+    private var background = (replies: 0.0, refused: 0.0)
     /// The stated limit per second (quota / window).
     private var stated: Double?
     private var longestReset = 0.0
@@ -147,6 +159,13 @@ struct RateController {
             fresh.replies += 1
             if signal != .accepted { fresh.refused += 1 }
         }
+        let refusal: Bool
+        if case .tooManyRequests = signal { refusal = true } else { refusal = false }
+        if refusal {
+            recentRefused.append(now)
+            recentRefused.removeAll { now - $0 > 1 }
+        }
+        countBackground(refused: refusal, sentAt: now - duration, now: now)
         if signal == .accepted, let resume = resumeRate {
             // The window opened again: back to the rate it was closed on.
             rate = resume
@@ -155,12 +174,13 @@ struct RateController {
         if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, now: now) }
         switch signal {
         case .accepted: break
-        case .tooManyRequests: tooManyRequests(now: now, sentAt: now - duration)
+        case .tooManyRequests: tooManyRequests(now: now, sentAt: now - duration, stated: false)
         case .unavailable: unavailable(now: now)
         }
     }
 
-    private mutating func tooManyRequests(now: Double, sentAt: Double) {
+    /// `stated`: a window nearly used up by the rate-limit fields, not a refusal seen.
+    private mutating func tooManyRequests(now: Double, sentAt: Double, stated: Bool) {
         guard enabled, sentAt >= cutAt else { return }
         guard let current = effectiveRate else { return }
         // A 429 to a request sent before the last cut is that overshoot's echo, already answered.
@@ -169,6 +189,7 @@ struct RateController {
             return
         }
         let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
+        guard stated || (phase == .starting && !noiseKnown) || refusalsStandOut(accepted: accepted) else { return }
         if phase == .starting {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
@@ -240,8 +261,42 @@ struct RateController {
         else { return }
         let everyone = Double(max(0, quota - remaining)) / window
         if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare {
-            tooManyRequests(now: now, sentAt: sentAt)
+            tooManyRequests(now: now, sentAt: sentAt, stated: true)
         }
+    }
+
+    /// A limit refuses what goes over it, and nothing under it; a service that throttles a few
+    /// requests at random refuses the same share at any pace. Cutting for each of those 429s would
+    /// ratchet the rate down to a crawl, so a 429 counts only when the last second's refusals are
+    /// more than the background explains (with no background, a single 429 does).
+    private func refusalsStandOut(accepted: Double) -> Bool {
+        let refused = Double(recentRefused.count)
+        let replies = refused + accepted
+        // Only a background of many refusals is evidence of noise: a limiter's own window edges
+        // refuse a few under the ceiling, and reacting later to those would let probes overshoot.
+        let share =
+            noiseKnown
+            ? min(tuning.noiseShare, background.refused / background.replies) : 0
+        let expected = share * replies
+        return refused >= expected + tuning.noiseDeviations * expected.squareRoot() + 1
+    }
+
+    private var noiseKnown: Bool { background.refused >= tuning.noiseEvidence }
+
+    private mutating func countBackground(refused: Bool, sentAt: Double, now: Double) {
+        guard enabled, phase != .starting, sentAt >= cutAt + tuning.holdoff, let ceiling,
+            (effectiveRate ?? .infinity) <= ceiling
+        else { return }
+        let known = noiseKnown
+        background.replies += 1
+        if refused { background.refused += 1 }
+        if !known && noiseKnown {
+            // The cuts so far answered noise, and the ceiling they found means nothing: climb again
+            // as at the start, whose end now waits for refusals that stand out.
+            phase = .starting
+            climbedAt = now
+        }
+        if background.replies >= 20_000 { background = (background.replies / 2, background.refused / 2) }
     }
 
     /// `settlesAt`: where the rate goes back to at once, when the cut is a step on the way there.

@@ -155,6 +155,18 @@ import Testing
         #expect(controller.summary.throttleEvents == settled + 1, "a quarter refused in a second is a limit")
     }
 
+    /// The first reply a 429, nothing accepted yet (the lifecycle model's 24% faults, seed 38): the
+    /// climb's ceiling was zero and the rate sat at 0.18/s for the rest of the run.
+    @Test func aFirstReplyRefusedDoesNotHoldTheRateNearZero() {
+        var controller = Self.controller()
+        controller.tick(now: 0, paceLimited: true)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 0.05)
+        Self.ticks(&controller, from: 0.25, to: 3)
+        #expect(controller.effectiveRate! >= 0.99 * 0.99, "\(controller.effectiveRate!)")
+        Self.ticks(&controller, from: 3.25, to: 30)
+        #expect(controller.effectiveRate! > 10, "and it probes up from there: \(controller.effectiveRate!)")
+    }
+
     @Test func aClosedWindowIsProbedAtATrickleUntilItAcceptsAgain() {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)

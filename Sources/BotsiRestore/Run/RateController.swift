@@ -195,7 +195,9 @@ struct RateController {
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
-            ceiling = min(accepted, current)
+            // A 429 before anything was accepted (the window full of others' requests, or a fault)
+            // says nothing of the limit: a ceiling of nothing would hold the rate near zero for good.
+            ceiling = max(1, min(accepted, current))
             // The replay is the climb's own, not a slowdown: the rate it settles at is what the
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)

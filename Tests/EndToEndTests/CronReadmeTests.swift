@@ -60,7 +60,8 @@ struct CronReadmeTests {
     }
 
     /// The README's rehearsal: its wrapper line, options and input as written, run as a user that
-    /// is not root, against the simulator; the rehearsal lands in its own journal.
+    /// is not root, against the simulator; the rehearsal lands in its own journal. Then a second
+    /// night, the same line after rows were added to the export: only the added rows are sent.
     @Test(.enabled(if: CronSetup.isRoot, "needs a second user"))
     func theRehearsalWrapperLineRunsAgainstTheSimulator() throws {
         let binary = try #require(Locations.binary, "botsi-restore is not built")
@@ -89,6 +90,29 @@ struct CronReadmeTests {
         #expect(cron.log.contains("run finished in"), "\(cron.log)")
         #expect(FileManager.default.fileExists(atPath: cron.workdir + "/journals/rehearsal.sqlite"))
         #expect(!FileManager.default.fileExists(atPath: cron.workdir + "/journals/nightly.sqlite"))
-        #expect(simulator.stats().pairs.count > 0, "nothing reached the simulator")
+        let firstNight = simulator.stats().pairs
+        #expect(firstNight.count > 0, "nothing reached the simulator")
+
+        // The next day's export adds rows (the first-day issue: the wrapper twice, an export added in
+        // between): the same line sends only those, and nothing the first night finished.
+        let added = (0..<5).map { "cafe0000-0000-4000-8000-00000000000\($0),200099999999990\($0),added" }
+        cron.write("work/exports/rehearsal.csv", demo + added.joined(separator: "\n") + "\n", mode: 0o644)
+        let second = try cron.run(options)
+        #expect([0, 75].contains(second.status), "stderr: \(second.stderr)\nlog: \(cron.log)")
+        #expect(cron.log.components(separatedBy: "run finished in").count == 3, "two runs logged: \(cron.log)")
+        let secondNight = simulator.stats().pairs
+        let before = Dictionary(firstNight.map { ("\($0.profileId)/\($0.originalTransactionId)", $0) }) { a, _ in a }
+        for pair in secondNight {
+            let key = "\(pair.profileId)/\(pair.originalTransactionId)"
+            if let earlier = before[key] {
+                #expect(
+                    pair.requests == earlier.requests,
+                    "\(key), answered on the first night, was sent again on the second")
+            } else {
+                #expect(pair.profileId.hasPrefix("cafe0000-"), "\(key) is neither the first night's nor added")
+            }
+        }
+        let addedSent = secondNight.filter { $0.profileId.hasPrefix("cafe0000-") }
+        #expect(addedSent.count == added.count, "the added rows were sent: \(addedSent.map(\.profileId))")
     }
 }

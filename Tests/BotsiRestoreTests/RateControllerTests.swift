@@ -167,6 +167,22 @@ import Testing
         #expect(controller.effectiveRate! > 10, "and it probes up from there: \(controller.effectiveRate!)")
     }
 
+    /// A service refusing a large share at random halved the rate at every episode, through the
+    /// floor of a cut (the recovery drifts to the ceiling): 0.3/s in the lifecycle model's seed 189.
+    @Test func episodesAfterEpisodesLeaveTheRateAtLeastOneASecond() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        var now = 1.0
+        for _ in 0..<30 {
+            now += 1.1
+            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: now)
+            Self.ticks(&controller, from: now + 0.25, to: now + 1)
+        }
+        #expect(controller.summary.throttleEvents >= 5, "the episodes were cut for")
+        #expect(controller.effectiveRate! >= 0.99 * 0.99, "\(controller.effectiveRate!)")
+    }
+
     @Test func aClosedWindowIsProbedAtATrickleUntilItAcceptsAgain() {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)

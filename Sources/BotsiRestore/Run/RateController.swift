@@ -207,7 +207,9 @@ struct RateController {
         // What the limiter accepted from this process over the last window(s), while refusing some
         // of it, is this process's share of the limit now; never more than halve at once.
         let measured = min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
-        ceiling = min(current, max(measured, current * 0.5))
+        // Never below 1/s: halving at every episode of a service that refuses a large share at
+        // random took the rate to 0.3/s, where the floor of `cut` alone did not hold it.
+        ceiling = max(1, min(current, max(measured, current * 0.5)))
         cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
     }

@@ -237,6 +237,15 @@ public final class Journal {
         return statement
     }
 
+    /// Begins a read transaction: every statement until `endRead()` sees the same committed state
+    /// while a live run commits its batches. `try beginRead(); defer { endRead() }`.
+    func beginRead() throws(JournalError) {
+        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
+    }
+
+    /// Ends a read transaction; a read has nothing to lose if the COMMIT fails.
+    func endRead() { try? connection.execute("COMMIT") }
+
     func wrap<T>(_ body: () throws(SQLiteError) -> T) throws(JournalError) -> T {
         do {
             return try body()

@@ -291,8 +291,8 @@ extension Journal {
 
     /// `body` inside one read transaction, so its statements see the same committed state.
     private func readTransaction<T>(_ body: () throws(JournalError) -> T) throws(JournalError) -> T {
-        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
-        defer { try? connection.execute("COMMIT") }
+        try beginRead()
+        defer { endRead() }
         return try body()
     }
 

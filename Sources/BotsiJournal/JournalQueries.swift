@@ -70,8 +70,8 @@ extension Journal {
     /// The same rows as `forEachReportRecord`, each read in place: a report writes the journal's
     /// bytes on without a `String` per cell. The row is valid only during the call.
     public func forEachReportRow(_ filter: ReportFilter, _ body: (ReportRowView) throws -> Void) throws {
-        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
-        defer { try? connection.execute("COMMIT") }
+        try beginRead()
+        defer { endRead() }
         let wantsItems = filter.statuses.isEmpty || filter.statuses.contains { $0 != "rejected_input" }
         if wantsItems {
             var conditions: [String] = []

@@ -23,9 +23,9 @@ extension Journal {
     /// `isSuccess(exitCode, counts)` decides which finished runs count as a success; runs are
     /// offered newest first until one does. A run whose counts this version cannot read is not one.
     public func metricsFacts(isSuccess: (Int, RunCounts) -> Bool) throws(JournalError) -> JournalMetricsFacts {
-        try wrap { () throws(SQLiteError) in
-            try connection.execute("BEGIN")
-            defer { try? connection.execute("COMMIT") }
+        try beginRead()
+        defer { endRead() }
+        return try wrap { () throws(SQLiteError) in
             var facts = JournalMetricsFacts()
             facts.owedRows = Int(
                 try connection.scalarInt("SELECT coalesce(sum(rows), 0) FROM run_counts WHERE status IN (0, 1)") ?? 0)

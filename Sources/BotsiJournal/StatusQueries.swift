@@ -49,8 +49,8 @@ extension Journal {
     /// `activity.recentRequests` counts. Works on a journal a live run is writing: a read
     /// transaction sees whole committed batches only.
     public func snapshot(recentSince: Date) throws(JournalError) -> JournalSnapshot {
-        try wrap { () throws(SQLiteError) in try connection.execute("BEGIN") }
-        defer { try? connection.execute("COMMIT") }
+        try beginRead()
+        defer { endRead() }
         var snapshot = JournalSnapshot()
         snapshot.runCount = Int(
             try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)

@@ -246,22 +246,28 @@ struct CronWrapperTests {
         #expect(cron.starts.isEmpty)
     }
 
+    /// The wrapper set up to run the real binary on `rows` with `job`, the simulator's key in the env file.
+    static func realRun(binary: String, rows: [Pair], job: String) -> CronSetup {
+        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
+        cron.write(
+            "work/in.csv",
+            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+        cron.write("nightly.json", job, mode: 0o644)
+        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        return cron
+    }
+
     @Test func theWrapperRunsTheRealBinaryWithTheKeyFromTheEnvFile() throws {
         let binary = try #require(Locations.binary, "botsi-restore is not built")
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
         let rows = Pair.generate(20)
-        cron.write(
-            "work/in.csv",
-            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
-        cron.write(
-            "nightly.json",
-            """
-            {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
-             "keyEnv": "BOTSI_SECRET_KEY", "concurrency": 4, "timeout": "10s"}
-            """, mode: 0o644)
-        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        let cron = Self.realRun(
+            binary: binary, rows: rows,
+            job: """
+                {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "keyEnv": "BOTSI_SECRET_KEY", "concurrency": 4, "timeout": "10s"}
+                """)
         let result = try cron.run()
         #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
         #expect(cron.log.contains("end: exit 0 — ok"))
@@ -276,18 +282,12 @@ struct CronWrapperTests {
         let binary = try #require(Locations.binary, "botsi-restore is not built")
         let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
         defer { simulator.stop() }
-        let cron = CronSetup(env: "BOTSI_SECRET_KEY=\(Simulator.defaultKey)\n")
-        let rows = Pair.generate(60)
-        cron.write(
-            "work/in.csv",
-            "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
-        cron.write(
-            "nightly.json",
-            """
-            {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
-             "concurrency": 2, "rate": 40, "logInterval": "0.3s"}
-            """, mode: 0o644)
-        cron.settings["BOTSI_RESTORE_BIN"] = binary
+        let cron = Self.realRun(
+            binary: binary, rows: Pair.generate(60),
+            job: """
+                {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "concurrency": 2, "rate": 40, "logInterval": "0.3s"}
+                """)
         let result = try cron.run()
         #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
         let lines = cron.log.split(separator: "\n").map(String.init)

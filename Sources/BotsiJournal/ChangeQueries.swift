@@ -78,14 +78,14 @@ extension Journal {
             guard let itemID = picks.itemID, let after = picks.after else { return }
             let before = picks.before
             defer { picks = ChangePicks() }
+            // The snapshots are read only where they can decide or are written: most rows touched
+            // again answer as before, with the same snapshot.
+            let sameAnswer = before.map { $0.status == after.status && $0.code == after.code } ?? false
+            if sameAnswer && (after.status != .restored || before?.snapshotID == after.snapshotID) { return }
             let snapshots = try (
                 before: snapshotTexts(before?.snapshotID, snapshot), after: snapshotTexts(after.snapshotID, snapshot)
             )
-            let differs =
-                before == nil || before!.status != after.status || before!.code != after.code
-                || (after.status == .restored && before!.snapshotID != after.snapshotID
-                    && snapshots.before != snapshots.after)
-            guard differs else { return }
+            if sameAnswer && snapshots.before == snapshots.after { return }
             let row = try wrap { () throws(SQLiteError) in
                 try item.reset(.int(itemID))
                 _ = try item.step()

@@ -88,7 +88,7 @@ public enum HTMLReportReader {
         _ status: StatusReport, run: RunRecord, statuses: [ItemStatus: Int], path: String
     ) -> (String, String?) {
         if status.isAlive {
-            return ("a run is in progress: watch it", "botsi-restore status --journal " + RunAdvice.shellQuoted(path))
+            return ("a run is in progress: watch it", RunAdvice.statusCommand(journalPath: path))
         }
         let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst)
         let unread = status.unreadInputs(run)

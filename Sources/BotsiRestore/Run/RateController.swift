@@ -83,7 +83,12 @@ struct RateController {
 
     private var phase = Phase.starting
     /// The rate the limiter accepted from this process at the last cut: its share of the limit then.
-    private var ceiling: Double?
+    /// Never below 1/s: a 429 before anything was accepted (a window full of others' requests, or
+    /// a fault) says nothing of the limit, and halving at every episode of a service that refuses a
+    /// large share at random took the rate to 0.3/s; a limit under one a second is for `--rate`.
+    private var ceiling: Double? {
+        didSet { if let ceiling, ceiling < 1 { self.ceiling = 1 } }
+    }
     private var cutAt = -Double.infinity
     /// Replies to requests sent since the last cut, and how many of them were refused.
     private var fresh = (replies: 0, refused: 0)
@@ -159,8 +164,8 @@ struct RateController {
             fresh.replies += 1
             if signal != .accepted { fresh.refused += 1 }
         }
-        let refusal: Bool
-        if case .tooManyRequests = signal { refusal = true } else { refusal = false }
+        var refusal = false
+        if case .tooManyRequests = signal { refusal = true }
         if refusal {
             recentRefused.append(now)
             recentRefused.removeAll { now - $0 > 1 }
@@ -195,9 +200,7 @@ struct RateController {
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
-            // A 429 before anything was accepted (the window full of others' requests, or a fault)
-            // says nothing of the limit: a ceiling of nothing would hold the rate near zero for good.
-            ceiling = max(1, min(accepted, current))
+            ceiling = min(accepted, current)
             // The replay is the climb's own, not a slowdown: the rate it settles at is what the
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
@@ -207,9 +210,7 @@ struct RateController {
         // What the limiter accepted from this process over the last window(s), while refusing some
         // of it, is this process's share of the limit now; never more than halve at once.
         let measured = min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
-        // Never below 1/s: halving at every episode of a service that refuses a large share at
-        // random took the rate to 0.3/s, where the floor of `cut` alone did not hold it.
-        ceiling = max(1, min(current, max(measured, current * 0.5)))
+        ceiling = min(current, max(measured, current * 0.5))
         cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
     }
@@ -244,7 +245,7 @@ struct RateController {
         else { return }
         recentUnavailable.removeAll()
         let current = effectiveRate ?? max(accepted, 1)
-        ceiling = max(1, min(current, max(accepted, current * 0.5)))
+        ceiling = min(current, max(accepted, current * 0.5))
         cut(now: now, to: ceiling! * Self.unavailableBackoff)
         phase = .recovering
         // Overload is about work in progress too: keep what that rate needs at the latency seen.

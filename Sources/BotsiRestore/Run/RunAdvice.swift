@@ -36,6 +36,11 @@ public enum RunAdvice {
         (["botsi-restore", "report", "--journal", journalPath] + arguments).map(shellQuoted).joined(separator: " ")
     }
 
+    /// `botsi-restore status --journal J`.
+    public static func statusCommand(journalPath: String) -> String {
+        ["botsi-restore", "status", "--journal", journalPath].map(shellQuoted).joined(separator: " ")
+    }
+
     /// What must change before another run can get anywhere, for the causes that need a fix first.
     static func fixFirst(_ cause: StopCause) -> String? {
         switch cause {

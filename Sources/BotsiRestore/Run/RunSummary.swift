@@ -276,8 +276,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
             if let fix { lines.append(fix) }
             // A stop with nothing left owed still says where its record is.
             if cause != nil {
-                let status = ["botsi-restore", "status", "--journal", journalPath].map(RunAdvice.shellQuoted)
-                lines.append("the journal owes no row; its record: \(status.joined(separator: " "))")
+                let status = RunAdvice.statusCommand(journalPath: journalPath)
+                lines.append("the journal owes no row; its record: \(status)")
             }
             return lines
         }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ten million rows on one machine (issue 21, item 5). Not in CI: about 80 minutes on a 2-core VM.
-# Runs ROWS generated pairs with UUID profile ids against `simulate --latency 0` (1% of them
+# Runs ROWS generated pairs with UUID profile ids against `simulate --latency 0 --forget` (1% of them
 # answered 500 and left owed), a second run that restores those, a rerun over them all, the read
 # commands, report --changes for the second run, every report format
 # beside sqlite3's own export, and `merge` of two shards of ROWS/2 run side by side; prints each
@@ -57,11 +57,11 @@ journal_bytes() { # journal -> bytes of the file and its WAL, after a checkpoint
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
     "swift $(swift --version 2>&1 | grep -o 'version [0-9.]*' | head -n1), $(git rev-parse --short HEAD), $(date -u +%FT%TZ)"
 python3 bench/make_scale_input.py "$rows" >"$work/all.csv"
-start_simulator plain --latency 0
+start_simulator plain --latency 0 --forget
 plain_url=$sim_url
 # The first run's server fails 1% of requests (500, one attempt each): those rows stay owed, and the
 # second run, which restores them, is the run that changed 1% of the rows for report --changes.
-start_simulator faulty --latency 0 --fault-rate 0.01 --faults 500 --seed 21
+start_simulator faulty --latency 0 --forget --fault-rate 0.01 --faults 500 --seed 21
 faulty_url=$sim_url
 journal="$work/scale.sqlite"
 run() { # label, journal, input, base url, then options

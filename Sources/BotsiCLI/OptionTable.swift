@@ -215,6 +215,11 @@ extension SimulateCommand {
             .value("--seed", .seed, default: "1", help: "makes faults and jitter reproducible") {
                 $0.options.seed = $1
             },
+            .flag(
+                "--forget",
+                help: "keep no profile, purchase or per-pair count: every restore is answered as the first of its "
+                    + "pair (about 2.6 KB a pair otherwise; for runs of millions of rows)"
+            ) { $0.options.forget = true },
         ])
 
     private static let rateLimitOptions: [Option<SimulateSettings>] = section(

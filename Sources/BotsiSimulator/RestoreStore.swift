@@ -138,10 +138,13 @@ struct RestoreStore: Sendable {
     private let scenario: SimulatorScenario?
     private var profiles: [String: ProfileRecord] = [:]
     private var transactions: [String: TransactionRecord] = [:]
+    /// Nothing outlives its restore (`SimulatorOptions.forget`).
+    private let forget: Bool
 
-    init(scenario: SimulatorScenario?, baseTime: Int64) {
+    init(scenario: SimulatorScenario?, baseTime: Int64, forget: Bool = false) {
         self.baseTime = baseTime
         self.scenario = scenario
+        self.forget = forget
         guard let scenario else { return }
         for profile in scenario.profiles {
             profiles[profile.profileId] = ProfileRecord(profileId: profile.profileId, appUserId: profile.appUserId)
@@ -163,6 +166,12 @@ struct RestoreStore: Sendable {
 
     /// Does the restore and returns the profile after it; a refused restore changes nothing.
     mutating func restore(profileId: String, originalTransactionId: String) -> RestoreOutcome {
+        defer {
+            if forget {
+                profiles[profileId] = nil
+                transactions[originalTransactionId] = nil
+            }
+        }
         guard ensureProfile(profileId) else { return .profileNotFound }
         guard var transaction = transaction(originalTransactionId), transaction.appleKnows else {
             return .nothingToRestore

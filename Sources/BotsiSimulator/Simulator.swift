@@ -71,6 +71,9 @@ public struct SimulatorOptions: Sendable {
     /// Connections open at once at most. At the cap the server stops accepting (new connections wait in
     /// the kernel's backlog) until one closes.
     public var maxConnections: Int = 1024
+    /// Keep no profile, purchase or per-pair count: every restore is answered as the first of its pair
+    /// ("rebuilt"). Remembering costs about 2.6 KB a pair, too much for runs of millions of rows.
+    public var forget = false
 
     public init() {}
 
@@ -217,6 +220,9 @@ extension SimulatorOptions {
             if !Set(scenario.forbiddenKeys).isDisjoint(with: options.keys) {
                 throw SimulatorError("a key cannot be both accepted and in the scenario's forbiddenKeys")
             }
+        }
+        guard !options.forget || options.scenario == nil else {
+            throw SimulatorError("--forget cannot be used with a scenario: a scenario's world is remembered state")
         }
         guard (0...65_535).contains(options.port) else { throw SimulatorError("port must be in 0...65535") }
         guard options.faultRate >= 0, options.faultRate <= 1 else {

@@ -75,7 +75,8 @@ final class SimulatorCore: Sendable {
         // Separate streams, so changing the jitter does not move which requests fault.
         state = Mutex(
             State(
-                store: RestoreStore(scenario: options.scenario, baseTime: baseTime),
+                store: RestoreStore(scenario: options.scenario, baseTime: baseTime, forget: options.forget),
+                stats: StatsCounters(countsPairs: !options.forget),
                 faultRandom: SplitMix64(seed: options.seed),
                 jitterRandom: SplitMix64(seed: options.seed ^ 0x6A09_E667_F3BC_C908),
                 limiter: options.limitQuota.map {

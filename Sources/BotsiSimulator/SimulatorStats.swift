@@ -68,6 +68,8 @@ struct InFlightToken: Sendable {
 }
 
 struct StatsCounters: Sendable {
+    /// false with `forget`: no per-pair counts (`pairCount` stays 0).
+    var countsPairs = true
     var requests = 0
     var pairs: [PairKey: (requests: Int, successes: Int)] = [:]
     var inFlight = 0
@@ -90,7 +92,7 @@ struct StatsCounters: Sendable {
         inFlight += 1
         maxInFlight = max(maxInFlight, inFlight)
         guard let pair = token.pair else { return }
-        pairs[pair, default: (0, 0)].requests += 1
+        if countsPairs { pairs[pair, default: (0, 0)].requests += 1 }
         let forProfile = inFlightByProfile[pair.profileId, default: 0] + 1
         inFlightByProfile[pair.profileId] = forProfile
         maxInFlightPerProfile = max(maxInFlightPerProfile, forProfile)

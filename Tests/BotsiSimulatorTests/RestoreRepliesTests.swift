@@ -201,6 +201,25 @@ struct RestoreRepliesTests {
         #expect(simulator.stats().restoreCases == ["rebuilt": 1, "alreadyOwned": 1])
     }
 
+    @Test("--forget: the owner restoring again is answered as the first time, and no pair is kept")
+    func forgetful() throws {
+        let (simulator, port) = try startSimulatorOnPort { $0.forget = true }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let first = try client.restoreResponse("p-1", "2000000000000004")
+        let second = try client.restoreResponse("p-1", "2000000000000004")
+        #expect(first.status == 200 && second.status == 200)
+        #expect(second.body == first.body)
+        #expect(try client.restoreResponse("p-2", "2000000000000004").status == 200)
+        #expect(simulator.stats().restoreCases == ["rebuilt": 3], "nothing remembered: no owner, no link")
+        #expect(simulator.stats().pairCount == 0)
+        #expect(simulator.stats().requests == 3)
+        var options = SimulatorOptions()
+        options.forget = true
+        options.scenario = SimulatorScenario()
+        #expect(throws: SimulatorError.self) { try options.validate() }
+    }
+
     @Test("a second profile restoring an owned purchase gets its access, and the owner keeps it")
     func linking() throws {
         let (simulator, port) = try startSimulatorOnPort()

@@ -360,12 +360,20 @@ public final class Journal {
         }
     }
 
+    /// No index holds status 1; the counts kept by run name the runs whose rows are in flight
+    /// (none after a run that ended), and `items_last_run` finds their rows. A bare
+    /// `WHERE status = 1` read every row at each run's start: 0.9 s at 10 million.
+    static let recoverPendingSQL: StaticString = """
+        UPDATE items SET status = 0
+        WHERE status = 1 AND last_run IN (SELECT run_id FROM run_counts WHERE status = 1 AND rows > 0)
+        """
+
     /// What a killed run left in flight, put right at the next run's start: rows that were
     /// pending go back to pending (their request may or may not have reached Botsi, and a restore
     /// is safe to repeat); final rows that were being resent lose their mark and stay as they were.
     public func recoverInFlight() throws(JournalError) -> InFlightRecovery {
         try wrap { () throws(SQLiteError) in
-            try statement("UPDATE items SET status = 0 WHERE status = 1").reset().run()
+            try statement(Self.recoverPendingSQL).reset().run()
             let pending = connection.changes
             try statement("UPDATE items SET in_flight_run = NULL WHERE in_flight_run IS NOT NULL").reset().run()
             return InFlightRecovery(pending: pending, final: connection.changes)

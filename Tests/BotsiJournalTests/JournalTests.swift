@@ -1,7 +1,8 @@
-import BotsiJournal
 import BotsiTestSupport
 import Foundation
 import Testing
+
+@testable import BotsiJournal
 
 private func startRun(_ journal: Journal) throws -> Int64 {
     try journal.transaction { () throws(JournalError) in
@@ -66,6 +67,19 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         try settle(journal, item: item, .restored)
         let nextRun = try startRun(journal)
         #expect(try admit(journal, "p1", "100", run: nextRun) == .finished(.restored))
+    }
+
+    /// Every run's start recovers what a killed run left in flight: through the runs that have such
+    /// rows, never a walk of every row (0.9 s per run start on a journal of 10 million).
+    @Test func recoveringInFlightRowsReadsOnlyTheRunsThatHaveThem() throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        defer { journal.close() }
+        let statement = try journal.connection.prepare("EXPLAIN QUERY PLAN " + Journal.recoverPendingSQL.description)
+        var plan: [String] = []
+        while try statement.step() { plan.append(statement.text(3) ?? "") }
+        #expect(plan.contains { $0.contains("items USING INDEX items_last_run") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN items") }, "\(plan)")
     }
 
     @Test func pendingRowsAreOwedOldestFirstAndInFlightOnesAreRecovered() throws {

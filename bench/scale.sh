@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ten million rows on one machine (issue 21, item 5). Not in CI: about 80 minutes on a 2-core VM.
+# Ten million rows on one machine (issue 21, item 5). Not in CI: about an hour on a 2-core VM.
 # Runs ROWS generated pairs with UUID profile ids against `simulate --latency 0 --forget` (1% of them
 # answered 500 and left owed), a second run that restores those, a rerun over them all, the read
 # commands, report --changes for the second run, every report format
@@ -101,6 +101,8 @@ echo "status --format json: $(median3 "$bin" status --journal "$journal" --forma
 printf 'profileId,originalTransactionId\nscale-extra-1,2000000000000002\n' >"$work/one.csv"
 read -r elapsed _ _ _ < <(run one "$journal" "$work/one.csv" "$plain_url" --metrics-file "$work/metrics.prom")
 echo "a run of 1 new row on the $rows-row journal, with its end-of-run counts and metrics file: ${elapsed}s"
+echo "query plans of the read commands' statements (none may read items or attempts in full):"
+sqlite3 -readonly "$journal" <bench/read-plans.sql | sed 's/^/    /'
 
 # 4. report --changes for the second run (against the first) beside the plain CSV report.
 sync

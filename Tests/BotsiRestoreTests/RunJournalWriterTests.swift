@@ -24,11 +24,13 @@ import Testing
         defer { journal.close() }
         var (writer, _) = try RunJournalWriter.startRun(
             on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        let admission = try writer.admit(
-            InputRow(profileId: "p", originalTransactionId: "2000000000000012", line: 2),
-            source: try journal.rowSource("in.csv:2"), now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!,
-            holdConflicts: false)
-        guard case .send(let itemID, _) = admission else { throw CancellationError() }
+        let admissions = try writer.admit(
+            [
+                PairToAdmit(
+                    profileId: "p", originalTransactionId: "2000000000000012", source: try journal.rowSource("in.csv:2")
+                )
+            ], now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!, holdConflicts: false)
+        guard case .send(let itemID, _) = admissions.first else { throw CancellationError() }
         let row = RunRow(
             itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending, readerIndex: 0, line: 2)
         try writer.markInFlight(row, now: Timestamp.milliseconds("2026-01-01T00:00:01.000Z")!)

@@ -38,7 +38,16 @@ struct InputCounts {
     var wouldHold = 0
     var otherShards = 0
     var rejectedByReason: [RejectionReason: Int] = [:]
-    var alreadyFinished: [ItemStatus: Int] = [:]
+    /// Rows the journal holds finished, by `ItemStatus.journalCode`: an array, because hashing
+    /// the string-valued status for every row of a rerun cost ~600 instructions a row.
+    var finishedByCode = [Int](repeating: 0, count: ItemStatus.allCases.count)
+    var alreadyFinished: [ItemStatus: Int] {
+        var byStatus: [ItemStatus: Int] = [:]
+        for (code, count) in finishedByCode.enumerated() where count > 0 {
+            if let status = ItemStatus(journalCode: Int64(code)) { byStatus[status] = count }
+        }
+        return byStatus
+    }
     var inputNotes: [String] = []
 }
 
@@ -149,16 +158,15 @@ struct InputFeeder {
                 }
                 return slice
             }
+            var rows = AdmittedRows()
+            let takenBefore = slice.rows.count
             for event in events {
                 budget -= 1
                 switch event {
                 case .record(let record, let input):
                     slice.counts.rowsRead += 1
                     rowsReadByInput[input] += 1
-                    if let taken = try admit(record, input: input, now: now, writer: &writer, counts: &slice.counts) {
-                        room -= 1
-                        slice.rows.append(taken)
-                    }
+                    try take(record, input: input, now: now, into: &rows, writer: &writer, counts: &slice.counts)
                 case .finished(_, let record, let noRows):
                     finishedInputs.append(record)
                     if let empty = noRows {
@@ -166,6 +174,7 @@ struct InputFeeder {
                             (empty.isWarning ? "warning: " : "") + empty.message(input: record.path))
                     }
                 case .damaged(let input, let message):
+                    try admit(rows, now: now, writer: &writer, slice: &slice)
                     slice.end = .damaged(
                         message: RunAdvice.damagedInput(
                             message, file: names[input], rowsRead: rowsReadByInput[input],
@@ -173,16 +182,25 @@ struct InputFeeder {
                     return slice
                 }
             }
+            try admit(rows, now: now, writer: &writer, slice: &slice)
+            room -= slice.rows.count - takenBefore
         }
         slice.end = .sliceFull
         return slice
     }
 
-    /// One input record: journaled as a rejection, or admitted (and, when the journal says so,
-    /// taken up to be sent). Rows of other shards are only counted.
-    private func admit(
-        _ record: InputRecord, input: Int, now: Int64, writer: inout RunJournalWriter, counts: inout InputCounts
-    ) throws(JournalError) -> TakenRow? {
+    /// This shard's rows among a take of events, admitted together.
+    private struct AdmittedRows {
+        var pairs: [PairToAdmit] = []
+        var inputs: [Int] = []
+    }
+
+    /// One input record: journaled as a rejection, or kept to be admitted with the rest of its
+    /// take. Rows of other shards are only counted.
+    private func take(
+        _ record: InputRecord, input: Int, now: Int64, into rows: inout AdmittedRows, writer: inout RunJournalWriter,
+        counts: inout InputCounts
+    ) throws(JournalError) {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
             counts.otherShards += 1
@@ -193,28 +211,43 @@ struct InputFeeder {
         case .row(let row) where !isMine(row.profileId):
             counts.otherShards += 1
         case .row(let row):
-            let source = RowSource(input: inputIDs[input], line: row.line)
-            switch try writer.admit(row, source: source, now: now, holdConflicts: holdConflicts) {
+            rows.pairs.append(
+                PairToAdmit(
+                    profileId: row.profileId, originalTransactionId: row.originalTransactionId,
+                    source: RowSource(input: inputIDs[input], line: row.line)))
+            rows.inputs.append(input)
+        }
+    }
+
+    /// Admits the rows kept from a take (the journal finds them a batch at a time) and takes up
+    /// the ones to send.
+    private func admit(
+        _ rows: AdmittedRows, now: Int64, writer: inout RunJournalWriter, slice: inout Slice
+    ) throws(JournalError) {
+        let admissions = try writer.admit(rows.pairs, now: now, holdConflicts: holdConflicts)
+        for (index, admission) in admissions.enumerated() {
+            switch admission {
             case .held:
                 // Recorded `held`, never sent; the journal's counts show it at the end.
-                counts.newRows += 1
-                if writer.dryRun { counts.wouldHold += 1 }
+                slice.counts.newRows += 1
+                if writer.dryRun { slice.counts.wouldHold += 1 }
             case .duplicate:
-                counts.duplicates += 1
+                slice.counts.duplicates += 1
             case .owedMetAgain:
-                counts.owedMetAgain += 1
+                slice.counts.owedMetAgain += 1
             case .finished(let status):
-                counts.alreadyFinished[status, default: 0] += 1
+                slice.counts.finishedByCode[Int(status.journalCode)] += 1
             case .send(let itemID, _):
-                counts.newRows += 1
-                return TakenRow(
-                    profileId: row.profileId, transactionId: row.originalTransactionId,
-                    row: RunRow(
-                        itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending, readerIndex: input,
-                        line: row.line))
+                slice.counts.newRows += 1
+                let pair = rows.pairs[index]
+                slice.rows.append(
+                    TakenRow(
+                        profileId: pair.profileId, transactionId: pair.originalTransactionId,
+                        row: RunRow(
+                            itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending,
+                            readerIndex: rows.inputs[index], line: pair.source.line)))
             }
         }
-        return nil
     }
 
     /// Sharding: each row belongs to the shard its profileId hashes to (rejected rows without a

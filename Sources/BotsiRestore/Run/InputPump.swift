@@ -32,7 +32,9 @@ final class InputPump: Sendable {
 
     private struct Shared {
         var opening: Opening?
-        var events: [InputEvent] = []
+        /// Taken slots are nil: `take` moves events out rather than copying them (a copy retained
+        /// every string of every record, and the buffer released them again).
+        var events: [InputEvent?] = []
         var head = 0
         /// The reading thread has nothing more to hand over (every input read, one damaged, or cancelled).
         var exhausted = false
@@ -92,7 +94,11 @@ final class InputPump: Sendable {
         let taken = shared.withLock { shared -> (events: [InputEvent], wake: Bool) in
             let count = min(limit, shared.buffered)
             if count == 0 && !shared.exhausted { shared.runWaiting = true }
-            let slice = Array(shared.events[shared.head..<(shared.head + count)])
+            var slice: [InputEvent] = []
+            slice.reserveCapacity(count)
+            for index in shared.head..<(shared.head + count) {
+                if let event = shared.events[index].take() { slice.append(event) }
+            }
             shared.head += count
             if shared.head == shared.events.count {
                 shared.events.removeAll(keepingCapacity: true)

@@ -83,23 +83,24 @@ struct RunJournalWriter {
         try noteConflict(owed.originalTransactionID, profileId: owed.profileID)
     }
 
-    mutating func admit(
-        _ row: InputRow, source: RowSource, now: Int64, holdConflicts: Bool
-    ) throws(JournalError) -> Admission {
+    /// Admits a slice's rows of this shard in input order (`Journal.admit`, which finds them a
+    /// batch at a time).
+    mutating func admit(_ pairs: [PairToAdmit], now: Int64, holdConflicts: Bool) throws(JournalError) -> [Admission] {
+        guard !pairs.isEmpty else { return [] }
         try beginBatch()
-        let admission = try journal.admit(
-            profileId: row.profileId, originalTransactionId: row.originalTransactionId, source: source,
-            runID: runID, now: now, holdConflicts: holdConflicts)
-        switch admission {
-        case .send(let itemID, let mark):
-            unmarkedColumns[itemID] = mark
-            try noteConflict(row.originalTransactionId, profileId: row.profileId)
-        case .held:
-            sharedTransactions.insert(row.originalTransactionId)
-        case .duplicate, .owedMetAgain, .finished:
-            break
+        let admissions = try journal.admit(pairs, runID: runID, now: now, holdConflicts: holdConflicts)
+        for (admission, row) in zip(admissions, pairs) {
+            switch admission {
+            case .send(let itemID, let mark):
+                unmarkedColumns[itemID] = mark
+                try noteConflict(row.originalTransactionId, profileId: row.profileId)
+            case .held:
+                sharedTransactions.insert(row.originalTransactionId)
+            case .duplicate, .owedMetAgain, .finished:
+                break
+            }
         }
-        return admission
+        return admissions
     }
 
     /// A transaction among the run's rows that another profile claims too: counted as the run

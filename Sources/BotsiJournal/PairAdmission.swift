@@ -1,0 +1,173 @@
+import Foundation
+
+/// A pair a run read from its input, for `Journal.admit(_:runID:now:holdConflicts:)`.
+public struct PairToAdmit: Sendable {
+    public var profileId: String
+    public var originalTransactionId: String
+    public var source: RowSource
+
+    public init(profileId: String, originalTransactionId: String, source: RowSource) {
+        self.profileId = profileId
+        self.originalTransactionId = originalTransactionId
+        self.source = source
+    }
+}
+
+extension Journal {
+    /// Pairs looked up per statement. One `IN` list for many rows instead of a statement per row:
+    /// starting and ending a statement cost a rerun more than the lookup itself. The list is of
+    /// transaction ids, not of pair hashes: `items_transaction` is in the order transactions were
+    /// made, which is close to the order inputs list them, so its pages are read once, where the
+    /// hashes' index is read at random (a read from disk per row on a large journal).
+    static let admissionLookupSize = 64
+
+    private static let admissionLookupSQL =
+        "SELECT pair_hash, profile_id, original_transaction_id, id, status, last_run, read_run FROM items "
+        + "WHERE original_transaction_id IN (\(Array(repeating: "?", count: admissionLookupSize).joined(separator: ", ")))"
+
+    /// What the journal holds of a pair.
+    private struct KnownPair {
+        var itemID: Int64
+        var status: Int64
+        var lastRun: Int64
+        var readRun: Int64?
+    }
+
+    /// Records that this run read the pair at `source` and says whether to send it. Call it after
+    /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
+    /// this run's already or not to be sent. With `holdConflicts`, a new pair whose transaction
+    /// the journal already pairs with another profile is recorded `held` instead of `pending`.
+    public func admit(
+        profileId: String, originalTransactionId: String, source: RowSource, runID: Int64, now: Int64,
+        holdConflicts: Bool = false
+    ) throws(JournalError) -> Admission {
+        let pair = PairToAdmit(profileId: profileId, originalTransactionId: originalTransactionId, source: source)
+        return try admit([pair], runID: runID, now: now, holdConflicts: holdConflicts)[0]
+    }
+
+    /// Admits `pairs` in order, exactly as one call each would (a pair met twice is a duplicate
+    /// the second time, wherever the two fall), with the journal's rows found a batch at a time.
+    public func admit(
+        _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool = false
+    ) throws(JournalError) -> [Admission] {
+        let hashes = pairs.map {
+            Self.pairHash(profileId: $0.profileId, originalTransactionId: $0.originalTransactionId)
+        }
+        let found = try wrap { () throws(SQLiteError) in try lookUp(pairs, hashes: hashes) }
+        // What this call wrote, by hash: a pair met again later in `pairs` sees it, as it would
+        // have seen the row one call later.
+        var written: [Int64: [(pair: Int, state: KnownPair)]] = [:]
+        var admissions: [Admission] = []
+        admissions.reserveCapacity(pairs.count)
+        for (index, pair) in pairs.enumerated() {
+            let hash = hashes[index]
+            let earlier = written[hash]?.firstIndex { Self.samePair(pairs[$0.pair], pair) }
+            guard let known = earlier.map({ written[hash]![$0].state }) ?? found[index] else {
+                let (admission, itemID) = try insert(pair, hash: hash, runID: runID, now: now, hold: holdConflicts)
+                let status = admission == .held(itemID: itemID) ? ItemStatus.held : .pending
+                let state = KnownPair(itemID: itemID, status: status.journalCode, lastRun: runID, readRun: runID)
+                written[hash, default: []].append((index, state))
+                admissions.append(admission)
+                continue
+            }
+            // A known row costs no write: a rerun over a journal of finished rows only reads,
+            // which is what makes it fast. A status this version does not know is refused, not guessed.
+            guard let status = ItemStatus(journalCode: known.status) else {
+                throw .unknownValue(
+                    path: path, table: "items", column: "status", row: known.itemID, value: String(known.status))
+            }
+            if known.lastRun != runID {
+                admissions.append(.finished(status))
+            } else if known.readRun == runID {
+                admissions.append(.duplicate)
+            } else {
+                // Taken up as owed, now met in the input: read here last, and not a duplicate.
+                try wrap { () throws(SQLiteError) in
+                    try statement("UPDATE items SET read_run = ?, last_input = ?, last_line = ? WHERE id = ?")
+                        .reset(.int(runID), .int(pair.source.input), .int(Int64(pair.source.line)), .int(known.itemID))
+                        .run()
+                }
+                var state = known
+                state.readRun = runID
+                if let earlier {
+                    written[hash]![earlier].state = state
+                } else {
+                    written[hash, default: []].append((index, state))
+                }
+                admissions.append(.owedMetAgain)
+            }
+        }
+        return admissions
+    }
+
+    /// The journal's row of each pair, nil for a pair it does not hold.
+    private func lookUp(_ pairs: [PairToAdmit], hashes: [Int64]) throws(SQLiteError) -> [KnownPair?] {
+        var found = [KnownPair?](repeating: nil, count: pairs.count)
+        let lookup = try statement(built: Self.admissionLookupSQL)
+        for start in stride(from: 0, to: pairs.count, by: Self.admissionLookupSize) {
+            let end = min(start + Self.admissionLookupSize, pairs.count)
+            lookup.rewind()
+            // A short batch repeats its first pair: one statement serves every size.
+            for slot in 0..<Self.admissionLookupSize {
+                let pair = pairs[start + slot < end ? start + slot : start]
+                try lookup.bind(.text(pair.originalTransactionId), at: Int32(slot + 1))
+            }
+            defer { lookup.rewind() }
+            while try lookup.step() {
+                let hash = lookup.int(0)
+                for index in start..<end where hashes[index] == hash && found[index] == nil {
+                    // The hash only narrows the match: the texts decide (two pairs can share a hash).
+                    guard Self.equal(lookup.bytes(1), pairs[index].profileId),
+                        Self.equal(lookup.bytes(2), pairs[index].originalTransactionId)
+                    else { continue }
+                    found[index] = KnownPair(
+                        itemID: lookup.int(3), status: lookup.int(4), lastRun: lookup.int(5),
+                        readRun: lookup.optionalInt(6))
+                }
+            }
+        }
+        return found
+    }
+
+    /// Records a pair the journal did not hold: `pending`, or `held` when asked to and another
+    /// profile claims its transaction.
+    private func insert(
+        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool
+    ) throws(JournalError) -> (Admission, Int64) {
+        try wrap { () throws(SQLiteError) in
+            var held = false
+            if holdConflicts {
+                held = try isClaimedByAnotherProfile(pair.originalTransactionId, profileId: pair.profileId)
+            }
+            try statement(
+                """
+                INSERT INTO items (pair_hash, profile_id, original_transaction_id, status, code, first_input,
+                    first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?7, ?8, ?8, ?8, ?9, ?9)
+                """
+            ).reset(
+                .int(hash), .text(pair.profileId), .text(pair.originalTransactionId),
+                .int(held ? ItemStatus.held.journalCode : ItemStatus.pending.journalCode),
+                .optionalText(held ? ItemStatus.heldCode : nil), .int(pair.source.input),
+                .int(Int64(pair.source.line)), .int(runID), .int(now)
+            ).run()
+            let itemID = connection.lastInsertRowID
+            return (
+                held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now)), itemID
+            )
+        }
+    }
+
+    private static func samePair(_ one: PairToAdmit, _ other: PairToAdmit) -> Bool {
+        one.profileId == other.profileId && one.originalTransactionId == other.originalTransactionId
+    }
+
+    /// Whether SQLite's text (read in place) is `text`, byte for byte, as `=` compares them.
+    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>?, _ text: String) -> Bool {
+        guard let bytes else { return false }
+        var text = text
+        return text.withUTF8 { own in
+            own.count == bytes.count && (own.isEmpty || memcmp(own.baseAddress!, bytes.baseAddress!, own.count) == 0)
+        }
+    }
+}

@@ -21,7 +21,7 @@ extension Journal {
     /// hashes' index is read at random (a read from disk per row on a large journal).
     static let admissionLookupSize = 64
 
-    private static let admissionLookupSQL =
+    static let admissionLookupSQL =
         "SELECT pair_hash, profile_id, original_transaction_id, id, status, last_run, read_run FROM items "
         + "WHERE original_transaction_id IN (\(Array(repeating: "?", count: admissionLookupSize).joined(separator: ", ")))"
 

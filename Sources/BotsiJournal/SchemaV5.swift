@@ -70,7 +70,6 @@ enum SchemaV5 {
             restored_at INTEGER,
             snapshot_id INTEGER REFERENCES snapshots(id)
         );
-        CREATE INDEX items_pair ON items(pair_hash);
         CREATE INDEX items_transaction ON items(original_transaction_id);
         CREATE INDEX items_pending ON items(id) WHERE status = 0;
         CREATE INDEX items_last_run ON items(last_run);

@@ -21,6 +21,36 @@ import Testing
         connection.close()
     }
 
+    /// 0.2.0's journals index `items.pair_hash`, which no query reads: a run drops the index (19
+    /// bytes a row), a command that only reads and a dry run leave the file as it is, and a run
+    /// finds its pairs through `items_transaction` either way.
+    @Test func aRunDropsTheIndexOfPairHashesThatNoQueryReads() throws {
+        let directory = Workspace()
+        let path = directory.file("v5.sqlite")
+        try Journal(path: path).close()
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("CREATE INDEX items_pair ON items(pair_hash)")
+        connection.close()
+        let indexed = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'items_pair'"
+
+        let reader = try Journal(path: path, create: false, readOnly: true)
+        #expect(try reader.connection.scalarInt(indexed) == 1, "a read-only open writes nothing")
+        reader.close()
+        let dryRun = try Journal.openForRun(path: path, migrationUncommitted: true)
+        #expect(try dryRun.connection.scalarInt(indexed) == 1, "a dry run writes nothing")
+        dryRun.close()
+
+        let run = try Journal.openForRun(path: path)
+        defer { run.close() }
+        #expect(try run.connection.scalarInt(indexed) == 0)
+        #expect(try run.integrityCheck() == "ok")
+        let plan = try run.connection.prepare("EXPLAIN QUERY PLAN " + Journal.admissionLookupSQL)
+        var steps: [String] = []
+        while try plan.step() { steps.append(plan.text(3) ?? "") }
+        #expect(steps.contains { $0.contains("USING INDEX items_transaction (original_transaction_id=?)") }, "\(steps)")
+        #expect(!steps.contains { $0.hasPrefix("SCAN items") }, "\(steps)")
+    }
+
     @Test func aVersionOneJournalMigratesForwardKeepingItsRows() throws {
         let directory = Workspace()
         let path = directory.file("v1.sqlite")

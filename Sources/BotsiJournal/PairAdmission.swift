@@ -19,7 +19,7 @@ extension Journal {
     /// transaction ids, not of pair hashes: `items_transaction` is in the order transactions were
     /// made, which is close to the order inputs list them, so its pages are read once, where the
     /// hashes' index is read at random (a read from disk per row on a large journal).
-    static let admissionLookupSize = 64
+    static let admissionLookupSize = 128
 
     static let admissionLookupSQL =
         "SELECT pair_hash, profile_id, original_transaction_id, id, status, last_run, read_run FROM items "
@@ -113,11 +113,22 @@ extension Journal {
                 try lookup.bind(.text(pair.originalTransactionId), at: Int32(slot + 1))
             }
             defer { lookup.rewind() }
+            // The batch's pairs by hash (a chain for pairs of one hash), to match each row found.
+            var firstWithHash: [Int64: Int] = [:]
+            firstWithHash.reserveCapacity(end - start)
+            var nextWithHash = [Int](repeating: -1, count: end - start)
+            for index in (start..<end).reversed() {
+                if let next = firstWithHash.updateValue(index, forKey: hashes[index]) {
+                    nextWithHash[index - start] = next
+                }
+            }
             while try lookup.step() {
-                let hash = lookup.int(0)
-                for index in start..<end where hashes[index] == hash && found[index] == nil {
+                var candidate = firstWithHash[lookup.int(0)] ?? -1
+                while candidate >= 0 {
+                    let index = candidate
+                    candidate = nextWithHash[index - start]
                     // The hash only narrows the match: the texts decide (two pairs can share a hash).
-                    guard Self.equal(lookup.bytes(1), pairs[index].profileId),
+                    guard found[index] == nil, Self.equal(lookup.bytes(1), pairs[index].profileId),
                         Self.equal(lookup.bytes(2), pairs[index].originalTransactionId)
                     else { continue }
                     found[index] = KnownPair(

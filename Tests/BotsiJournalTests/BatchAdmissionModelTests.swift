@@ -6,7 +6,7 @@ import Testing
 @testable import BotsiJournal
 
 /// Admission a batch at a time (`Journal.admit(_:runID:now:holdConflicts:)`, one `IN` lookup per
-/// 64 pairs) over seeded, random sequences of runs, checked against a reference model of what
+/// 128 pairs) over seeded, random sequences of runs, checked against a reference model of what
 /// admission means, row by row: a pair the journal does not hold is new (`held` when its
 /// transaction belongs to another profile and conflicts are held); held by an earlier run, it is
 /// finished; claimed as owed by this run, it is met again once, then a duplicate; admitted by this
@@ -56,7 +56,7 @@ import Testing
             }
             var line = 1
             for _ in 0..<(3 + random.nextIndex(below: 4)) {
-                let size = 1 + random.nextIndex(below: 150)
+                let size = 1 + random.nextIndex(below: 300)
                 var pairs: [PairToAdmit] = []
                 var expected: [String] = []
                 for _ in 0..<size {

@@ -33,20 +33,12 @@ extension Journal {
         var readRun: Int64?
     }
 
-    /// Records that this run read the pair at `source` and says whether to send it. Call it after
-    /// the run has claimed every row it owes (`claim`): a pair the journal holds is then either
-    /// this run's already or not to be sent. With `holdConflicts`, a new pair whose transaction
-    /// the journal already pairs with another profile is recorded `held` instead of `pending`.
-    public func admit(
-        profileId: String, originalTransactionId: String, source: RowSource, runID: Int64, now: Int64,
-        holdConflicts: Bool = false
-    ) throws(JournalError) -> Admission {
-        let pair = PairToAdmit(profileId: profileId, originalTransactionId: originalTransactionId, source: source)
-        return try admit([pair], runID: runID, now: now, holdConflicts: holdConflicts)[0]
-    }
-
-    /// Admits `pairs` in order, exactly as one call each would (a pair met twice is a duplicate
-    /// the second time, wherever the two fall), with the journal's rows found a batch at a time.
+    /// Records that this run read `pairs`, in order, and says for each whether to send it, exactly
+    /// as one call each would (a pair met twice is a duplicate the second time, wherever the two
+    /// fall); the journal's rows are found a batch at a time. Call it after the run has claimed
+    /// every row it owes (`claim`): a pair the journal holds is then either this run's already or
+    /// not to be sent. With `holdConflicts`, a new pair whose transaction the journal already
+    /// pairs with another profile is recorded `held` instead of `pending`.
     public func admit(
         _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool = false
     ) throws(JournalError) -> [Admission] {
@@ -63,9 +55,7 @@ extension Journal {
             let hash = hashes[index]
             let earlier = written[hash]?.firstIndex { Self.samePair(pairs[$0.pair], pair) }
             guard let known = earlier.map({ written[hash]![$0].state }) ?? found[index] else {
-                let (admission, itemID) = try insert(pair, hash: hash, runID: runID, now: now, hold: holdConflicts)
-                let status = admission == .held(itemID: itemID) ? ItemStatus.held : .pending
-                let state = KnownPair(itemID: itemID, status: status.journalCode, lastRun: runID, readRun: runID)
+                let (admission, state) = try insert(pair, hash: hash, runID: runID, now: now, hold: holdConflicts)
                 written[hash, default: []].append((index, state))
                 admissions.append(admission)
                 continue
@@ -141,15 +131,16 @@ extension Journal {
     }
 
     /// Records a pair the journal did not hold: `pending`, or `held` when asked to and another
-    /// profile claims its transaction.
+    /// profile claims its transaction. Returns the admission and the row as it now stands.
     private func insert(
         _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool
-    ) throws(JournalError) -> (Admission, Int64) {
+    ) throws(JournalError) -> (Admission, KnownPair) {
         try wrap { () throws(SQLiteError) in
             var held = false
             if holdConflicts {
                 held = try isClaimedByAnotherProfile(pair.originalTransactionId, profileId: pair.profileId)
             }
+            let status = held ? ItemStatus.held : .pending
             try statement(
                 """
                 INSERT INTO items (pair_hash, profile_id, original_transaction_id, status, code, first_input,
@@ -158,14 +149,14 @@ extension Journal {
                 """
             ).reset(
                 .int(hash), .text(pair.profileId), .text(pair.originalTransactionId),
-                .int(held ? ItemStatus.held.journalCode : ItemStatus.pending.journalCode),
+                .int(status.journalCode),
                 .optionalText(held ? ItemStatus.heldCode : nil), .int(pair.source.input),
                 .int(Int64(pair.source.line)), .int(runID), .int(now)
             ).run()
             let itemID = connection.lastInsertRowID
-            return (
-                held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now)), itemID
-            )
+            let admission: Admission =
+                held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now))
+            return (admission, KnownPair(itemID: itemID, status: status.journalCode, lastRun: runID, readRun: runID))
         }
     }
 

@@ -1,7 +1,7 @@
 extension Journal {
-    /// The 64-bit hash the journal finds a pair by (`items.pair_hash`, FNV-1a over the profile
-    /// id's UTF-8, a zero byte and the transaction id's): an index of eight bytes a row instead of
-    /// one of both texts. The texts are compared too, so two pairs of one hash stay apart.
+    /// The 64-bit hash stored with each pair (`items.pair_hash`, FNV-1a over the profile id's
+    /// UTF-8, a zero byte and the transaction id's): admission matches the rows a lookup by
+    /// transaction finds by it before comparing the texts, so two pairs of one hash stay apart.
     public static func pairHash(profileId: String, originalTransactionId: String) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         // Over the contiguous UTF-8 itself: iterating `String.utf8` cost a rerun ~1,700

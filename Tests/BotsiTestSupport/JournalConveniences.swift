@@ -4,6 +4,15 @@ import Foundation
 /// The journal's row writes as tests spell them: a source as `file:line` and times as the ISO
 /// text they read back, turned into what schema 5 stores (an input and a line, milliseconds).
 extension Journal {
+    /// One pair, a batch of one (a run admits a take's rows together).
+    public func admit(
+        profileId: String, originalTransactionId: String, source: RowSource, runID: Int64, now: Int64,
+        holdConflicts: Bool = false
+    ) throws(JournalError) -> Admission {
+        let pair = PairToAdmit(profileId: profileId, originalTransactionId: originalTransactionId, source: source)
+        return try admit([pair], runID: runID, now: now, holdConflicts: holdConflicts)[0]
+    }
+
     public func admit(
         profileId: String, originalTransactionId: String, source: String, runID: Int64, now: String,
         holdConflicts: Bool = false

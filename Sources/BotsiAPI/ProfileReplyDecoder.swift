@@ -166,7 +166,7 @@ struct ProfileReplyDecoder {
         skipWhitespace()
         guard index < bytes.count else { return false }
         switch bytes[index] {
-        case UInt8(ascii: "\""): return readString() != nil
+        case UInt8(ascii: "\""): return skipString()
         case UInt8(ascii: "{"): return readObject(depth: depth) { decoder, _ in decoder.skipValue(depth: depth + 1) }
         case UInt8(ascii: "["):
             index += 1
@@ -238,6 +238,26 @@ struct ProfileReplyDecoder {
         }
         guard let decoded = readString() else { return nil }
         return Key(bytes: ArraySlice(decoded.utf8))
+    }
+
+    /// Passes over a string literal at `index` (its opening quote) without building it: most of a
+    /// reply's strings are skipped, and making each a String was most of the decoder's cost. Text
+    /// that is not plain ASCII, or has escapes, is checked the long way.
+    private mutating func skipString() -> Bool {
+        var end = index + 1
+        var ascii: UInt8 = 0
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                guard ascii < 0x80 else { return readString() != nil }
+                index = end + 1
+                return true
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { return readString() != nil }
+            ascii |= byte
+            end += 1
+        }
+        return false
     }
 
     /// Reads a string literal at `index` (which must be at its opening quote), decoding escapes.

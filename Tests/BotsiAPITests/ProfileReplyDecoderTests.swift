@@ -47,6 +47,32 @@ import Testing
         #expect(code == "invalid_response")
     }
 
+    /// Fields the decoder skips are still checked as JSON: it passes over their strings without
+    /// building them, so the checks there are its own.
+    @Test(arguments: [
+        Array("{\"ok\": true, \"data\": {\"skipped\": \"a\u{01}b\"}}".utf8),
+        Array("{\"ok\": true, \"data\": {\"skipped\": \"a\\qb\"}}".utf8),
+        Array("{\"ok\": true, \"data\": {\"skipped\": \"open".utf8),
+        Array("{\"ok\": true, \"data\": {\"skipped\": \"a".utf8) + [0xC3, 0x28] + Array("\"}}".utf8),
+        Array("{\"ok\": true, \"data\": {\"skipped\": [\"a".utf8) + [0xFF] + Array("\"]}}".utf8),
+    ])
+    func aSkippedStringThatIsNotValidJSONMakesTheBodyUnreadable(body: [UInt8]) {
+        guard case .retryable(let code, _, _, _) = classifyReply(httpStatus: 200, body: body, retryAfter: nil) else {
+            Issue.record("expected retryable for \(body)")
+            return
+        }
+        #expect(code == "invalid_response")
+    }
+
+    @Test func skippedStringsWithEscapesAndNonASCIITextAreReadPast() {
+        let body = #"{"ok": true, "skipped": "caf\u00e9 \"q\" é😀", "data": {"x": ["\\", "ü"], "state": "s"}}"#
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "s")
+    }
+
     @Test func deepNestingIsRefusedWithoutCrashing() {
         let body = "{\"ok\": true, \"data\": {\"x\": " + String(repeating: "[", count: 100_000) + "}}"
         guard case .retryable = classify(body) else {

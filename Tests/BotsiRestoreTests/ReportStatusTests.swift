@@ -70,6 +70,45 @@ func currentStatus(_ path: String) -> StatusReport? {
         #expect((json["run"] as? [String: Any])?["exitCode"] as? Int == 0)
     }
 
+    /// A batch that no send needs on disk still commits within `ActiveRun.batchAge`: three slots
+    /// hold never-ending replies and the last row's reply comes after them, so no mark follows it
+    /// and nothing else would commit the batch it is written in; it must reach the journal (for
+    /// readers, and safe from a kill) all the same, not wait for the timeouts.
+    @Test func aReplyThatNoSendFollowsReachesTheJournalWhileTheOtherSlotsHang() throws {
+        let directory = Workspace()
+        let hanging = (0..<3).map { String(2_000_000_000_000_101 + $0 * 10) }
+        let last = "2000000000000141"
+        let simulator = try startSimulator { options in
+            options.scenario = SimulatorScenario(
+                createUnknownProfiles: true, unlistedTransactions: .rule,
+                replies: hanging.map {
+                    SimulatorScenario.FixedReply(
+                        originalTransactionId: $0, kind: .neverEndingBody, intervalMilliseconds: 100)
+                })
+        }
+        defer { simulator.stop() }
+        let rows = (hanging + [last]).enumerated().map { ("profile-\($0.offset)", $0.element) }
+        let input = directory.csv("in.csv", rows: rows)
+        let journal = directory.file("journal.sqlite")
+        let finished = DispatchSemaphore(value: 0)
+        let baseURL = simulator.baseURL
+        DispatchQueue.global().async {
+            _ = try? runJob([input], journal: journal, baseURL: baseURL) { options in
+                options.concurrency = 4
+                options.timeout = 4
+                options.maxAttempts = 1
+            }
+            finished.signal()
+        }
+        defer { finished.wait() }
+        let deadline = Date().addingTimeInterval(3)
+        while simulator.stats().requests < 4 && Date() < deadline { usleep(10_000) }
+        try #require(simulator.stats().requests == 4, "every row should be sent before the 4 s timeout")
+        usleep(500_000)
+        try #require(simulator.stats().inFlight == 3, "the three never-ending replies still hold their slots")
+        #expect(currentStatus(journal)?.snapshot.activity.requests == 1)
+    }
+
     @Test func aRunWithNoEndAndNoLockHolderIsReportedAsKilled() throws {
         let directory = Workspace()
         let path = directory.file("journal.sqlite")

@@ -84,6 +84,25 @@ import Testing
         #expect(scheduler.nextLaunch() == nil, "5 stays in the reserve; 6 is not committed")
     }
 
+    @Test func theBatchIsWantedOnDiskOnlyWhenTheCommittedRowsNoLongerCoverHalfTheReserve() {
+        var scheduler = Self.scheduler(concurrency: 8)
+        #expect(scheduler.reserveLimit == 4)
+        for index in 0..<20 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.marked(&scheduler).count == 12)
+        #expect(scheduler.wantsCommit(now: 0), "nothing may go before a commit")
+        scheduler.marksCommitted()
+        #expect(!scheduler.wantsCommit(now: 0), "every mark is on disk")
+        while scheduler.nextLaunch() != nil {}
+        var wanted: [Bool] = []
+        for _ in 0..<3 {
+            _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+            #expect(scheduler.nextLaunch() != nil, "a committed row fills the freed slot")
+            #expect(Self.marked(&scheduler).count == 1, "the reserve is topped up, uncommitted")
+            wanted.append(scheduler.wantsCommit(now: 0))
+        }
+        #expect(wanted == [false, false, true], "3, 2, then 1 committed row left of a reserve of 4")
+    }
+
     @Test func aPacedRunMarksNothingAheadOfTheNextSlot() {
         var scheduler = Self.scheduler(concurrency: 4, rate: 10)
         for index in 0..<10 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }

@@ -33,6 +33,11 @@ actor ActiveRun {
     private var summary = RunSummary()
     private(set) var phase: RunPhase = .running
     private var stepScheduled = false
+    /// When the open batch was first found open (monotonic seconds): it commits by `batchAge`.
+    private var batchOpenedAt: Double?
+    /// The longest a batch stays open while replies come and the reserve covers the sends: what
+    /// a kill can cost in replies to resend, and how far behind a reader of the journal may be.
+    static let batchAge = 0.05
     private let housekeeping: DispatchSourceTimer
     private var wakeTimer: WakeTimer
 
@@ -117,7 +122,9 @@ actor ActiveRun {
             failJournal(error)
             return
         }
-        if let wake = scheduler.nextWake(now: monotonicSeconds()) { wakeTimer.arm(at: wake) }
+        var wake = scheduler.nextWake(now: monotonicSeconds())
+        if let openedAt = batchOpenedAt { wake = min(wake ?? .infinity, openedAt + Self.batchAge) }
+        if let wake { wakeTimer.arm(at: wake) }
         finishIfDone()
     }
 
@@ -157,10 +164,23 @@ actor ActiveRun {
         }
     }
 
-    /// Commits the batch, then sends: a row is marked in flight on disk before its request leaves.
+    /// Commits the batch when the sends need its marks, it is `batchAge` old, nothing is on the
+    /// wire or the run stops; then sends: a row is marked in flight on disk before its request leaves.
     private func flush() throws(JournalError) {
-        try writer.commitBatch()
-        scheduler.marksCommitted()
+        let now = monotonicSeconds()
+        if writer.hasOpenBatch {
+            let openedAt = batchOpenedAt ?? now
+            batchOpenedAt = openedAt
+            if isStopping || options.dryRun || scheduler.inFlight == 0 || scheduler.wantsCommit(now: now)
+                || now - openedAt >= Self.batchAge
+            {
+                try writer.commitBatch()
+                batchOpenedAt = nil
+                scheduler.marksCommitted()
+            }
+        } else {
+            scheduler.marksCommitted()
+        }
         sendCommitted()
     }
 
@@ -336,6 +356,7 @@ actor ActiveRun {
             writer.rollback()
         } else {
             do {
+                try writer.commitBatch()
                 try writer.finishRun(
                     stopped: stopped, exitCode: exitCode, inputs: feeder.inputsRecord, summary: summary)
             } catch {

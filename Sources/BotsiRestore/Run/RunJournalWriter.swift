@@ -69,6 +69,8 @@ struct RunJournalWriter {
 
     func rollback() { journal.rollback() }
 
+    var hasOpenBatch: Bool { journal.isInTransaction }
+
     // MARK: Taking rows up
 
     /// The next owed row `feeder` hands out, read inside the batch that claims it.

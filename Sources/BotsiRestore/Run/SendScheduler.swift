@@ -51,15 +51,16 @@ struct SendScheduler<Payload> {
     /// Rows held at most: enough to find ready ones behind long runs of one profile, bounded so
     /// that memory stays flat however long the input.
     let windowLimit: Int
-    /// Rows marked ahead of need at most: a quarter of the concurrency (at least 2, at most 64),
-    /// enough for the replies that arrive while one batch commits.
+    /// Rows marked ahead of need at most: half the concurrency (at least 2, at most 128), enough
+    /// for the replies that arrive while one batch commits, and for a batch to gather the writes
+    /// of half a reserve of replies before the sends want it on disk (`wantsCommit`).
     let reserveLimit: Int
 
     init(pacing: PacingConfiguration) {
         let concurrency = pacing.concurrency
         controller = RateController(pacing: pacing, tuning: pacing.tuning)
         windowLimit = max(concurrency * 16, 1024)
-        reserveLimit = max(2, min(64, concurrency / 4))
+        reserveLimit = max(2, min(128, concurrency / 2))
     }
 
     /// What the pacing did, for the run's summary.
@@ -129,6 +130,14 @@ struct SendScheduler<Payload> {
 
     /// Every mark handed out so far is committed: those rows may go on the wire.
     mutating func marksCommitted() { unsentCommitted = reserved }
+
+    /// Marks wait uncommitted that the wire wants soon: the committed rows no longer fill the free
+    /// slots and half the reserve. Until then the run lets its batch grow, for a commit writes
+    /// every page its rows touched once, however many rows touched it.
+    func wantsCommit(now: Double) -> Bool {
+        reserved > unsentCommitted
+            && launched + unsentCommitted < controller.concurrency + reserveAllowed(now: now) / 2
+    }
 
     /// The oldest committed row, counted on the wire, while a slot is free; nil after a stop.
     mutating func nextLaunch() -> OrderingWindow<Payload>.Entry? {

@@ -167,20 +167,20 @@ actor ActiveRun {
     /// Commits the batch when the sends need its marks, it is `batchAge` old, nothing is on the
     /// wire or the run stops; then sends: a row is marked in flight on disk before its request leaves.
     private func flush() throws(JournalError) {
-        let now = monotonicSeconds()
         if writer.hasOpenBatch {
+            let now = monotonicSeconds()
             let openedAt = batchOpenedAt ?? now
-            batchOpenedAt = openedAt
-            if isStopping || options.dryRun || scheduler.inFlight == 0 || scheduler.wantsCommit(now: now)
-                || now - openedAt >= Self.batchAge
-            {
-                try writer.commitBatch()
-                batchOpenedAt = nil
-                scheduler.marksCommitted()
+            guard
+                isStopping || options.dryRun || scheduler.inFlight == 0 || scheduler.wantsCommit(now: now)
+                    || now - openedAt >= Self.batchAge
+            else {
+                batchOpenedAt = openedAt
+                return sendCommitted()
             }
-        } else {
-            scheduler.marksCommitted()
+            try writer.commitBatch()
+            batchOpenedAt = nil
         }
+        scheduler.marksCommitted()
         sendCommitted()
     }
 

@@ -83,7 +83,7 @@ struct ModelProcessRecord {
     var refusedAt: [Double] = []
     var rowsLeftUnanswered = 0
     var summary: PacingSummary?
-    /// Every second: the send-rate limit in force (0 for none) and the concurrency.
+    /// At every tick, after it: the send-rate limit in force (0 for none) and the concurrency.
     var timeline: [(time: Double, rate: Double, concurrency: Int)] = []
 }
 
@@ -296,11 +296,9 @@ struct PacingModel {
         case .tick(let index):
             guard processes[index].record.endedAt == nil else { return }
             push(.tick(index), at: now + 0.25)
-            if now < 8 || (now - processes[index].record.startedAt).truncatingRemainder(dividingBy: 1) < 0.2 {
-                let counts = processes[index].scheduler.counts
-                processes[index].record.timeline.append((now, counts.rateLimit ?? 0, counts.concurrencyLimit))
-            }
             if processes[index].scheduler.tick(now: now) { pump(index) }
+            let counts = processes[index].scheduler.counts
+            processes[index].record.timeline.append((now, counts.rateLimit ?? 0, counts.concurrencyLimit))
         case .wake(let index, let generation):
             guard generation == processes[index].wakeGeneration else { return }
             processes[index].armedWake = nil

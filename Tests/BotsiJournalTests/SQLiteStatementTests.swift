@@ -18,4 +18,13 @@ import Testing
         #expect(statement.text(0) == "four" && statement.isNull(1))
         #expect(throws: SQLiteError.self) { try statement.reset(.int(3)) }
     }
+
+    /// SQLite's memory statistics take a global mutex around every allocation and free; a
+    /// connection opens with them off (they count nothing then).
+    @Test func memoryStatisticsAreOffOnceAConnectionIsOpen() throws {
+        let directory = Workspace()
+        let connection = try SQLiteConnection(path: directory.file("m.sqlite"))
+        try connection.execute("CREATE TABLE t (x TEXT); INSERT INTO t VALUES (randomblob(100000))")
+        #expect(SQLiteConnection.countedMemory == 0)
+    }
 }

@@ -32,7 +32,7 @@ final class SQLiteConnection {
 
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
-        _ = sqliteConfigured
+        Self.configureLibrary()
         var db: OpaquePointer?
         // NOFOLLOW: SQLite refuses the path if any part of it is a symbolic link (the journal's
         // path is resolved before it gets here). It opens -wal and -shm with O_NOFOLLOW itself.
@@ -51,6 +51,10 @@ final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// Turns SQLite's memory statistics off, once, if SQLite has not initialized yet: a program
+    /// (or a test) that opens SQLite by other means calls this first.
+    static func configureLibrary() { _ = sqliteConfigured }
 
     /// The bytes SQLite's statistics count as allocated: 0 while the statistics are off, as they
     /// should be.

@@ -38,11 +38,8 @@ import Testing
                 let writer = try Journal(path: path)
                 defer { writer.close() }
                 for batch in 0..<batches {
-                    let started = DispatchTime.now().uptimeNanoseconds
                     _ = try StressFixture.commitRestoredBatch(
                         writer, run: run, prefix: "batch\(batch)", count: batchSize)
-                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                    shared.withLock { $0.longestCommit = max($0.longestCommit, seconds) }
                 }
             } catch {
                 shared.withLock { $0.writerError = "\(error)" }
@@ -58,14 +55,9 @@ import Testing
                 while !finalPass {
                     // One more pass after the writer is done, so the last batch is seen too.
                     finalPass = shared.withLock { $0.writerDone }
-                    let started = DispatchTime.now().uptimeNanoseconds
                     var count = 0
                     try reader.forEachReportRecord(ReportFilter()) { _ in count += 1 }
-                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                    shared.withLock {
-                        $0.counts.append(count)
-                        $0.longestRead = max($0.longestRead, seconds)
-                    }
+                    shared.withLock { $0.counts.append(count) }
                 }
             } catch {
                 shared.withLock { $0.readerError = "\(error)" }
@@ -86,8 +78,9 @@ import Testing
             observed.counts.contains { $0 > 0 && $0 < batches * batchSize },
             "the reader must have read while the writer wrote: \(observed.counts.count) reads")
         #expect(zip(observed.counts, observed.counts.dropFirst()).allSatisfy { $0 <= $1 }, "a snapshot went back")
-        // Sanity bounds well under the busy timeout, not performance targets.
-        #expect(observed.longestRead < 4.5, "a read took \(observed.longestRead)s")
-        #expect(observed.longestCommit < 4.5, "a commit took \(observed.longestCommit)s")
+        // How long a read or a commit took is not asserted: one side waiting for the other would
+        // end in SQLITE_BUSY after the 5-second busy timeout, an error the checks above report,
+        // while a slow machine only makes both slow (under the thread sanitizer on a busy 2-core
+        // machine a whole read took 4.7 s).
     }
 }

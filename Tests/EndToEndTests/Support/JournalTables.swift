@@ -2,6 +2,8 @@ import BotsiTestSupport
 import CSQLite
 import Foundation
 
+@testable import BotsiJournal
+
 /// The journal's tables read with SQL directly, not through BotsiJournal's readers, so that a test
 /// can judge what the code wrote without trusting the code to read it back.
 struct JournalTables: Equatable {
@@ -116,6 +118,9 @@ struct JournalTables: Equatable {
         private var handle: OpaquePointer?
 
         init(path: String, readOnly: Bool) throws {
+            // Before SQLite initializes, as the journal's own connections do (the statistics
+            // are off for the whole process, and SQLiteStatementTests checks they are).
+            SQLiteConnection.configureLibrary()
             let rc = sqlite3_open_v2(path, &handle, readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, nil)
             guard rc == SQLITE_OK else {
                 let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"

@@ -240,8 +240,8 @@ extension SimulateCommand {
             ) { $0.options.limitKind = $1 },
             .value(
                 "--live-rate", .number(0.001...1_000_000),
-                help: "the app's own traffic: spend N of the limit per second itself, evenly spaced; the stats "
-                    + "count how many of those live requests the limiter refused"
+                help: "the app's own traffic: spend N of the limit per second itself, at random (Poisson) "
+                    + "times; the stats count how many of those live requests the limiter refused"
             ) { $0.options.liveRate = $1 },
             .value(
                 "--rate-limit-headers", .choice(RateLimitHeaderStyle.allCases),

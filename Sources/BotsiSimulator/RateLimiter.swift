@@ -1,3 +1,6 @@
+import BotsiBasics
+import Foundation
+
 /// The kinds of limiter the simulator can be, as real services build them. Raw values are what
 /// `--limit-kind` accepts. Each admits `quota` requests per window in the long run; they differ in
 /// the bursts they let through and in how a burst is paid for afterwards.
@@ -128,27 +131,41 @@ struct RateLimiter: Sendable {
     }
 }
 
-/// `liveRate`: the app's own traffic on the limit, which a batch job cannot see. The simulator
-/// spends these requests from its limiter itself, evenly spaced from its start, and counts the
-/// ones its limiter refused: what the app's users would have seen answered 429.
+/// `liveRate`: the app's own traffic on the limit, which a batch job cannot see. Its users arrive
+/// at random, so the simulator spends these requests at Poisson times (independent exponential
+/// gaps, mean 1/rate, from a seeded stream) and counts the ones its limiter refused: what the
+/// app's users would have seen answered 429. Evenly spaced requests would rehearse a kinder app
+/// than any real one: a sender with a fixed period finds its own admissions of a window ago
+/// leaving just as it arrives, and keeps its slots however full the window is; one whose period is
+/// a few nanoseconds short of dividing the window (30/s rounded to whole nanoseconds) loses every
+/// one of them to the batch instead.
 struct LiveTraffic: Sendable {
-    let intervalNanoseconds: UInt64
-    private var nextAt: UInt64
+    let rate: Double
+    private var random: SplitMix64
+    /// The next request's time, kept fractional so the gaps do not drift by their rounding.
+    private var nextAt: Double
     private(set) var requests = 0
     private(set) var refused = 0
 
-    init(rate: Double, startingAt start: UInt64) {
-        intervalNanoseconds = max(1, UInt64((1_000_000_000 / rate).rounded()))
-        nextAt = start
+    init(rate: Double, startingAt start: UInt64, seed: UInt64) {
+        self.rate = rate
+        random = SplitMix64(seed: seed)
+        nextAt = Double(start)
+        nextAt += gap()
     }
 
     /// Spends the live requests due by `now` from `limiter`, each at its own time and in order, so
     /// the limiter sees them before a request that arrives at `now`.
     mutating func catchUp(to now: UInt64, limiter: inout RateLimiter) {
-        while nextAt <= now {
+        while UInt64(nextAt) <= now {
             requests += 1
-            if !limiter.admit(now: nextAt).admitted { refused += 1 }
-            nextAt += intervalNanoseconds
+            if !limiter.admit(now: UInt64(nextAt)).admitted { refused += 1 }
+            nextAt += gap()
         }
+    }
+
+    /// An exponential gap in nanoseconds (1 − u is in (0, 1], so the logarithm is finite).
+    private mutating func gap() -> Double {
+        -log(1 - random.nextUnit()) / rate * 1e9
     }
 }

@@ -82,7 +82,10 @@ final class SimulatorCore: Sendable {
                 limiter: options.limitQuota.map {
                     RateLimiter(kind: options.limitKind, quota: $0, windowSeconds: options.limitWindowSeconds)
                 },
-                live: options.liveRate.map { LiveTraffic(rate: $0, startingAt: DispatchTime.now().uptimeNanoseconds) }))
+                live: options.liveRate.map {
+                    LiveTraffic(
+                        rate: $0, startingAt: DispatchTime.now().uptimeNanoseconds, seed: options.seed ^ 0xBB67_AE85_84CA_A73B)
+                }))
     }
 
     func stats(listingPairs: Bool = true) -> SimulatorStats {

@@ -78,24 +78,35 @@ struct LimiterKindTests {
         #expect(third == (kind == .bucket ? 40 + 39 : 40), "\(kind): \(third) admitted a second after the doubling")
     }
 
-    @Test("live traffic spends the limit first, evenly spaced, and counts what the limiter refused it")
+    @Test("live traffic arrives at random (Poisson), the same for one seed, and counts what the limiter refused it")
     func liveTraffic() {
-        var limiter = RateLimiter(quota: 10, windowSeconds: 1)
-        var live = LiveTraffic(rate: 4, startingAt: 0)
-        live.catchUp(to: Self.second - 1, limiter: &limiter)
-        #expect(live.requests == 4 && live.refused == 0, "at 0, 250, 500 and 750 ms")
-        // A batch takes the other 6 of this window, and more is refused.
-        let batch = (0..<8).filter { _ in limiter.admit(now: Self.second - 1).admitted }.count
-        #expect(batch == 6)
-        // Its own slots come back a window later at its own times, so the live traffic keeps them.
-        live.catchUp(to: 2 * Self.second - 1, limiter: &limiter)
-        #expect(live.requests == 8 && live.refused == 0)
+        // 100 s at 30/s against a limit it never reaches: about 3,000 requests (σ ≈ 55), and the
+        // counts of single seconds spread as a Poisson count does (variance ≈ mean). Evenly
+        // spaced requests would count 30 in every second: a variance of 0.
+        var limiter = RateLimiter(quota: 1000, windowSeconds: 1)
+        var live = LiveTraffic(rate: 30, startingAt: 0, seed: 7)
+        var perSecond: [Int] = []
+        for second in 1...100 {
+            let before = live.requests
+            live.catchUp(to: UInt64(second) * Self.second - 1, limiter: &limiter)
+            perSecond.append(live.requests - before)
+        }
+        #expect((2780...3220).contains(live.requests) && live.refused == 0, "\(live.requests) requests")
+        let mean = Double(live.requests) / 100
+        let variance = perSecond.map { (Double($0) - mean) * (Double($0) - mean) }.reduce(0, +) / 99
+        #expect((0.6...1.4).contains(variance / mean), "variance \(variance) of counts whose mean is \(mean)")
+        // The same seed, the same arrivals.
+        var again = LiveTraffic(rate: 30, startingAt: 0, seed: 7)
+        var other = RateLimiter(quota: 1000, windowSeconds: 1)
+        again.catchUp(to: 100 * Self.second - 1, limiter: &other)
+        #expect(again.requests == live.requests)
+        // A window filled before them refuses every one that arrives within it.
         var full = RateLimiter(quota: 2, windowSeconds: 1)
         _ = full.admit(now: 0)
         _ = full.admit(now: 0)
-        var refused = LiveTraffic(rate: 4, startingAt: 0)
+        var refused = LiveTraffic(rate: 30, startingAt: 0, seed: 1)
         refused.catchUp(to: 900 * Self.millisecond, limiter: &full)
-        #expect(refused.requests == 4 && refused.refused == 4, "a window filled before them refuses all four")
+        #expect(refused.requests > 10 && refused.refused == refused.requests, "\(refused.refused) of \(refused.requests)")
     }
 
     @Test("over the wire: the stats count the live requests and the ones refused; without a limit it is refused")

@@ -84,7 +84,8 @@ final class SimulatorCore: Sendable {
                 },
                 live: options.liveRate.map {
                     LiveTraffic(
-                        rate: $0, startingAt: DispatchTime.now().uptimeNanoseconds, seed: options.seed ^ 0xBB67_AE85_84CA_A73B)
+                        rate: $0, startingAt: DispatchTime.now().uptimeNanoseconds,
+                        seed: options.seed ^ 0xBB67_AE85_84CA_A73B)
                 }))
     }
 

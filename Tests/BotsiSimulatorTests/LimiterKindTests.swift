@@ -106,7 +106,8 @@ struct LimiterKindTests {
         _ = full.admit(now: 0)
         var refused = LiveTraffic(rate: 30, startingAt: 0, seed: 1)
         refused.catchUp(to: 900 * Self.millisecond, limiter: &full)
-        #expect(refused.requests > 10 && refused.refused == refused.requests, "\(refused.refused) of \(refused.requests)")
+        #expect(
+            refused.requests > 10 && refused.refused == refused.requests, "\(refused.refused) of \(refused.requests)")
     }
 
     @Test("over the wire: the stats count the live requests and the ones refused; without a limit it is refused")

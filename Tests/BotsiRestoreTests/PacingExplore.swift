@@ -68,6 +68,10 @@ import Testing
                     make {
                         $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2]
                     })
+                scenarios.append(
+                    make {
+                        $0.rowsPerProcess = 2500; $0.liveRate = 30; $0.starts = [2]; $0.livePoisson = true
+                    })
                 scenarios.append(make { $0.rowsPerProcess = 6000 })
                 for limit in [100, 40] {
                     scenarios.append(

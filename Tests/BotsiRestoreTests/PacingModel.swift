@@ -247,10 +247,17 @@ struct PacingModel {
     private var liveRefused = 0
     private var liveRefusedAt: [Double] = []
     private var now = 0.0
+    /// How far into its window the limiter is when the scenario starts: a real job starts at any
+    /// moment of a fixed window, not at its beginning (which gave the start a whole window's quota to
+    /// climb into and made a fixed window look kinder than it is). A sliding log and a bucket do not
+    /// care.
+    private var limiterPhase = 0.0
 
     init(_ scenario: PacingScenario) {
         self.scenario = scenario
         random = SplitMix64(seed: scenario.seed)
+        var phaseRandom = SplitMix64(seed: scenario.seed ^ 0x5851_F42D_4C95_7F2D)
+        limiterPhase = phaseRandom.nextUnit()
         limiter = RateLimiter(kind: scenario.kind, quota: scenario.limit, windowSeconds: 1)
         processes = (0..<scenario.processes).map { _ in Process(scheduler: SendScheduler(pacing: scenario.pacing)) }
     }
@@ -401,7 +408,7 @@ struct PacingModel {
     }
 
     private func nanoseconds(_ time: Double) -> UInt64 {
-        UInt64((time * 1e9).rounded())
+        UInt64(((time + limiterPhase) * 1e9).rounded())
     }
 
     // MARK: The events, earliest first (equal times in push order): the runner's own heap of deadlines
@@ -436,7 +443,7 @@ struct PacingBounds: Sendable {
 
     static let targets = PacingBounds()
     static let floor = PacingBounds(
-        alone: (0.9, 0.025), shared: (0.75, 0.06), live: (0.035, 0.7), stated: 0.85, shares: 0.1...2.5,
+        alone: (0.9, 0.025), shared: (0.75, 0.06), live: (0.04, 0.7), stated: 0.8, shares: 0.1...2.5,
         finishSpread: 0.4)
 }
 

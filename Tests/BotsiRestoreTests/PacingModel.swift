@@ -443,7 +443,7 @@ struct PacingBounds: Sendable {
 
     static let targets = PacingBounds()
     static let floor = PacingBounds(
-        alone: (0.9, 0.025), shared: (0.75, 0.06), live: (0.04, 0.7), stated: 0.8, shares: 0.1...2.5,
+        alone: (0.9, 0.025), shared: (0.75, 0.06), live: (0.04, 0.7), stated: 0.85, shares: 0.1...2.5,
         finishSpread: 0.4)
 }
 

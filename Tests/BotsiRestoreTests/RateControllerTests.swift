@@ -245,6 +245,40 @@ import Testing
         #expect(beside.summary.throttleEvents == 1, "60 of 98 its own: someone else uses the window too")
     }
 
+    /// Processes sharing a stated window all see the same room in it, and each takes the same
+    /// step of it a second whatever its own rate: additive, so two unequal shares grow together by
+    /// equal amounts (their ratio falls toward 1), where growth in proportion to each one's rate
+    /// would keep it.
+    @Test func roomInASharedStatedWindowIsTakenInEqualStepsWhateverEachOnesRate() {
+        var small = Self.controller(startRate: 10)
+        var large = Self.controller(startRate: 40)
+        let crowded = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        let roomy = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
+        for (index, controller) in [(0, small), (1, large)] {
+            var controller = controller
+            // Each takes what it takes of a window others use too, until it is nearly used: the
+            // start ends there.
+            let partly = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 40, resetSeconds: 1)
+            Self.replies(&controller, count: index == 0 ? 10 : 40, from: 1, to: 2, rateLimit: partly)
+            controller.replied(.accepted, duration: 0.05, rateLimit: crowded, now: 2)
+            #expect(controller.summary.throttleEvents == 1)
+            // A window later half of it is free, and stays so (every reply says so).
+            Self.ticks(&controller, from: 2.25, to: 4.5)
+            Self.replies(&controller, count: 20, from: 4.5, to: 5.5, rateLimit: roomy)
+            Self.ticks(&controller, from: 5.5, to: 5.5)
+            let before = controller.effectiveRate!
+            Self.replies(&controller, count: 5, from: 5.5, to: 5.75, rateLimit: roomy)
+            Self.ticks(&controller, from: 5.75, to: 5.75)
+            // 0.2 × 100/s × (0.5 − 0.02 − half the typical fall between replies, nearly 0 by now) a
+            // second, for 0.25 s.
+            let step = controller.effectiveRate! - before
+            #expect(
+                Self.close(step, 0.2 * 100 * 0.48 * 0.25, within: 0.01), "process \(index): \(before) grew by \(step)")
+            if index == 0 { small = controller } else { large = controller }
+        }
+        #expect(large.effectiveRate! > small.effectiveRate! + 1, "the two had unequal rates to begin with")
+    }
+
     @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
         var controller = Self.controller(startRate: 1000)
         controller.replied(

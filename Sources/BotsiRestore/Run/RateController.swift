@@ -47,6 +47,23 @@ struct RateController {
         /// — unless this share or more of the window's use is this process's own: alone at
         /// `limitShare` of a limit, the window runs that low by design, and the cap paces it.
         var ownShare = 0.9
+        /// Stated limits with a remaining count: every second the rate grows by this share of the
+        /// stated rate for all of the window left unused (by anyone) beyond `roomKept`. The same
+        /// step for every process that sees the same window: additive, so shares even out rather
+        /// than keep their ratios, and a window freed by a process that finished is taken up in
+        /// seconds, where the cubic probe took ten.
+        var roomGrowth = 0.2
+        var roomKept = 0.02
+        /// — with the room taken as the lowest remaining seen less this share of how far remaining
+        /// typically falls between two of this process's replies: a slow sender's replies miss the
+        /// bottom of a fixed window's fall, and the room it saw was not there.
+        var unseenFall = 0.5
+        /// Stated limits, shared: a window seen empty all through (remaining 0 at every reply) in
+        /// `emptiedTenths` tenths of the last window is overloaded — a token bucket drained, a log
+        /// kept full — and every process that sees it cuts by the same `emptiedCut`, not to what
+        /// the limiter happened to accept from it.
+        var emptiedTenths = 5
+        var emptiedCut = 0.9
         /// A 429 after the holdoff is an episode only when the last second's refusals stand out
         /// from the background — the share refused while the rate was at or under the ceiling, no
         /// more than `noiseShare` of it: by more than `noiseDeviations` standard deviations and one.
@@ -107,6 +124,23 @@ struct RateController {
     /// The stated limit per second (quota / window).
     private var stated: Double?
     private var longestReset = 0.0
+    /// Stated limits with a remaining count: the quota and window, and the least remaining seen in
+    /// each tenth of the last window (the lowest is the window at its fullest: a fixed window's
+    /// end, a sliding log's peak; a token bucket's emptiest).
+    private var statedQuota = 0
+    private var statedWindow = 1.0
+    private var remainingSlots: [(slot: Int64, lowest: Int, highest: Int)] = []
+    /// When the last cut for an emptied window was made, and until when the window still holds
+    /// the start's climb (a log the climb filled stays full for a window without being overloaded).
+    private var emptiedCutAt = -Double.infinity
+    private var startEchoUntil = -Double.infinity
+    /// The remaining count of the last reply, and how far it falls from one reply to the next
+    /// (exponentially weighted; rises count as 0).
+    private var lastRemaining: Int?
+    private var typicalFall = 0.0
+    /// Others' requests share the window: this process's own make up less than `ownShare` of it.
+    private var sharing = false
+    private var firstAcceptedAt: Double?
     private var events = 0
     private var lowestRate: Double?
 
@@ -157,6 +191,7 @@ struct RateController {
     mutating func replied(_ signal: PacingSignal, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
         if signal == .accepted {
             acceptedMeter.record(now: now)
+            if firstAcceptedAt == nil { firstAcceptedAt = now }
             latency = latency * 0.9 + duration * 0.1
         }
         climb(now: now)
@@ -188,6 +223,17 @@ struct RateController {
     private mutating func tooManyRequests(now: Double, sentAt: Double, stated: Bool) {
         guard enabled, sentAt >= cutAt else { return }
         guard let current = effectiveRate else { return }
+        if phase != .starting, sharing, emptiedTenthsSeen >= tuning.emptiedTenths {
+            // Every process sees the same empty window, and cuts by the same share: the 429s land
+            // on whoever's sends come just before a token or a slot does, and cutting to what the
+            // limiter accepted would cut only those. Not held off for a window: an emptied window
+            // that stays empty is still overloaded.
+            emptiedCutAt = now
+            ceiling = current * tuning.emptiedCut
+            cut(now: now, to: ceiling! * tuning.backoff)
+            phase = .recovering
+            return
+        }
         // A 429 to a request sent before the last cut is that overshoot's echo, already answered.
         if now - cutAt < tuning.holdoff {
             withinHoldoff(current: current, now: now)
@@ -201,15 +247,25 @@ struct RateController {
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
             ceiling = min(accepted, current)
+            if sharing, let statedCap {
+                // Others' requests fill the window too: what this process took of it is its share.
+                // Climbing back to what it was accepted over the climb's part-second would fill the
+                // window again and close it for everyone.
+                ceiling = min(ceiling!, statedCap * ownShareOfWindow(now: now))
+            }
             // The replay is the climb's own, not a slowdown: the rate it settles at is what the
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
             phase = .replaying(to: ceiling! * plateau)
+            startEchoUntil = now + statedWindow
             return
         }
         // What the limiter accepted from this process over the last window(s), while refusing some
-        // of it, is this process's share of the limit now; never more than halve at once.
-        let measured = min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
+        // of it, is this process's share of the limit now; never more than halve at once. A window
+        // nearly used up refused nothing yet: the last second is the rate (the longer measure would
+        // reach back to before a cut, or into a second the window was closed).
+        let measured =
+            stated ? accepted : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
         ceiling = min(current, max(measured, current * 0.5))
         cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
@@ -220,7 +276,9 @@ struct RateController {
     /// instead of a full rate of 429s. One refusing a large share was cut too little (a token
     /// bucket's burst hid the limit): what it takes is the rate.
     private mutating func withinHoldoff(current: Double, now: Double) {
-        guard fresh.replies >= 4, resumeRate == nil else { return }
+        // Shared stated limits: what is refused within the holdoff lands on some processes and
+        // not others; the common remaining (`emptiedTenths`) answers an overload instead.
+        guard fresh.replies >= 4, resumeRate == nil, !(sharing && room != nil) else { return }
         let share = Double(fresh.refused) / Double(fresh.replies)
         if share >= tuning.closedShare {
             resumeRate = rate
@@ -262,12 +320,47 @@ struct RateController {
         guard let quota = info.quota, quota > 0 else { return }
         let window = info.windowSeconds ?? max(1, longestReset)
         stated = max(Double(quota) / window, 0.01)
-        guard let remaining = info.remaining, Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining)
-        else { return }
+        guard let remaining = info.remaining else { return }
+        statedQuota = quota
+        statedWindow = window
+        let slot = Int64((now / window * 10).rounded(.down))
+        if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
+        lastRemaining = remaining
+        if let last = remainingSlots.last, last.slot == slot {
+            remainingSlots[remainingSlots.count - 1].lowest = min(last.lowest, remaining)
+            remainingSlots[remainingSlots.count - 1].highest = max(last.highest, remaining)
+        } else {
+            remainingSlots.append((slot, remaining, remaining))
+            remainingSlots.removeAll { $0.slot <= slot - 10 }
+        }
+        sharing = ownShareOfWindow(now: now) < tuning.ownShare
+        guard Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining) else { return }
         let everyone = Double(max(0, quota - remaining)) / window
         if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare {
             tooManyRequests(now: now, sentAt: sentAt, stated: true)
         }
+    }
+
+    /// The share of the quota left unused at the window's fullest over the last window, 0…1.
+    private var room: Double? {
+        guard statedQuota > 0, let lowest = remainingSlots.map(\.lowest).min() else { return nil }
+        return Double(lowest) / Double(statedQuota)
+    }
+
+    /// Tenths of the last window in which every reply found the window empty, counted from the
+    /// last emptied cut and from a window after the start's.
+    private var emptiedTenthsSeen: Int {
+        let from = max(emptiedCutAt, startEchoUntil)
+        return remainingSlots.filter { $0.highest == 0 && Double($0.slot) * statedWindow / 10 >= from }.count
+    }
+
+    /// This process's accepted requests over the last window (or since its first, if later)
+    /// against everyone's at the window's fullest.
+    private mutating func ownShareOfWindow(now: Double) -> Double {
+        guard let room, let firstAcceptedAt else { return 1 }
+        let used = (1 - room) * Double(statedQuota)
+        let own = acceptedMeter.ratePerSecond(now: now, over: 1) * min(statedWindow, now - firstAcceptedAt)
+        return used > 0 ? min(1, own / used) : 1
     }
 
     /// A limit refuses what goes over it, and nothing under it; a service that throttles a few
@@ -354,6 +447,13 @@ struct RateController {
             let target = (ceiling ?? current) * plateau
             let probing = now - since
             next = max(current, target * (1 + tuning.probe * probing * probing * probing))
+        }
+        if let seen = room, let stated {
+            // What the window leaves unused is everyone's to take, in equal steps.
+            let room = seen - tuning.unseenFall * typicalFall / Double(statedQuota)
+            if room > tuning.roomKept {
+                next = max(next, current + tuning.roomGrowth * stated * (room - tuning.roomKept) * elapsed)
+            }
         }
         if concurrency < concurrencyCap, now - cutAt >= 2 {
             concurrency = min(concurrencyCap, concurrency + max(1, concurrency / 10))

@@ -64,6 +64,7 @@ import Testing
                     "the live client sees 4.0-4.1%, 0.83-0.85 of the room, 429s 3.0-3.3%, shares 0.52-1.63",
                 "a shard starts 15 s late": "the late shard needs more than 10 s to reach 0.75 of a share",
                 "8 shards, limit stated": "0.92-0.93 of a stated limit: the room the first to finish leave",
+                "beside a live client at 30%, arriving at random, limit stated": "the live client sees 0.4-0.9%",
             ],
             .fixed: [
                 // A job starts anywhere in a fixed window: one that starts late in it climbs into the
@@ -82,7 +83,8 @@ import Testing
                     "the live client sees 3.0-3.3%, 0.86-0.96 of the room, 429s 2.5-3.5%",
                 "the limit halves, then doubles": "0.97 of the limit, 1.0% 429s after the changes",
                 "a shard starts 15 s late": "the late shard needs more than 10 s to reach 0.75 of a share",
-                "8 shards, limit stated": "1.9-2.2% 429s, a share 0.69: eight senders' counts vary at window ends",
+                "8 shards, limit stated": "0.93-0.94 of a stated limit: eight senders' counts vary at window ends",
+                "beside a live client at 30%, arriving at random, limit stated": "the live client sees 0.4-1.6%",
             ],
             .bucket: [
                 "alone at 40/s": "1.2% 429s: the bucket's burst hides the limit from the climb",
@@ -95,6 +97,7 @@ import Testing
                     "the live client sees 5.8-6.0%, 429s 4.4-4.5%",
                 "a shard starts 15 s late": "the late shard needs more than 10 s to reach 0.75 of a share",
                 "the limit halves, then doubles": "1.4% 429s after the changes",
+                "beside a live client at 30%, arriving at random, limit stated": "the live client sees 1.1-1.7%",
             ],
         ]
         return misses[kind]?[name]
@@ -104,6 +107,13 @@ import Testing
     static let randomLiveFloor: PacingBounds = {
         var floor = PacingBounds.floor
         floor.live.refused = 0.08
+        return floor
+    }()
+
+    /// The floor beside users arriving at random when the limit is stated: 2.5% of theirs refused.
+    static let statedLiveFloor: PacingBounds = {
+        var floor = PacingBounds.floor
+        floor.live.refused = 0.025
         return floor
     }()
 
@@ -149,6 +159,13 @@ import Testing
                     $0.liveRate = 30; $0.starts = [2, 2, 2, 2]; $0.livePoisson = true
                 }, floor: randomLiveFloor),
             Case(name: "\(kind): alone, limit stated", build: scenario(kind, rows: 6000) { $0.statesLimit = true }),
+            // The window's remaining count shows how much the users' share of it varies: the job
+            // keeps room for their busier seconds (its floor: 2.5% of theirs refused at most).
+            Case(
+                name: "\(kind): beside a live client at 30%, arriving at random, limit stated",
+                build: scenario(kind, rows: 2500) {
+                    $0.liveRate = 30; $0.starts = [2]; $0.livePoisson = true; $0.statesLimit = true
+                }, floor: statedLiveFloor),
             Case(
                 name: "\(kind): alone at 40/s, limit stated",
                 build: scenario(kind, rows: 2400) {

@@ -71,6 +71,25 @@ struct RateController {
         var noiseDeviations = 3.0
         /// Refusals under the ceiling needed before the background counts at all.
         var noiseEvidence = 10.0
+        /// Stated limits with a remaining count: growth stops, and a window counts as nearly used,
+        /// this many standard deviations of others' use (at its peak, from one window to the next)
+        /// short of the quota — at least `roomKept`: room for the live app's busier seconds.
+        var othersDeviations = 2.0
+        /// The weight of each window's change in others' peak use (exponentially weighted): about
+        /// the last five windows, so a change of what others do shows within seconds.
+        var othersWeight = 0.2
+        /// Changes averaged plainly before the deviation counts and before one change is bounded
+        /// to three deviations: the first windows set the scale, later single jumps (a shard
+        /// finishing, a cut) do not blow it up.
+        var othersWarmup = 4
+        /// A window whose fullest moment rises from one window to the next, two in a row, is spent
+        /// faster than it refills (a bucket draining): the room counts as this many windows' rise
+        /// less, and the cut at a nearly used window sheds this process's part of the rise.
+        var fallWindows = 2.0
+        /// A rise of this share of the quota a window, two windows in a row, means others spend it
+        /// too, however much of the window's use is this process's own (a bucket's remaining
+        /// is not a window's count).
+        var fallShare = 0.05
     }
 
     private enum Phase: Equatable {
@@ -130,6 +149,9 @@ struct RateController {
     private var statedQuota = 0
     private var statedWindow = 1.0
     private var remainingSlots: [(slot: Int64, lowest: Int, highest: Int)] = []
+    /// The least remaining of each tenth of the window before the last.
+    private var earlierSlots: [(slot: Int64, lowest: Int)] = []
+    private var firstSlot: Int64?
     /// When the last cut for an emptied window was made, and until when the window still holds
     /// the start's climb (a log the climb filled stays full for a window without being overloaded).
     private var emptiedCutAt = -Double.infinity
@@ -141,6 +163,16 @@ struct RateController {
     /// Others' requests share the window: this process's own make up less than `ownShare` of it.
     private var sharing = false
     private var firstAcceptedAt: Double?
+    /// Stated limits with a remaining count: when this process's accepted requests reached the
+    /// limiter (half their duration after they left), over the last window.
+    private var ownAdmitted = OrderedTimes()
+    /// Others' use of the window (quota − remaining − this process's own admissions over the
+    /// window) at its highest in the current window-long period, the last period's, and the mean
+    /// square of the change from one period's to the next (exponentially weighted).
+    private var othersPeak: (period: Int64, value: Double)?
+    private var lastOthersPeak: Double?
+    private var othersChange: Double?
+    private var othersChanges = 0
     private var events = 0
     private var lowestRate: Double?
 
@@ -211,7 +243,7 @@ struct RateController {
             rate = resume
             resumeRate = nil
         }
-        if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, now: now) }
+        if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, accepted: signal == .accepted, now: now) }
         switch signal {
         case .accepted: break
         case .tooManyRequests: tooManyRequests(now: now, sentAt: now - duration, stated: false)
@@ -247,6 +279,9 @@ struct RateController {
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
             ceiling = min(accepted, current)
+            if stated {
+                ceiling = max(1, ceiling! - excessShare(of: accepted))
+            }
             if sharing, let statedCap {
                 // Others' requests fill the window too: what this process took of it is its share.
                 // Climbing back to what it was accepted over the climb's part-second would fill the
@@ -264,8 +299,13 @@ struct RateController {
         // of it, is this process's share of the limit now; never more than halve at once. A window
         // nearly used up refused nothing yet: the last second is the rate (the longer measure would
         // reach back to before a cut, or into a second the window was closed).
-        let measured =
+        var measured =
             stated ? accepted : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
+        if stated {
+            // A window still falling from one window to the next is spent faster than it refills:
+            // by that much less.
+            measured -= excessShare(of: accepted)
+        }
         ceiling = min(current, max(measured, current * 0.5))
         cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
@@ -314,7 +354,7 @@ struct RateController {
     /// Rate-limit fields. The stated rate caps the pace. A window nearly used up is an episode
     /// like a 429, one that comes before anything is refused: what remains counts everyone's
     /// requests, the live app's and the other processes' included.
-    private mutating func statedLimit(_ info: RateLimitInfo, sentAt: Double, now: Double) {
+    private mutating func statedLimit(_ info: RateLimitInfo, sentAt: Double, accepted: Bool, now: Double) {
         guard enabled else { return }
         if let reset = info.resetSeconds { longestReset = max(longestReset, reset.rounded(.down)) }
         guard let quota = info.quota, quota > 0 else { return }
@@ -326,19 +366,89 @@ struct RateController {
         let slot = Int64((now / window * 10).rounded(.down))
         if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
         lastRemaining = remaining
+        measureOthers(
+            quota: quota, remaining: remaining, window: window, admittedAt: (sentAt + now) / 2, accepted: accepted,
+            now: now)
+        if firstSlot == nil { firstSlot = slot }
         if let last = remainingSlots.last, last.slot == slot {
             remainingSlots[remainingSlots.count - 1].lowest = min(last.lowest, remaining)
             remainingSlots[remainingSlots.count - 1].highest = max(last.highest, remaining)
         } else {
             remainingSlots.append((slot, remaining, remaining))
+            earlierSlots += remainingSlots.filter { $0.slot <= slot - 10 }.map { ($0.slot, $0.lowest) }
+            earlierSlots.removeAll { $0.slot <= slot - 30 }
             remainingSlots.removeAll { $0.slot <= slot - 10 }
         }
         sharing = ownShareOfWindow(now: now) < tuning.ownShare
-        guard Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining) else { return }
+        guard Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining, othersKept) else { return }
         let everyone = Double(max(0, quota - remaining)) / window
-        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare {
+        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare || windowFall > tuning.fallShare
+        {
             tooManyRequests(now: now, sentAt: sentAt, stated: true)
         }
+    }
+
+    /// Others' use of the window, sampled at every reply; its peak over each window-long period,
+    /// and how much that peak changes from one period to the next.
+    private mutating func measureOthers(
+        quota: Int, remaining: Int, window: Double, admittedAt: Double, accepted: Bool, now: Double
+    ) {
+        if accepted { ownAdmitted.insert(admittedAt) }
+        ownAdmitted.drop(through: admittedAt - window * 1.5)
+        let own = ownAdmitted.count(after: admittedAt - window, through: admittedAt)
+        let others = Double(max(0, quota - remaining - own))
+        let period = Int64((now / window).rounded(.down))
+        if let peak = othersPeak, peak.period == period {
+            othersPeak = (period, max(peak.value, others))
+            return
+        }
+        if let peak = othersPeak, phase != .starting, Double(peak.period) * window >= startEchoUntil {
+            if let last = lastOthersPeak {
+                var diff = peak.value - last
+                othersChanges += 1
+                if othersChanges > tuning.othersWarmup, let known = othersChange {
+                    let bound = max(3 * known.squareRoot(), 2)
+                    diff = min(max(diff, -bound), bound)
+                }
+                // Half the mean square of a change: the variance of a peak that varies at random.
+                let change = diff * diff / 2
+                let weight = max(tuning.othersWeight, 1 / Double(othersChanges))
+                othersChange = othersChange.map { $0 * (1 - weight) + change * weight } ?? change
+            }
+            lastOthersPeak = peak.value
+        }
+        othersPeak = (period, others)
+    }
+
+    /// The share of the window to keep for others' use to fluctuate in: `othersDeviations`
+    /// standard deviations of their peak (at least `roomKept`).
+    private var othersKept: Double {
+        guard let othersChange, statedQuota > 0 else { return tuning.roomKept }
+        // `--headroom` already leaves its share unused for them.
+        return max(
+            tuning.roomKept, tuning.othersDeviations * othersChange.squareRoot() / Double(statedQuota) - headroom)
+    }
+
+    /// How far the window's fullest moment rose from the window before to the last, as a share of
+    /// the quota (a bucket draining; 0 for a window used alike from one to the next).
+    private var windowFall: Double {
+        guard let seen = room, let latest = remainingSlots.last?.slot else { return 0 }
+        let lowest = { (back: Int64) in
+            self.earlierSlots.filter { $0.slot <= latest - back && $0.slot > latest - back - 10 }.map(\.lowest).min()
+        }
+        guard let firstSlot, latest - 29 >= firstSlot, let earlier = lowest(10), let before = lowest(20) else {
+            return 0
+        }
+        // Only a fall over two windows in a row: a bucket draining, not one window's noise.
+        return max(0, min(Double(earlier) / Double(statedQuota) - seen, Double(before - earlier) / Double(statedQuota)))
+    }
+
+    /// This process's part of how much faster than it refills the window is spent: everyone
+    /// spends the stated rate and the fall, and each process that sees the fall sheds its share.
+    private func excessShare(of own: Double) -> Double {
+        guard let stated else { return 0 }
+        let fall = windowFall * Double(statedQuota) / statedWindow
+        return fall * min(1, own / (stated + fall))
     }
 
     /// The share of the quota left unused at the window's fullest over the last window, 0…1.
@@ -450,14 +560,57 @@ struct RateController {
         }
         if let seen = room, let stated {
             // What the window leaves unused is everyone's to take, in equal steps.
-            let room = seen - tuning.unseenFall * typicalFall / Double(statedQuota)
-            if room > tuning.roomKept {
-                next = max(next, current + tuning.roomGrowth * stated * (room - tuning.roomKept) * elapsed)
+            let unseen = seen - tuning.unseenFall * typicalFall / Double(statedQuota)
+            let kept = othersKept
+            // A window filling from one window to the next (a bucket draining) has less room than
+            // its fullest moment shows: as much less as it fell over the last window, `fallWindows`
+            // times.
+            let room = unseen - tuning.fallWindows * windowFall
+            if room > kept {
+                next = max(next, current + tuning.roomGrowth * stated * (room - kept) * elapsed)
             }
         }
         if concurrency < concurrencyCap, now - cutAt >= 2 {
             concurrency = min(concurrencyCap, concurrency + max(1, concurrency / 10))
         }
         rate = min(next, statedCap ?? .infinity, rateCap ?? .infinity)
+    }
+}
+
+/// Instants kept in order, oldest first, for counting those within a span: they arrive nearly in
+/// order (an admission is half a reply's duration before it), so an insertion moves few, and the
+/// old ones leave from the front.
+private struct OrderedTimes {
+    private var times: [Double] = []
+    private var head = 0
+
+    mutating func insert(_ time: Double) {
+        var index = times.count
+        while index > head, times[index - 1] > time { index -= 1 }
+        times.insert(time, at: index)
+    }
+
+    mutating func drop(through time: Double) {
+        while head < times.count, times[head] <= time { head += 1 }
+        if head >= 1024, head * 2 >= times.count {
+            times.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// How many lie in (start, end].
+    func count(after start: Double, through end: Double) -> Int {
+        max(0, firstIndex(after: end) - firstIndex(after: start))
+    }
+
+    /// The index of the first time later than `time` (binary search over the kept ones).
+    private func firstIndex(after time: Double) -> Int {
+        var low = head
+        var high = times.count
+        while low < high {
+            let middle = (low + high) / 2
+            if times[middle] <= time { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }

@@ -279,6 +279,24 @@ import Testing
         #expect(large.effectiveRate! > small.effectiveRate! + 1, "the two had unequal rates to begin with")
     }
 
+    /// A lone process reaches a stated rate and stays there: a 429 seconds later (the client's own
+    /// timing jitter) is an ordinary episode, a cut to just under what was accepted, not the climb's
+    /// overshoot, whose rewind to a thirtieth of the rate cost a second of sends.
+    @Test func a429LongAfterTheClimbReachedAStatedCapIsAnEpisodeNotItsOvershoot() {
+        var controller = Self.controller(startRate: 10)
+        let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
+        for step in 0..<300 {
+            let now = Double(step) / 100
+            controller.replied(.accepted, duration: 0.05, rateLimit: info, now: now)
+            if step % 25 == 0 { controller.tick(now: now, paceLimited: true) }
+        }
+        #expect(Self.close(controller.effectiveRate, 99), "the climb ends at 0.99 of the stated rate")
+        controller.replied(Self.refused, duration: 0.05, rateLimit: info, now: 3)
+        #expect(controller.summary.throttleEvents == 1)
+        #expect(
+            controller.effectiveRate! > 90, "0.97 of the ~100/s accepted, not rewound: \(controller.effectiveRate!)")
+    }
+
     @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
         var controller = Self.controller(startRate: 1000)
         controller.replied(

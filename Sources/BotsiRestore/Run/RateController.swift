@@ -131,6 +131,8 @@ struct RateController {
     /// While a closed window is probed at a trickle: the rate to go back to when it accepts again.
     private var resumeRate: Double?
     private var climbedAt: Double?
+    /// Since when the start's climb has been held at a cap (the stated rate or `--rate`).
+    private var cappedSince: Double?
     /// The last tick found the rate in use (rows held back by it).
     private var inUse = true
     private var lastTick: Double?
@@ -273,7 +275,12 @@ struct RateController {
         }
         let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
         guard stated || (phase == .starting && !noiseKnown) || refusalsStandOut(accepted: accepted) else { return }
-        if phase == .starting {
+        // A climb held at its cap (a stated rate, `--rate`) for a window has ended there: a 429
+        // now is the client's timing jitter or someone else's traffic, an episode like any other,
+        // not the climb's overshoot (whose rewind sent a lone process back to a thirtieth of the
+        // rate and cost it a second of sends).
+        let climbEnded = cappedSince.map { now - $0 >= tuning.holdoff } ?? false
+        if phase == .starting, !climbEnded {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
             // that ages out, to the plateau under what the window took.
@@ -523,7 +530,9 @@ struct RateController {
     private mutating func climb(now: Double) {
         defer { climbedAt = now }
         guard enabled, phase == .starting, inUse, let current = rate, let climbedAt else { return }
-        rate = min(current * pow(tuning.startGrowth, now - climbedAt), statedCap ?? .infinity, rateCap ?? .infinity)
+        let cap = min(statedCap ?? .infinity, rateCap ?? .infinity)
+        rate = min(current * pow(tuning.startGrowth, now - climbedAt), cap)
+        cappedSince = rate! >= cap ? (cappedSince ?? now) : nil
     }
 
     /// Called several times a second: the rate climbs while nothing refuses. `paceLimited`: rows

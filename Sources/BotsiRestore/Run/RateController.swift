@@ -103,6 +103,9 @@ struct RateController {
         case probing(since: Double)
     }
 
+    /// Remaining rising by this share of the quota between two replies is a fixed window's reset:
+    /// a log or a bucket frees that much only over half a window.
+    static let resetRise = 0.5
     static let unavailableBurst = 3
     static let unavailableShare = 0.25
     static let unavailableBackoff = 0.8
@@ -170,8 +173,11 @@ struct RateController {
     private var ownAdmitted = OrderedTimes()
     /// Others' use of the window (quota − remaining − this process's own admissions over the
     /// window) at its highest in the current window-long period, the last period's, and the mean
-    /// square of the change from one period's to the next (exponentially weighted).
+    /// square of the change from one period's to the next (exponentially weighted, less the
+    /// sampling's share: below 0 when the peak varies less than its sampling).
     private var othersPeak: (period: Int64, value: Double)?
+    /// Where those periods start (they are window-long, counted from here).
+    private var periodOffset = 0.0
     private var lastOthersPeak: Double?
     private var othersChange: Double?
     private var othersChanges = 0
@@ -275,11 +281,12 @@ struct RateController {
         }
         let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
         guard stated || (phase == .starting && !noiseKnown) || refusalsStandOut(accepted: accepted) else { return }
-        // A climb held at its cap (a stated rate, `--rate`) for a window has ended there: a 429
-        // now is the client's timing jitter or someone else's traffic, an episode like any other,
-        // not the climb's overshoot (whose rewind sent a lone process back to a thirtieth of the
-        // rate and cost it a second of sends).
-        let climbEnded = cappedSince.map { now - $0 >= tuning.holdoff } ?? false
+        // A climb held at its cap (a stated rate, `--rate`) for a window, with no sign of others in
+        // the window, has ended there: a 429 now is the client's own timing jitter, an episode like
+        // any other, not the climb's overshoot (whose rewind sent a lone process back to a thirtieth
+        // of the rate and cost it a second of sends). Beside others (a window shared, a bucket
+        // falling), the rewind stays: it gives their traffic the room back at once.
+        let climbEnded = !sharing && windowFall == 0 && (cappedSince.map { now - $0 >= tuning.holdoff } ?? false)
         if phase == .starting, !climbEnded {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
@@ -371,6 +378,11 @@ struct RateController {
         statedQuota = quota
         statedWindow = window
         let slot = Int64((now / window * 10).rounded(.down))
+        if let lastRemaining, Double(remaining - lastRemaining) >= Double(quota) * Self.resetRise {
+            // A fixed window's reset: others' peak is taken over periods from the middle of one
+            // window to the middle of the next, so that each holds one reset, away from its edges.
+            periodOffset = (now + window / 2).truncatingRemainder(dividingBy: window)
+        }
         if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
         lastRemaining = remaining
         measureOthers(
@@ -404,21 +416,26 @@ struct RateController {
         ownAdmitted.drop(through: admittedAt - window * 1.5)
         let own = ownAdmitted.count(after: admittedAt - window, through: admittedAt)
         let others = Double(max(0, quota - remaining - own))
-        let period = Int64((now / window).rounded(.down))
-        if let peak = othersPeak, peak.period == period {
-            othersPeak = (period, max(peak.value, others))
+        let period = Int64(((now - periodOffset) / window).rounded(.down))
+        if let peak = othersPeak, peak.period >= period {
+            // (A sample's period number can fall back by one when a later reset moves the offset.)
+            othersPeak = (peak.period, max(peak.value, others))
             return
         }
-        if let peak = othersPeak, phase != .starting, Double(peak.period) * window >= startEchoUntil {
+        if let peak = othersPeak, phase != .starting, Double(peak.period) * window + periodOffset >= startEchoUntil {
             if let last = lastOthersPeak {
                 var diff = peak.value - last
                 othersChanges += 1
                 if othersChanges > tuning.othersWarmup, let known = othersChange {
-                    let bound = max(3 * known.squareRoot(), 2)
+                    let bound = max(3 * max(known, 0).squareRoot(), 2)
                     diff = min(max(diff, -bound), bound)
                 }
-                // Half the mean square of a change: the variance of a peak that varies at random.
-                let change = diff * diff / 2
+                // Half the mean square of a change: the variance of a peak that varies at random,
+                // less what sampling it at this process's replies adds: others' use grows by about
+                // `step` between two of them, so the peak is seen short by up to a step, evenly
+                // (step² / 12). Evenly paced shards then show next to none.
+                let step = peak.value / Double(max(own, 1))
+                let change = diff * diff / 2 - step * step / 12
                 let weight = max(tuning.othersWeight, 1 / Double(othersChanges))
                 othersChange = othersChange.map { $0 * (1 - weight) + change * weight } ?? change
             }
@@ -432,8 +449,8 @@ struct RateController {
     private var othersKept: Double {
         guard let othersChange, statedQuota > 0 else { return tuning.roomKept }
         // `--headroom` already leaves its share unused for them.
-        return max(
-            tuning.roomKept, tuning.othersDeviations * othersChange.squareRoot() / Double(statedQuota) - headroom)
+        let deviation = max(othersChange, 0).squareRoot()
+        return max(tuning.roomKept, tuning.othersDeviations * deviation / Double(statedQuota) - headroom)
     }
 
     /// How far the window's fullest moment rose from the window before to the last, as a share of

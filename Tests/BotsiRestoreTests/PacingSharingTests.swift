@@ -83,7 +83,8 @@ import Testing
                     "the live client sees 3.0-3.3%, 0.86-0.96 of the room, 429s 2.5-3.5%",
                 "the limit halves, then doubles": "0.97 of the limit, 1.0% 429s after the changes",
                 "a shard starts 15 s late": "the late shard needs more than 10 s to reach 0.75 of a share",
-                "8 shards, limit stated": "0.95 of a stated limit, 2.3% 429s: eight senders' counts vary at window ends",
+                "8 shards, limit stated":
+                    "0.95 of a stated limit, 2.3% 429s: eight senders' counts vary at window ends",
                 "beside a live client at 30%, arriving at random, limit stated": "the live client sees 0.4-1.4%",
             ],
             .bucket: [

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Reads a 200 reply, `{"ok": true, "data": <Profile>}`, keeping only what the journal needs:
 /// the profile's id and state and, per access level, isActive, expiresAt, willRenew and
 /// sourceProductId. Everything else is skipped without being built, which matters at thousands
@@ -6,16 +8,22 @@
 /// Lenient where the API may vary (unknown fields, nulls, missing optional fields, any key
 /// order), strict about JSON itself: a body that is not valid JSON, `ok` other than true, or a
 /// `data` that is not an object gives nil.
+///
+/// It reads the body in place, through a buffer pointer valid for the decoder's life (`decode`),
+/// and its keys are views into that buffer: an array and its slices cost a reference count and a
+/// bounds check at every byte and key, half of what a reply's decoding cost.
 struct ProfileReplyDecoder {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private static let maxDepth = 128
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func decode(_ body: [UInt8]) -> ProfileSnapshot? {
-        var decoder = ProfileReplyDecoder(body)
-        return decoder.decodeReply()
+        body.withUnsafeBufferPointer { buffer in
+            var decoder = ProfileReplyDecoder(buffer)
+            return decoder.decodeReply()
+        }
     }
 
     private mutating func decodeReply() -> ProfileSnapshot? {
@@ -207,23 +215,37 @@ struct ProfileReplyDecoder {
         return index > start
     }
 
-    /// An object key: usually compared in place, byte for byte, without building a String.
+    /// An object key: usually compared in place, byte for byte, without building a String. Valid
+    /// only while the decoder's body is (a key in place points into it).
     struct Key {
-        let bytes: ArraySlice<UInt8>
-        var string: String { String(decoding: bytes, as: UTF8.self) }
+        /// The key's bytes in the body, when it has no escapes.
+        private let inPlace: UnsafeBufferPointer<UInt8>
+        /// The key with its escapes decoded, when it had any.
+        private let decoded: String?
+
+        init(inPlace: UnsafeBufferPointer<UInt8>) {
+            self.inPlace = inPlace
+            decoded = nil
+        }
+
+        init(decoded: String) {
+            inPlace = UnsafeBufferPointer(start: nil, count: 0)
+            self.decoded = decoded
+        }
+
+        var string: String { decoded ?? String(decoding: inPlace, as: UTF8.self) }
+
         static func ~= (literal: StaticString, key: Key) -> Bool {
             let count = literal.utf8CodeUnitCount
-            guard key.bytes.count == count else { return false }
-            var position = key.bytes.startIndex
-            for offset in 0..<count {
-                if key.bytes[position] != literal.utf8Start[offset] { return false }
-                position += 1
+            if let decoded = key.decoded {
+                return decoded.utf8.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: count))
             }
-            return true
+            guard key.inPlace.count == count else { return false }
+            return count == 0 || memcmp(key.inPlace.baseAddress!, literal.utf8Start, count) == 0
         }
     }
 
-    /// A key without escapes is a slice of the body; one with escapes is decoded first.
+    /// A key without escapes is a view of the body; one with escapes is decoded first.
     private mutating func readKey() -> Key? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
         var end = index + 1
@@ -232,12 +254,12 @@ struct ProfileReplyDecoder {
             end += 1
         }
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            let key = Key(bytes: bytes[(index + 1)..<end])
+            let key = Key(inPlace: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1
             return key
         }
         guard let decoded = readString() else { return nil }
-        return Key(bytes: ArraySlice(decoded.utf8))
+        return Key(decoded: decoded)
     }
 
     /// Passes over a string literal at `index` (its opening quote) without building it: most of a
@@ -265,18 +287,22 @@ struct ProfileReplyDecoder {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
         let start = index
+        var ascii: UInt8 = 0
         // Fast path: no escapes, the usual case.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 defer { index += 1 }
-                return String(validating: bytes[start..<index], as: UTF8.self)
+                let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                // ASCII is valid UTF-8 as it stands: only other text needs the (generic, slower) check.
+                return ascii < 0x80 ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { return nil }
+            ascii |= byte
             index += 1
         }
-        var scalars = [UInt8](bytes[start..<index])
+        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
             let byte = bytes[index]
             index += 1

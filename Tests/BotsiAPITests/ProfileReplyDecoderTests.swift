@@ -73,6 +73,45 @@ import Testing
         #expect(snapshot.state == "s")
     }
 
+    /// Keys are compared where they lie in the body unless they hold escapes; an escaped key is
+    /// decoded first and then means the same field.
+    @Test func anEscapedKeyIsTheSameField() {
+        let body =
+            #"{"\u006fk": true, "d\u0061ta": {"st\u0061te": "s", "accessLevels": {"p\u0072o": {"isActiv\u0065": true}}}}"#
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "s")
+        #expect(snapshot.accessLevels["pro"] == AccessLevelSnapshot(isActive: true))
+    }
+
+    /// A field that is read keeps its text as sent when it is UTF-8 (ASCII or not), and a read
+    /// field that is not valid UTF-8 makes the body unreadable.
+    @Test func aReadFieldKeepsItsUTF8AndRefusesInvalidBytes() {
+        let prefix = Array(#"{"ok": true, "data": {"state": "a"#.utf8)
+        let suffix = Array(#"b", "profileId": "plain"}}"#.utf8)
+        guard
+            case .restored(let snapshot) = classifyReply(
+                httpStatus: 200, body: prefix + Array("é😀".utf8) + suffix, retryAfter: nil)
+        else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "aé😀b")
+        #expect(snapshot.profileId == "plain")
+        for invalid: [UInt8] in [[0xC3, 0x28], [0xFF], [0xED, 0xA0, 0x80]] {
+            guard
+                case .retryable(let code, _, _, _) = classifyReply(
+                    httpStatus: 200, body: prefix + invalid + suffix, retryAfter: nil)
+            else {
+                Issue.record("expected retryable for \(invalid)")
+                continue
+            }
+            #expect(code == "invalid_response")
+        }
+    }
+
     @Test func deepNestingIsRefusedWithoutCrashing() {
         let body = "{\"ok\": true, \"data\": {\"x\": " + String(repeating: "[", count: 100_000) + "}}"
         guard case .retryable = classify(body) else {

@@ -42,21 +42,44 @@ extension Journal {
     public func admit(
         _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool = false
     ) throws(JournalError) -> [Admission] {
+        var shared: Set<String> = []
+        return try admit(pairs, runID: runID, now: now, holdConflicts: holdConflicts, sharedTransactions: &shared)
+    }
+
+    /// `admit(_:runID:now:holdConflicts:)`, which also adds to `sharedTransactions` the transaction
+    /// of every pair it records (to send or held) that another row of the journal claims once the
+    /// call is done: what `isShared` says of each of them then. A transaction the lookup met no row
+    /// of is claimed only by the pairs this call recorded, so it is counted here instead of looked
+    /// up again (a statement per new row of a first run, ~5,700 instructions).
+    public func admit(
+        _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool,
+        sharedTransactions: inout Set<String>
+    ) throws(JournalError) -> [Admission] {
         let hashes = pairs.map {
             Self.pairHash(profileId: $0.profileId, originalTransactionId: $0.originalTransactionId)
         }
-        let found = try wrap { () throws(SQLiteError) in try lookUp(pairs, hashes: hashes) }
+        let (found, met) = try wrap { () throws(SQLiteError) in try lookUp(pairs, hashes: hashes) }
         // What this call wrote, by hash: a pair met again later in `pairs` sees it, as it would
         // have seen the row one call later.
         var written: [Int64: [(pair: Int, state: KnownPair)]] = [:]
+        // The rows this call recorded, by transaction, and which pairs they are.
+        var recordedByTransaction: [String: Int] = [:]
+        var recorded: [Int] = []
         var admissions: [Admission] = []
         admissions.reserveCapacity(pairs.count)
         for (index, pair) in pairs.enumerated() {
             let hash = hashes[index]
             let earlier = written[hash]?.firstIndex { Self.samePair(pairs[$0.pair], pair) }
             guard let known = earlier.map({ written[hash]![$0].state }) ?? found[index] else {
-                let (admission, state) = try insert(pair, hash: hash, runID: runID, now: now, hold: holdConflicts)
+                // Without rows met by the lookup, the only other claims are this call's own rows
+                // (another profile's: the same pair again is not new).
+                let claimed: Bool? =
+                    met[index] ? nil : recordedByTransaction[pair.originalTransactionId, default: 0] > 0
+                let (admission, state) = try insert(
+                    pair, hash: hash, runID: runID, now: now, hold: holdConflicts, claimed: claimed)
                 written[hash, default: []].append((index, state))
+                recordedByTransaction[pair.originalTransactionId, default: 0] += 1
+                recorded.append(index)
                 admissions.append(admission)
                 continue
             }
@@ -87,12 +110,28 @@ extension Journal {
                 admissions.append(.owedMetAgain)
             }
         }
+        for index in recorded {
+            let pair = pairs[index]
+            let shared: Bool
+            if case .held = admissions[index] {
+                shared = true
+            } else if met[index] {
+                shared = try isShared(pair.originalTransactionId, byOtherThan: pair.profileId)
+            } else {
+                shared = recordedByTransaction[pair.originalTransactionId, default: 0] > 1
+            }
+            if shared { sharedTransactions.insert(pair.originalTransactionId) }
+        }
         return admissions
     }
 
-    /// The journal's row of each pair, nil for a pair it does not hold.
-    private func lookUp(_ pairs: [PairToAdmit], hashes: [Int64]) throws(SQLiteError) -> [KnownPair?] {
+    /// The journal's row of each pair, nil for a pair it does not hold; and whether the lookup of
+    /// the pair's batch met any row at all (false: no row has the transaction of any of its pairs).
+    private func lookUp(
+        _ pairs: [PairToAdmit], hashes: [Int64]
+    ) throws(SQLiteError) -> (found: [KnownPair?], met: [Bool]) {
         var found = [KnownPair?](repeating: nil, count: pairs.count)
+        var met = [Bool](repeating: false, count: pairs.count)
         let lookup = try statement(built: Self.admissionLookupSQL)
         for start in stride(from: 0, to: pairs.count, by: Self.admissionLookupSize) {
             let end = min(start + Self.admissionLookupSize, pairs.count)
@@ -112,7 +151,9 @@ extension Journal {
                     nextWithHash[index - start] = next
                 }
             }
+            var rowsMet = false
             while try lookup.step() {
+                rowsMet = true
                 var candidate = firstWithHash[lookup.int(0)] ?? -1
                 while candidate >= 0 {
                     let index = candidate
@@ -126,18 +167,22 @@ extension Journal {
                         readRun: lookup.optionalInt(6))
                 }
             }
+            if rowsMet { met.replaceSubrange(start..<end, with: repeatElement(true, count: end - start)) }
         }
-        return found
+        return (found, met)
     }
 
     /// Records a pair the journal did not hold: `pending`, or `held` when asked to and another
-    /// profile claims its transaction. Returns the admission and the row as it now stands.
+    /// profile claims its transaction (`claimed`, when the caller knows; else looked up). Returns
+    /// the admission and the row as it now stands.
     private func insert(
-        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool
+        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool, claimed: Bool?
     ) throws(JournalError) -> (Admission, KnownPair) {
         try wrap { () throws(SQLiteError) in
             var held = false
-            if holdConflicts {
+            if holdConflicts, let claimed {
+                held = claimed
+            } else if holdConflicts {
                 held = try isClaimedByAnotherProfile(pair.originalTransactionId, profileId: pair.profileId)
             }
             let status = held ? ItemStatus.held : .pending

@@ -90,18 +90,9 @@ struct RunJournalWriter {
     mutating func admit(_ pairs: [PairToAdmit], now: Int64, holdConflicts: Bool) throws(JournalError) -> [Admission] {
         guard !pairs.isEmpty else { return [] }
         try beginBatch()
-        let admissions = try journal.admit(pairs, runID: runID, now: now, holdConflicts: holdConflicts)
-        for (admission, row) in zip(admissions, pairs) {
-            switch admission {
-            case .send(let itemID, let mark):
-                unmarkedColumns[itemID] = mark
-                try noteConflict(row.originalTransactionId, profileId: row.profileId)
-            case .held:
-                sharedTransactions.insert(row.originalTransactionId)
-            case .duplicate, .owedMetAgain, .finished:
-                break
-            }
-        }
+        let admissions = try journal.admit(
+            pairs, runID: runID, now: now, holdConflicts: holdConflicts, sharedTransactions: &sharedTransactions)
+        for case .send(let itemID, let mark) in admissions { unmarkedColumns[itemID] = mark }
         return admissions
     }
 

@@ -38,10 +38,10 @@ import Testing
         /// Few transactions for many profiles, drawn at random: the lookup by transaction meets
         /// other profiles' rows.
         case crowded
-        /// Many transactions, one in ten claimed by the profile read just before it too, read in
-        /// order as an export lists them (now and then an earlier pair again): most lookups meet no
-        /// row, so a batch's shared transactions are known without asking (only its own pairs
-        /// claim them).
+        /// Many transactions of several lengths, one in ten claimed by the profile read just before
+        /// it too, read in order as an export lists them (now and then an earlier pair again): most
+        /// lookups meet no row, so a batch's shared transactions are known without asking (only its
+        /// own pairs claim them).
         case sparse
 
         var pairs: [Pair] {
@@ -51,9 +51,10 @@ import Testing
                 }
             case .sparse:
                 (0..<20_000).map { index in
-                    Pair(
-                        profile: "profile-\(index)", transaction: "\(2_000_000 + (index % 10 == 1 ? index - 1 : index))"
-                    )
+                    let claim = index % 10 == 1 ? index - 1 : index
+                    return Pair(
+                        profile: "profile-\(index)",
+                        transaction: String(repeating: "9", count: claim % 7) + "\(2_000_000 + claim)")
                 }
             }
         }

@@ -248,11 +248,7 @@ struct ProfileReplyDecoder {
     /// A key without escapes is a view of the body; one with escapes is decoded first.
     private mutating func readKey() -> Key? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        var end = index + 1
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20
-        {
-            end += 1
-        }
+        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: false)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
             let key = Key(inPlace: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1
@@ -266,20 +262,50 @@ struct ProfileReplyDecoder {
     /// reply's strings are skipped, and making each a String was most of the decoder's cost. Text
     /// that is not plain ASCII, or has escapes, is checked the long way.
     private mutating func skipString() -> Bool {
-        var end = index + 1
-        var ascii: UInt8 = 0
-        while end < bytes.count {
-            let byte = bytes[end]
-            if byte == UInt8(ascii: "\"") {
-                guard ascii < 0x80 else { return readString() != nil }
-                index = end + 1
-                return true
+        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: true)
+        guard end < bytes.count else { return false }
+        guard bytes[end] == UInt8(ascii: "\"") else { return readString() != nil }
+        index = end + 1
+        return true
+    }
+
+    /// Where the plain text of a string starting at `start` ends: the first quote, backslash or
+    /// control character (and, if asked, byte of non-ASCII text) at or after it, or the body's
+    /// end. Eight bytes at a time: the byte-by-byte loop was the decoder's largest cost (keys and
+    /// skipped strings are most of a reply's bytes).
+    private func plainTextEnd(from start: Int, stoppingAtNonASCII: Bool) -> Int {
+        var position = start
+        if let base = bytes.baseAddress {
+            let nonASCII: UInt64 = stoppingAtNonASCII ? Self.highBits : 0
+            while position + 8 <= bytes.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+                let stops = Self.stopBytes(in: word) | (word & nonASCII)
+                // Little-endian: the lowest set bit is in the first stop byte.
+                if stops != 0 { return position + stops.trailingZeroBitCount / 8 }
+                position += 8
             }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return readString() != nil }
-            ascii |= byte
-            end += 1
         }
-        return false
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            if stoppingAtNonASCII && byte >= 0x80 { break }
+            position += 1
+        }
+        return position
+    }
+
+    private static let lowBits: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// The high bit of each byte of `word` that is a quote, a backslash or below 0x20, exact for
+    /// the lowest such byte (a borrow can only mark bytes above a true one, which are not read).
+    private static func stopBytes(in word: UInt64) -> UInt64 {
+        let quotes = word ^ (lowBits &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (lowBits &* UInt64(UInt8(ascii: "\\")))
+        let zeroQuote = (quotes &- lowBits) & ~quotes
+        let zeroBackslash = (backslashes &- lowBits) & ~backslashes
+        let control = (word &- lowBits &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control) & highBits
     }
 
     /// Reads a string literal at `index` (which must be at its opening quote), decoding escapes.

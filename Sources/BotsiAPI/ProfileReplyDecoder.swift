@@ -98,8 +98,9 @@ struct ProfileReplyDecoder {
 
     private func peekNull() -> Bool { peek() == UInt8(ascii: "n") }
 
+    /// One comparison for the usual byte, which is no whitespace (compact JSON has none).
     private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+        byte <= 0x20 && (byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09)
     }
 
     private mutating func skipWhitespace() {

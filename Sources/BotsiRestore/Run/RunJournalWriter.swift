@@ -123,10 +123,27 @@ struct RunJournalWriter {
     /// How a row is marked decides what a kill does to it; the table says which rows keep their
     /// status through one.
     mutating func markInFlight(_ row: RunRow, now: Int64) throws(JournalError) {
+        try markInFlight([row], now: now)
+    }
+
+    /// Marks `rows` at `now`, each as `markInFlight(_:now:)` would; the rows that do not keep
+    /// their status and whose columns the writer knows (admitted or put back by this run) are
+    /// marked together, a statement per 32 rows.
+    mutating func markInFlight(_ rows: [RunRow], now: Int64) throws(JournalError) {
+        guard !rows.isEmpty else { return }
         try beginBatch()
-        let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
-        unmarkedColumns[row.itemID] = try journal.markInFlight(
-            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: unmarkedColumns[row.itemID])
+        var known: [Int64] = []
+        for row in rows {
+            let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
+            if !keepsStatus, unmarkedColumns[row.itemID] != nil {
+                known.append(row.itemID)
+                continue
+            }
+            unmarkedColumns[row.itemID] = try journal.markInFlight(
+                itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus,
+                known: unmarkedColumns[row.itemID])
+        }
+        try journal.markInFlight(itemIDs: known, runID: runID, now: now)
     }
 
     /// The row's request left: what its mark replaced is not needed any more.

@@ -33,6 +33,13 @@ public struct RowSource: Sendable, Hashable {
     }
 }
 
+/// An attempt whose INSERT waits (`Journal.recordReply(_:outcome:deferringAttempt:)`), with its
+/// snapshot's id already found.
+struct PendingAttempt {
+    let attempt: AttemptRecord
+    let snapshot: Int64?
+}
+
 /// One request to a row's pair, as `recordReply` journals it.
 public struct AttemptRecord: Sendable, Equatable {
     public var itemID: Int64
@@ -202,20 +209,25 @@ extension Journal {
     /// UPDATE, the run's two statements per reply. Without an outcome the row keeps its status
     /// (a final row's resend that got no definitive answer).
     public func recordReply(_ attempt: AttemptRecord, outcome: OutcomeRecord?) throws(JournalError) {
+        try recordReply(attempt, outcome: outcome, deferringAttempt: false)
+    }
+
+    /// `recordReply(_:outcome:)`; with `deferringAttempt`, the attempt's INSERT waits in order
+    /// with the others recorded so, until `insertPendingAttempts` or the commit inserts them, up to
+    /// 32 rows a statement: each INSERT statement costs SQLite a statement transaction and the
+    /// count trigger's frame whatever its number of rows (~7,000 instructions). The row's UPDATE
+    /// is made at once, so nothing but the attempts table waits, and nothing a run reads.
+    public func recordReply(
+        _ attempt: AttemptRecord, outcome: OutcomeRecord?, deferringAttempt: Bool
+    ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             let snapshot = try attempt.profile.map { profile throws(SQLiteError) in try snapshotID(profile) }
-            try statement(
-                """
-                INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome,
-                    snapshot_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-            ).reset(
-                .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
-                .int(Timestamp.milliseconds(attempt.startedAt)),
-                .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
-                .optionalText(attempt.code), .int(attempt.outcome.journalCode), snapshot.map { .int($0) } ?? .null
-            ).run()
+            let pending = PendingAttempt(attempt: attempt, snapshot: snapshot)
+            if deferringAttempt {
+                pendingAttempts.append(pending)
+            } else {
+                try insertAttempts(pending)
+            }
             if let outcome {
                 try writeOutcome(outcome, itemID: attempt.itemID, countsAttempt: true, snapshot: snapshot)
             } else {
@@ -223,6 +235,57 @@ extension Journal {
                     .reset(.int(attempt.itemID)).run()
             }
         }
+    }
+
+    /// Inserts the attempts waiting for their INSERT, in order.
+    public func insertPendingAttempts() throws(JournalError) {
+        guard !pendingAttempts.isEmpty else { return }
+        try wrap { () throws(SQLiteError) in
+            try insertAttempts(pendingAttempts[...])
+            pendingAttempts.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func insertAttempts(_ attempt: PendingAttempt) throws(SQLiteError) {
+        try insertAttempts([attempt][...])
+    }
+
+    /// Inserts `attempts` in order: 32 rows a statement, then the rest in statements of 16, 8, 4,
+    /// 2 and 1 rows, so that their ids follow their order as one INSERT each would.
+    private func insertAttempts(_ attempts: ArraySlice<PendingAttempt>) throws(SQLiteError) {
+        var rest = attempts
+        while !rest.isEmpty {
+            var size = 32
+            while size > rest.count { size /= 2 }
+            let insert = try attemptInsert(rows: size)
+            insert.rewind()
+            var parameter: Int32 = 1
+            for pending in rest.prefix(size) {
+                let attempt = pending.attempt
+                for value: SQLiteValue in [
+                    .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
+                    .int(Timestamp.milliseconds(attempt.startedAt)),
+                    .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
+                    .optionalText(attempt.code), .int(attempt.outcome.journalCode),
+                    pending.snapshot.map { .int($0) } ?? .null,
+                ] {
+                    try insert.bind(value, at: parameter)
+                    parameter += 1
+                }
+            }
+            try insert.run()
+            rest = rest.dropFirst(size)
+        }
+    }
+
+    private func attemptInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
+        if let insert = attemptInserts[rows] { return insert }
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        let insert = try connection.prepare(
+            "INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome, "
+                + "snapshot_id) VALUES " + values)
+        attemptInserts[rows] = insert
+        return insert
     }
 
     /// An attempt alone, counted on its row at once; `recordOutcome` may follow.

@@ -180,17 +180,19 @@ struct RunJournalWriter {
                 attempt,
                 outcome: OutcomeRecord(
                     status: settled, code: code, httpStatus: result.httpStatus, message: message, now: now,
-                    profile: profile))
+                    profile: profile),
+                deferringAttempt: true)
             return (settled, true)
         case .lastError:
             try journal.recordReply(
                 attempt,
                 outcome: OutcomeRecord(
                     status: .pending, code: code, httpStatus: result.httpStatus, message: message, now: now,
-                    profile: nil))
+                    profile: nil),
+                deferringAttempt: true)
             return (.pending, true)
         case .attemptOnly:
-            try journal.recordReply(attempt, outcome: nil)
+            try journal.recordReply(attempt, outcome: nil, deferringAttempt: true)
             return (row.status, false)
         case .nothing, .recoverPending, .clearMark:
             preconditionFailure("a reply never leaves a row \(decision.action.write)")

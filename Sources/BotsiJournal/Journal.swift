@@ -75,6 +75,8 @@ public final class Journal {
     var pendingAttempts: [PendingAttempt] = []
     /// The multi-row INSERTs of `insertAttempts`, by their number of rows.
     var attemptInserts: [Int: SQLiteStatement] = [:]
+    /// The multi-row INSERTs of a batch's new rows, by their number of rows (`Journal.admit`).
+    var newRowInserts: [Int: SQLiteStatement] = [:]
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -278,6 +280,7 @@ public final class Journal {
         statements.removeAll()
         builtStatements.removeAll()
         attemptInserts.removeAll()
+        newRowInserts.removeAll()
         connection.close()
         file.close()
     }

@@ -67,6 +67,9 @@ extension Journal {
         var recorded: [Int] = []
         var admissions: [Admission] = []
         admissions.reserveCapacity(pairs.count)
+        // New rows are inserted many a statement (`NewRows`), with the ids SQLite would give them
+        // one INSERT at a time; before anything reads `items` again, they are all written.
+        var newRows = NewRows()
         for (index, pair) in pairs.enumerated() {
             let hash = hashes[index]
             let earlier = written[hash]?.firstIndex { Self.samePair(pairs[$0.pair], pair) }
@@ -75,8 +78,9 @@ extension Journal {
                 // (another profile's: the same pair again is not new).
                 let claimed: Bool? =
                     met[index] ? nil : recordedByTransaction[pair.originalTransactionId, default: 0] > 0
+                if holdConflicts && claimed == nil { try insertNewRows(&newRows) }
                 let (admission, state) = try insert(
-                    pair, hash: hash, runID: runID, now: now, hold: holdConflicts, claimed: claimed)
+                    pair, hash: hash, runID: runID, now: now, hold: holdConflicts, claimed: claimed, into: &newRows)
                 written[hash, default: []].append((index, state))
                 recordedByTransaction[pair.originalTransactionId, default: 0] += 1
                 recorded.append(index)
@@ -110,6 +114,7 @@ extension Journal {
                 admissions.append(.owedMetAgain)
             }
         }
+        try insertNewRows(&newRows)
         for index in recorded {
             let pair = pairs[index]
             let shared: Bool
@@ -196,10 +201,12 @@ extension Journal {
     }
 
     /// Records a pair the journal did not hold: `pending`, or `held` when asked to and another
-    /// profile claims its transaction (`claimed`, when the caller knows; else looked up). Returns
-    /// the admission and the row as it now stands.
+    /// profile claims its transaction (`claimed`, when the caller knows; else looked up, with
+    /// every new row written first). The row joins `newRows`, with the id its INSERT would get.
+    /// Returns the admission and the row as it now stands.
     private func insert(
-        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool, claimed: Bool?
+        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool, claimed: Bool?,
+        into newRows: inout NewRows
     ) throws(JournalError) -> (Admission, KnownPair) {
         try wrap { () throws(SQLiteError) in
             var held = false
@@ -209,23 +216,71 @@ extension Journal {
                 held = try isClaimedByAnotherProfile(pair.originalTransactionId, profileId: pair.profileId)
             }
             let status = held ? ItemStatus.held : .pending
-            try statement(
-                """
-                INSERT INTO items (pair_hash, profile_id, original_transaction_id, status, code, first_input,
-                    first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?7, ?8, ?8, ?8, ?9, ?9)
-                """
-            ).reset(
-                .int(hash), .text(pair.profileId), .text(pair.originalTransactionId),
-                .int(status.journalCode),
-                .optionalText(held ? ItemStatus.heldCode : nil), .int(pair.source.input),
-                .int(Int64(pair.source.line)), .int(runID), .int(now)
-            ).run()
-            let itemID = connection.lastInsertRowID
+            // A new row's id is one more than the largest in the table (INTEGER PRIMARY KEY, no
+            // AUTOINCREMENT), as SQLite gives it to an INSERT that names none.
+            if newRows.nextID == nil {
+                let largest = try statement("SELECT max(id) FROM items")
+                defer { largest.rewind() }
+                newRows.nextID = (try largest.step() ? largest.int(0) : 0) + 1
+            }
+            let itemID = newRows.nextID!
+            newRows.nextID = itemID + 1
+            newRows.rows.append(
+                NewRow(itemID: itemID, hash: hash, pair: pair, status: status, runID: runID, now: now))
             let admission: Admission =
                 held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now))
             return (admission, KnownPair(itemID: itemID, status: status.journalCode, lastRun: runID, readRun: runID))
         }
+    }
+
+    /// Inserts `newRows` in order, 32 rows a statement and the rest in statements of 16, 8, 4, 2
+    /// and 1: each INSERT statement costs SQLite a statement transaction and the count trigger's
+    /// frame whatever its number of rows (~7,000 instructions).
+    private func insertNewRows(_ newRows: inout NewRows) throws(JournalError) {
+        guard !newRows.rows.isEmpty else { return }
+        try wrap { () throws(SQLiteError) in
+            var rest = newRows.rows[...]
+            while !rest.isEmpty {
+                var size = 32
+                while size > rest.count { size /= 2 }
+                let insert = try newRowInsert(rows: size)
+                insert.rewind()
+                var parameter: Int32 = 1
+                for row in rest.prefix(size) {
+                    let held = row.status == .held
+                    for value: SQLiteValue in [
+                        .int(row.itemID), .int(row.hash), .text(row.pair.profileId),
+                        .text(row.pair.originalTransactionId), .int(row.status.journalCode),
+                        .optionalText(held ? ItemStatus.heldCode : nil), .int(row.pair.source.input),
+                        .int(Int64(row.pair.source.line)), .int(row.runID), .int(row.now),
+                    ] {
+                        try insert.bind(value, at: parameter)
+                        parameter += 1
+                    }
+                }
+                try insert.run()
+                rest = rest.dropFirst(size)
+            }
+            newRows.rows.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func newRowInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
+        if let insert = newRowInserts[rows] { return insert }
+        let values = (0..<rows).map { row in
+            let base = row * 10
+            // id, pair_hash, profile_id, original_transaction_id, status, code, first_input,
+            // first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at
+            return "(?\(base + 1), ?\(base + 2), ?\(base + 3), ?\(base + 4), ?\(base + 5), ?\(base + 6), "
+                + "?\(base + 7), ?\(base + 8), ?\(base + 7), ?\(base + 8), ?\(base + 9), ?\(base + 9), "
+                + "?\(base + 9), ?\(base + 10), ?\(base + 10))"
+        }
+        let insert = try connection.prepare(
+            "INSERT INTO items (id, pair_hash, profile_id, original_transaction_id, status, code, first_input, "
+                + "first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at) VALUES "
+                + values.joined(separator: ", "))
+        newRowInserts[rows] = insert
+        return insert
     }
 
     private static func samePair(_ one: PairToAdmit, _ other: PairToAdmit) -> Bool {
@@ -240,4 +295,19 @@ extension Journal {
             own.count == bytes.count && (own.isEmpty || memcmp(own.baseAddress!, bytes.baseAddress!, own.count) == 0)
         }
     }
+}
+
+/// The rows an admission call has decided to insert, in order, and the id the next one takes.
+private struct NewRows {
+    var rows: [NewRow] = []
+    var nextID: Int64?
+}
+
+private struct NewRow {
+    let itemID: Int64
+    let hash: Int64
+    let pair: PairToAdmit
+    let status: ItemStatus
+    let runID: Int64
+    let now: Int64
 }

@@ -162,6 +162,50 @@ import Testing
         }
     }
 
+    /// A batch's new rows are inserted many a statement with the ids one INSERT each would give
+    /// them: the journal a batch leaves (rows, counts) is the one a call per pair leaves, with
+    /// conflicts held or not, duplicates and owed rows among them, after earlier rows and not.
+    @Test(arguments: [false, true])
+    func aBatchWritesWhatACallPerPairWrites(holdConflicts: Bool) throws {
+        let directory = Workspace()
+        func journal(batched: Bool) throws -> String {
+            let path = directory.file("\(batched ? "batch" : "apart").sqlite")
+            let journal = try Journal(path: path)
+            defer { journal.close() }
+            let input = try journal.inputID(path: "in.csv")
+            let pairs = (0..<150).map { index in
+                PairToAdmit(
+                    profileId: "p\(index % 60)", originalTransactionId: "\(1_000 + index % 45)",
+                    source: RowSource(input: input, line: index + 2))
+            }
+            for run in 1...2 {
+                let runID = try journal.transaction { () throws(JournalError) in
+                    try journal.startRun(startedAt: Date(), toolVersion: "t", host: "h", pid: 1, optionsJSON: "{}")
+                }
+                let slice = run == 1 ? Array(pairs[..<70]) : pairs
+                try journal.transaction { () throws(JournalError) in
+                    if run == 2 { try journal.claim(itemID: 3, runID: runID) }
+                    if batched {
+                        _ = try journal.admit(slice, runID: runID, now: Int64(run), holdConflicts: holdConflicts)
+                    } else {
+                        for pair in slice {
+                            _ = try journal.admit([pair], runID: runID, now: Int64(run), holdConflicts: holdConflicts)
+                        }
+                    }
+                }
+            }
+            return try SQLiteTool.execute(
+                path,
+                """
+                SELECT * FROM items ORDER BY id;
+                SELECT * FROM run_counts ORDER BY run_id, status, code;
+                """)
+        }
+        let apart = try journal(batched: false)
+        #expect(try journal(batched: true) == apart)
+        #expect(apart.split(separator: "\n").count > 60)
+    }
+
     /// The hash every journal already holds in `items.pair_hash`: FNV-1a over both ids' UTF-8 with
     /// a zero byte between. It must never change, whatever computes it.
     @Test func pairHashIsFNV1aOfBothIdsAndAZeroByte() {

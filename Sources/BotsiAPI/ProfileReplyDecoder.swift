@@ -1,3 +1,5 @@
+import Glibc
+
 /// Reads a 200 reply, `{"ok": true, "data": <Profile>}`, keeping only what the journal needs:
 /// the profile's id and state and, per access level, isActive, expiresAt, willRenew and
 /// sourceProductId. Everything else is skipped without being built, which matters at thousands
@@ -6,16 +8,22 @@
 /// Lenient where the API may vary (unknown fields, nulls, missing optional fields, any key
 /// order), strict about JSON itself: a body that is not valid JSON, `ok` other than true, or a
 /// `data` that is not an object gives nil.
+///
+/// It reads the body in place, through a buffer pointer valid for the decoder's life (`decode`),
+/// and its keys are views into that buffer: an array and its slices cost a reference count and a
+/// bounds check at every byte and key, half of what a reply's decoding cost.
 struct ProfileReplyDecoder {
-    private let bytes: [UInt8]
+    private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private static let maxDepth = 128
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func decode(_ body: [UInt8]) -> ProfileSnapshot? {
-        var decoder = ProfileReplyDecoder(body)
-        return decoder.decodeReply()
+        body.withUnsafeBufferPointer { buffer in
+            var decoder = ProfileReplyDecoder(buffer)
+            return decoder.decodeReply()
+        }
     }
 
     private mutating func decodeReply() -> ProfileSnapshot? {
@@ -90,8 +98,9 @@ struct ProfileReplyDecoder {
 
     private func peekNull() -> Bool { peek() == UInt8(ascii: "n") }
 
+    /// One comparison for the usual byte, which is no whitespace (compact JSON has none).
     private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+        byte <= 0x20 && (byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09)
     }
 
     private mutating func skipWhitespace() {
@@ -207,57 +216,97 @@ struct ProfileReplyDecoder {
         return index > start
     }
 
-    /// An object key: usually compared in place, byte for byte, without building a String.
+    /// An object key: usually compared in place, byte for byte, without building a String. Valid
+    /// only while the decoder's body is (a key in place points into it).
     struct Key {
-        let bytes: ArraySlice<UInt8>
-        var string: String { String(decoding: bytes, as: UTF8.self) }
+        /// The key's bytes in the body, when it has no escapes.
+        private let inPlace: UnsafeBufferPointer<UInt8>
+        /// The key with its escapes decoded, when it had any.
+        private let decoded: String?
+
+        init(inPlace: UnsafeBufferPointer<UInt8>) {
+            self.inPlace = inPlace
+            decoded = nil
+        }
+
+        init(decoded: String) {
+            inPlace = UnsafeBufferPointer(start: nil, count: 0)
+            self.decoded = decoded
+        }
+
+        var string: String { decoded ?? String(decoding: inPlace, as: UTF8.self) }
+
         static func ~= (literal: StaticString, key: Key) -> Bool {
             let count = literal.utf8CodeUnitCount
-            guard key.bytes.count == count else { return false }
-            var position = key.bytes.startIndex
-            for offset in 0..<count {
-                if key.bytes[position] != literal.utf8Start[offset] { return false }
-                position += 1
+            if let decoded = key.decoded {
+                return decoded.utf8.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: count))
             }
-            return true
+            guard key.inPlace.count == count else { return false }
+            return count == 0 || memcmp(key.inPlace.baseAddress!, literal.utf8Start, count) == 0
         }
     }
 
-    /// A key without escapes is a slice of the body; one with escapes is decoded first.
+    /// A key without escapes is a view of the body; one with escapes is decoded first.
     private mutating func readKey() -> Key? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        var end = index + 1
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20
-        {
-            end += 1
-        }
+        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: false)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            let key = Key(bytes: bytes[(index + 1)..<end])
+            let key = Key(inPlace: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1
             return key
         }
         guard let decoded = readString() else { return nil }
-        return Key(bytes: ArraySlice(decoded.utf8))
+        return Key(decoded: decoded)
     }
 
     /// Passes over a string literal at `index` (its opening quote) without building it: most of a
     /// reply's strings are skipped, and making each a String was most of the decoder's cost. Text
     /// that is not plain ASCII, or has escapes, is checked the long way.
     private mutating func skipString() -> Bool {
-        var end = index + 1
-        var ascii: UInt8 = 0
-        while end < bytes.count {
-            let byte = bytes[end]
-            if byte == UInt8(ascii: "\"") {
-                guard ascii < 0x80 else { return readString() != nil }
-                index = end + 1
-                return true
+        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: true)
+        guard end < bytes.count else { return false }
+        guard bytes[end] == UInt8(ascii: "\"") else { return readString() != nil }
+        index = end + 1
+        return true
+    }
+
+    /// Where the plain text of a string starting at `start` ends: the first quote, backslash or
+    /// control character (and, if asked, byte of non-ASCII text) at or after it, or the body's
+    /// end. Eight bytes at a time: the byte-by-byte loop was the decoder's largest cost (keys and
+    /// skipped strings are most of a reply's bytes).
+    private func plainTextEnd(from start: Int, stoppingAtNonASCII: Bool) -> Int {
+        var position = start
+        if let base = bytes.baseAddress {
+            let nonASCII: UInt64 = stoppingAtNonASCII ? Self.highBits : 0
+            while position + 8 <= bytes.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+                let stops = Self.stopBytes(in: word) | (word & nonASCII)
+                // Little-endian: the lowest set bit is in the first stop byte.
+                if stops != 0 { return position + stops.trailingZeroBitCount / 8 }
+                position += 8
             }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return readString() != nil }
-            ascii |= byte
-            end += 1
         }
-        return false
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            if stoppingAtNonASCII && byte >= 0x80 { break }
+            position += 1
+        }
+        return position
+    }
+
+    private static let lowBits: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// The high bit of each byte of `word` that is a quote, a backslash or below 0x20, exact for
+    /// the lowest such byte (a borrow can only mark bytes above a true one, which are not read).
+    private static func stopBytes(in word: UInt64) -> UInt64 {
+        let quotes = word ^ (lowBits &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (lowBits &* UInt64(UInt8(ascii: "\\")))
+        let zeroQuote = (quotes &- lowBits) & ~quotes
+        let zeroBackslash = (backslashes &- lowBits) & ~backslashes
+        let control = (word &- lowBits &* 0x20) & ~word
+        return (zeroQuote | zeroBackslash | control) & highBits
     }
 
     /// Reads a string literal at `index` (which must be at its opening quote), decoding escapes.
@@ -265,18 +314,22 @@ struct ProfileReplyDecoder {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
         index += 1
         let start = index
+        var ascii: UInt8 = 0
         // Fast path: no escapes, the usual case.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 defer { index += 1 }
-                return String(validating: bytes[start..<index], as: UTF8.self)
+                let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                // ASCII is valid UTF-8 as it stands: only other text needs the (generic, slower) check.
+                return ascii < 0x80 ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { return nil }
+            ascii |= byte
             index += 1
         }
-        var scalars = [UInt8](bytes[start..<index])
+        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
             let byte = bytes[index]
             index += 1

@@ -70,6 +70,13 @@ public final class Journal {
     /// The latest snapshots written or found, by hash (`snapshotID`), and the inputs' numbers.
     var snapshotIDs: [Int64: (id: Int64, profile: ProfileRecord)] = [:]
     var inputIDs: [String: Int64] = [:]
+    /// Attempts recorded with their INSERT left for later (`recordReply(_:outcome:deferringAttempt:)`),
+    /// in order; inserted before the transaction commits, dropped with it when it rolls back.
+    var pendingAttempts: [PendingAttempt] = []
+    /// The multi-row INSERTs of `insertAttempts`, by their number of rows.
+    var attemptInserts: [Int: SQLiteStatement] = [:]
+    /// The multi-row INSERTs of a batch's new rows, by their number of rows (`Journal.admit`).
+    var newRowInserts: [Int: SQLiteStatement] = [:]
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -269,8 +276,11 @@ public final class Journal {
     /// Closes the SQLite connection, then lets go of the journal file and its run lock (in that
     /// order: the file's descriptor must outlive the connection). Safe to call more than once.
     public func close() {
+        pendingAttempts.removeAll()
         statements.removeAll()
         builtStatements.removeAll()
+        attemptInserts.removeAll()
+        newRowInserts.removeAll()
         connection.close()
         file.close()
     }
@@ -281,15 +291,21 @@ public final class Journal {
 
     /// Opens a write batch; `BEGIN IMMEDIATE` takes the write lock now, not halfway through.
     public func begin() throws(JournalError) {
+        // Attempts left waiting by a transaction SQLite ended by itself were never written.
+        pendingAttempts.removeAll()
         try wrap { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE") }
     }
 
+    /// Commits the open transaction, the attempts still waiting for their INSERT included.
     public func commit() throws(JournalError) {
+        try insertPendingAttempts()
         try wrap { () throws(SQLiteError) in try connection.execute("COMMIT") }
     }
 
-    /// Rolls back the open batch, if SQLite has not already rolled it back itself.
+    /// Rolls back the open batch, if SQLite has not already rolled it back itself, and drops the
+    /// attempts that were waiting to be inserted in it.
     public func rollback() {
+        pendingAttempts.removeAll()
         if connection.isInTransaction { try? connection.execute("ROLLBACK") }
     }
 

@@ -33,6 +33,13 @@ public struct RowSource: Sendable, Hashable {
     }
 }
 
+/// An attempt whose INSERT waits (`Journal.recordReply(_:outcome:deferringAttempt:)`), with its
+/// snapshot's id already found.
+struct PendingAttempt {
+    let attempt: AttemptRecord
+    let snapshot: Int64?
+}
+
 /// One request to a row's pair, as `recordReply` journals it.
 public struct AttemptRecord: Sendable, Equatable {
     public var itemID: Int64
@@ -126,10 +133,47 @@ extension Journal {
                 try statement("UPDATE items SET in_flight_run = ?, sent_run = ? WHERE id = ?")
                     .reset(.int(runID), .int(runID), .int(itemID)).run()
             } else {
-                try statement("UPDATE items SET status = 1, sent_run = ?, updated_at = ? WHERE id = ?")
-                    .reset(.int(runID), .int(now), .int(itemID)).run()
+                try markPending(itemID: itemID, runID: runID, now: now)
             }
             return mark
+        }
+    }
+
+    private func markPending(itemID: Int64, runID: Int64, now: Int64) throws(SQLiteError) {
+        try statement("UPDATE items SET status = 1, sent_run = ?, updated_at = ? WHERE id = ?")
+            .reset(.int(runID), .int(now), .int(itemID)).run()
+    }
+
+    /// Rows marked by one statement of `markInFlight(itemIDs:runID:now:)`.
+    static let markBatchSize = 32
+
+    static let markBatchSQL =
+        "UPDATE items SET status = 1, sent_run = ?1, updated_at = ?2 WHERE id IN ("
+        + (3..<(3 + markBatchSize)).map { "?\($0)" }.joined(separator: ", ") + ")"
+
+    /// Marks rows in flight as `markInFlight(itemID:runID:now:)` does one at a time (not keeping
+    /// their status), up to `markBatchSize` rows a statement: each statement costs SQLite a
+    /// statement transaction and the count trigger's frame (~7,000 instructions), whatever its
+    /// number of rows. The caller knows what the marks replace.
+    public func markInFlight(itemIDs: [Int64], runID: Int64, now: Int64) throws(JournalError) {
+        try wrap { () throws(SQLiteError) in
+            // One row: the plain statement, which needs no IN list.
+            guard itemIDs.count > 1 else {
+                if let itemID = itemIDs.first { try markPending(itemID: itemID, runID: runID, now: now) }
+                return
+            }
+            let update = try statement(built: Self.markBatchSQL)
+            for start in stride(from: 0, to: itemIDs.count, by: Self.markBatchSize) {
+                let end = min(start + Self.markBatchSize, itemIDs.count)
+                update.rewind()
+                try update.bind(.int(runID), at: 1)
+                try update.bind(.int(now), at: 2)
+                // A short batch repeats its first row: `IN` is a set, so it is marked once.
+                for slot in 0..<Self.markBatchSize {
+                    try update.bind(.int(itemIDs[start + slot < end ? start + slot : start]), at: Int32(slot + 3))
+                }
+                try update.run()
+            }
         }
     }
 
@@ -165,20 +209,25 @@ extension Journal {
     /// UPDATE, the run's two statements per reply. Without an outcome the row keeps its status
     /// (a final row's resend that got no definitive answer).
     public func recordReply(_ attempt: AttemptRecord, outcome: OutcomeRecord?) throws(JournalError) {
+        try recordReply(attempt, outcome: outcome, deferringAttempt: false)
+    }
+
+    /// `recordReply(_:outcome:)`; with `deferringAttempt`, the attempt's INSERT waits in order
+    /// with the others recorded so, until `insertPendingAttempts` or the commit inserts them, up to
+    /// 32 rows a statement: each INSERT statement costs SQLite a statement transaction and the
+    /// count trigger's frame whatever its number of rows (~7,000 instructions). The row's UPDATE
+    /// is made at once, so nothing but the attempts table waits, and nothing a run reads.
+    public func recordReply(
+        _ attempt: AttemptRecord, outcome: OutcomeRecord?, deferringAttempt: Bool
+    ) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             let snapshot = try attempt.profile.map { profile throws(SQLiteError) in try snapshotID(profile) }
-            try statement(
-                """
-                INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome,
-                    snapshot_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-            ).reset(
-                .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
-                .int(Timestamp.milliseconds(attempt.startedAt)),
-                .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
-                .optionalText(attempt.code), .int(attempt.outcome.journalCode), snapshot.map { .int($0) } ?? .null
-            ).run()
+            let pending = PendingAttempt(attempt: attempt, snapshot: snapshot)
+            if deferringAttempt {
+                pendingAttempts.append(pending)
+            } else {
+                try insertAttempts(pending)
+            }
             if let outcome {
                 try writeOutcome(outcome, itemID: attempt.itemID, countsAttempt: true, snapshot: snapshot)
             } else {
@@ -186,6 +235,57 @@ extension Journal {
                     .reset(.int(attempt.itemID)).run()
             }
         }
+    }
+
+    /// Inserts the attempts waiting for their INSERT, in order.
+    public func insertPendingAttempts() throws(JournalError) {
+        guard !pendingAttempts.isEmpty else { return }
+        try wrap { () throws(SQLiteError) in
+            try insertAttempts(pendingAttempts[...])
+            pendingAttempts.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func insertAttempts(_ attempt: PendingAttempt) throws(SQLiteError) {
+        try insertAttempts([attempt][...])
+    }
+
+    /// Inserts `attempts` in order: 32 rows a statement, then the rest in statements of 16, 8, 4,
+    /// 2 and 1 rows, so that their ids follow their order as one INSERT each would.
+    private func insertAttempts(_ attempts: ArraySlice<PendingAttempt>) throws(SQLiteError) {
+        var rest = attempts
+        while !rest.isEmpty {
+            var size = 32
+            while size > rest.count { size /= 2 }
+            let insert = try attemptInsert(rows: size)
+            insert.rewind()
+            var parameter: Int32 = 1
+            for pending in rest.prefix(size) {
+                let attempt = pending.attempt
+                for value: SQLiteValue in [
+                    .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
+                    .int(Timestamp.milliseconds(attempt.startedAt)),
+                    .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
+                    .optionalText(attempt.code), .int(attempt.outcome.journalCode),
+                    pending.snapshot.map { .int($0) } ?? .null,
+                ] {
+                    try insert.bind(value, at: parameter)
+                    parameter += 1
+                }
+            }
+            try insert.run()
+            rest = rest.dropFirst(size)
+        }
+    }
+
+    private func attemptInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
+        if let insert = attemptInserts[rows] { return insert }
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        let insert = try connection.prepare(
+            "INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome, "
+                + "snapshot_id) VALUES " + values)
+        attemptInserts[rows] = insert
+        return insert
     }
 
     /// An attempt alone, counted on its row at once; `recordOutcome` may follow.
@@ -277,10 +377,15 @@ extension Journal {
     /// and rows and attempts name it. Found by a hash of its two texts (then compared), through a
     /// bounded cache of the latest ones, since replies of one run mostly repeat a few.
     func snapshotID(_ profile: ProfileRecord) throws(SQLiteError) -> Int64 {
+        // FNV-1a over the state's UTF-8, a byte saying whether it is absent, then the same for the
+        // access levels; over the contiguous bytes (iterating `String.utf8` cost ~3,800 instructions
+        // a reply).
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in (profile.state ?? "").utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var state = profile.state ?? ""
+        state.withUTF8 { hash = Self.fnv1a(hash, $0) }
         hash = (hash ^ (profile.state == nil ? 1 : 0)) &* 0x100_0000_01b3
-        for byte in (profile.accessLevelsJSON ?? "").utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        var accessLevels = profile.accessLevelsJSON ?? ""
+        accessLevels.withUTF8 { hash = Self.fnv1a(hash, $0) }
         hash = (hash ^ (profile.accessLevelsJSON == nil ? 1 : 0)) &* 0x100_0000_01b3
         let key = Int64(bitPattern: hash)
         if let cached = snapshotIDs[key], cached.profile == profile { return cached.id }

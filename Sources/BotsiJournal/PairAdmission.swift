@@ -42,21 +42,48 @@ extension Journal {
     public func admit(
         _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool = false
     ) throws(JournalError) -> [Admission] {
+        var shared: Set<String> = []
+        return try admit(pairs, runID: runID, now: now, holdConflicts: holdConflicts, sharedTransactions: &shared)
+    }
+
+    /// `admit(_:runID:now:holdConflicts:)`, which also adds to `sharedTransactions` the transaction
+    /// of every pair it records (to send or held) that another row of the journal claims once the
+    /// call is done: what `isShared` says of each of them then. A transaction the lookup met no row
+    /// of is claimed only by the pairs this call recorded, so it is counted here instead of looked
+    /// up again (a statement per new row of a first run, ~5,700 instructions).
+    public func admit(
+        _ pairs: [PairToAdmit], runID: Int64, now: Int64, holdConflicts: Bool,
+        sharedTransactions: inout Set<String>
+    ) throws(JournalError) -> [Admission] {
         let hashes = pairs.map {
             Self.pairHash(profileId: $0.profileId, originalTransactionId: $0.originalTransactionId)
         }
-        let found = try wrap { () throws(SQLiteError) in try lookUp(pairs, hashes: hashes) }
+        let (found, met) = try wrap { () throws(SQLiteError) in try lookUp(pairs, hashes: hashes) }
         // What this call wrote, by hash: a pair met again later in `pairs` sees it, as it would
         // have seen the row one call later.
         var written: [Int64: [(pair: Int, state: KnownPair)]] = [:]
+        // The rows this call recorded, by transaction, and which pairs they are.
+        var recordedByTransaction: [String: Int] = [:]
+        var recorded: [Int] = []
         var admissions: [Admission] = []
         admissions.reserveCapacity(pairs.count)
+        // New rows are inserted many a statement (`NewRows`), with the ids SQLite would give them
+        // one INSERT at a time; before anything reads `items` again, they are all written.
+        var newRows = NewRows()
         for (index, pair) in pairs.enumerated() {
             let hash = hashes[index]
             let earlier = written[hash]?.firstIndex { Self.samePair(pairs[$0.pair], pair) }
             guard let known = earlier.map({ written[hash]![$0].state }) ?? found[index] else {
-                let (admission, state) = try insert(pair, hash: hash, runID: runID, now: now, hold: holdConflicts)
+                // Without rows met by the lookup, the only other claims are this call's own rows
+                // (another profile's: the same pair again is not new).
+                let claimed: Bool? =
+                    met[index] ? nil : recordedByTransaction[pair.originalTransactionId, default: 0] > 0
+                if holdConflicts && claimed == nil { try insertNewRows(&newRows) }
+                let (admission, state) = try insert(
+                    pair, hash: hash, runID: runID, now: now, hold: holdConflicts, claimed: claimed, into: &newRows)
                 written[hash, default: []].append((index, state))
+                recordedByTransaction[pair.originalTransactionId, default: 0] += 1
+                recorded.append(index)
                 admissions.append(admission)
                 continue
             }
@@ -87,20 +114,60 @@ extension Journal {
                 admissions.append(.owedMetAgain)
             }
         }
+        try insertNewRows(&newRows)
+        for index in recorded {
+            let pair = pairs[index]
+            let shared: Bool
+            if case .held = admissions[index] {
+                shared = true
+            } else if met[index] {
+                shared = try isShared(pair.originalTransactionId, byOtherThan: pair.profileId)
+            } else {
+                shared = recordedByTransaction[pair.originalTransactionId, default: 0] > 1
+            }
+            if shared { sharedTransactions.insert(pair.originalTransactionId) }
+        }
         return admissions
     }
 
-    /// The journal's row of each pair, nil for a pair it does not hold.
-    private func lookUp(_ pairs: [PairToAdmit], hashes: [Int64]) throws(SQLiteError) -> [KnownPair?] {
+    /// The journal's row of each pair, nil for a pair it does not hold; and whether the lookup of
+    /// the pair's batch met any row at all (false: no row has the transaction of any of its pairs).
+    private func lookUp(
+        _ pairs: [PairToAdmit], hashes: [Int64]
+    ) throws(SQLiteError) -> (found: [KnownPair?], met: [Bool]) {
         var found = [KnownPair?](repeating: nil, count: pairs.count)
+        var met = [Bool](repeating: false, count: pairs.count)
         let lookup = try statement(built: Self.admissionLookupSQL)
+        // The ids are bound in place from a buffer of the batch's ids that this call owns until the
+        // bindings are cleared: SQLite's own copy of each of 128 ids per batch was a third of the
+        // lookup's cost (~2,500 instructions a row).
+        var ids = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 0)
+        defer { ids.deallocate() }
+        defer { lookup.clearBindings() }
+        var bounds: [Range<Int>] = []
+        bounds.reserveCapacity(Self.admissionLookupSize)
         for start in stride(from: 0, to: pairs.count, by: Self.admissionLookupSize) {
             let end = min(start + Self.admissionLookupSize, pairs.count)
             lookup.rewind()
+            // Nothing may point into the buffer while it is replaced.
+            lookup.clearBindings()
+            let size = pairs[start..<end].reduce(0) { $0 + $1.originalTransactionId.utf8.count }
+            if size > ids.count {
+                ids.deallocate()
+                ids = .allocate(capacity: size)
+            }
+            bounds.removeAll(keepingCapacity: true)
+            var used = 0
+            for index in start..<end {
+                var id = pairs[index].originalTransactionId
+                let copied = id.withUTF8 { UnsafeMutableBufferPointer(rebasing: ids[used...]).initialize(from: $0).1 }
+                bounds.append(used..<used + copied)
+                used += copied
+            }
             // A short batch repeats its first pair: one statement serves every size.
             for slot in 0..<Self.admissionLookupSize {
-                let pair = pairs[start + slot < end ? start + slot : start]
-                try lookup.bind(.text(pair.originalTransactionId), at: Int32(slot + 1))
+                let range = bounds[slot < bounds.count ? slot : 0]
+                try lookup.bindInPlace(UnsafeBufferPointer(rebasing: ids[range]), at: Int32(slot + 1))
             }
             defer { lookup.rewind() }
             // The batch's pairs by hash (a chain for pairs of one hash), to match each row found.
@@ -112,7 +179,9 @@ extension Journal {
                     nextWithHash[index - start] = next
                 }
             }
+            var rowsMet = false
             while try lookup.step() {
+                rowsMet = true
                 var candidate = firstWithHash[lookup.int(0)] ?? -1
                 while candidate >= 0 {
                     let index = candidate
@@ -126,38 +195,92 @@ extension Journal {
                         readRun: lookup.optionalInt(6))
                 }
             }
+            if rowsMet { met.replaceSubrange(start..<end, with: repeatElement(true, count: end - start)) }
         }
-        return found
+        return (found, met)
     }
 
     /// Records a pair the journal did not hold: `pending`, or `held` when asked to and another
-    /// profile claims its transaction. Returns the admission and the row as it now stands.
+    /// profile claims its transaction (`claimed`, when the caller knows; else looked up, with
+    /// every new row written first). The row joins `newRows`, with the id its INSERT would get.
+    /// Returns the admission and the row as it now stands.
     private func insert(
-        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool
+        _ pair: PairToAdmit, hash: Int64, runID: Int64, now: Int64, hold holdConflicts: Bool, claimed: Bool?,
+        into newRows: inout NewRows
     ) throws(JournalError) -> (Admission, KnownPair) {
         try wrap { () throws(SQLiteError) in
             var held = false
-            if holdConflicts {
+            if holdConflicts, let claimed {
+                held = claimed
+            } else if holdConflicts {
                 held = try isClaimedByAnotherProfile(pair.originalTransactionId, profileId: pair.profileId)
             }
             let status = held ? ItemStatus.held : .pending
-            try statement(
-                """
-                INSERT INTO items (pair_hash, profile_id, original_transaction_id, status, code, first_input,
-                    first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?6, ?7, ?8, ?8, ?8, ?9, ?9)
-                """
-            ).reset(
-                .int(hash), .text(pair.profileId), .text(pair.originalTransactionId),
-                .int(status.journalCode),
-                .optionalText(held ? ItemStatus.heldCode : nil), .int(pair.source.input),
-                .int(Int64(pair.source.line)), .int(runID), .int(now)
-            ).run()
-            let itemID = connection.lastInsertRowID
+            // A new row's id is one more than the largest in the table (INTEGER PRIMARY KEY, no
+            // AUTOINCREMENT), as SQLite gives it to an INSERT that names none.
+            if newRows.nextID == nil {
+                let largest = try statement("SELECT max(id) FROM items")
+                defer { largest.rewind() }
+                newRows.nextID = (try largest.step() ? largest.int(0) : 0) + 1
+            }
+            let itemID = newRows.nextID!
+            newRows.nextID = itemID + 1
+            newRows.rows.append(
+                NewRow(itemID: itemID, hash: hash, pair: pair, status: status, runID: runID, now: now))
             let admission: Admission =
                 held ? .held(itemID: itemID) : .send(itemID: itemID, mark: .admitted(itemID: itemID, at: now))
             return (admission, KnownPair(itemID: itemID, status: status.journalCode, lastRun: runID, readRun: runID))
         }
+    }
+
+    /// Inserts `newRows` in order, 32 rows a statement and the rest in statements of 16, 8, 4, 2
+    /// and 1: each INSERT statement costs SQLite a statement transaction and the count trigger's
+    /// frame whatever its number of rows (~7,000 instructions).
+    private func insertNewRows(_ newRows: inout NewRows) throws(JournalError) {
+        guard !newRows.rows.isEmpty else { return }
+        try wrap { () throws(SQLiteError) in
+            var rest = newRows.rows[...]
+            while !rest.isEmpty {
+                var size = 32
+                while size > rest.count { size /= 2 }
+                let insert = try newRowInsert(rows: size)
+                insert.rewind()
+                var parameter: Int32 = 1
+                for row in rest.prefix(size) {
+                    let held = row.status == .held
+                    for value: SQLiteValue in [
+                        .int(row.itemID), .int(row.hash), .text(row.pair.profileId),
+                        .text(row.pair.originalTransactionId), .int(row.status.journalCode),
+                        .optionalText(held ? ItemStatus.heldCode : nil), .int(row.pair.source.input),
+                        .int(Int64(row.pair.source.line)), .int(row.runID), .int(row.now),
+                    ] {
+                        try insert.bind(value, at: parameter)
+                        parameter += 1
+                    }
+                }
+                try insert.run()
+                rest = rest.dropFirst(size)
+            }
+            newRows.rows.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func newRowInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
+        if let insert = newRowInserts[rows] { return insert }
+        let values = (0..<rows).map { row in
+            let base = row * 10
+            // id, pair_hash, profile_id, original_transaction_id, status, code, first_input,
+            // first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at
+            return "(?\(base + 1), ?\(base + 2), ?\(base + 3), ?\(base + 4), ?\(base + 5), ?\(base + 6), "
+                + "?\(base + 7), ?\(base + 8), ?\(base + 7), ?\(base + 8), ?\(base + 9), ?\(base + 9), "
+                + "?\(base + 9), ?\(base + 10), ?\(base + 10))"
+        }
+        let insert = try connection.prepare(
+            "INSERT INTO items (id, pair_hash, profile_id, original_transaction_id, status, code, first_input, "
+                + "first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at) VALUES "
+                + values.joined(separator: ", "))
+        newRowInserts[rows] = insert
+        return insert
     }
 
     private static func samePair(_ one: PairToAdmit, _ other: PairToAdmit) -> Bool {
@@ -172,4 +295,19 @@ extension Journal {
             own.count == bytes.count && (own.isEmpty || memcmp(own.baseAddress!, bytes.baseAddress!, own.count) == 0)
         }
     }
+}
+
+/// The rows an admission call has decided to insert, in order, and the id the next one takes.
+private struct NewRows {
+    var rows: [NewRow] = []
+    var nextID: Int64?
+}
+
+private struct NewRow {
+    let itemID: Int64
+    let hash: Int64
+    let pair: PairToAdmit
+    let status: ItemStatus
+    let runID: Int64
+    let now: Int64
 }

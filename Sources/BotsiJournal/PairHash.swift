@@ -14,7 +14,8 @@ extension Journal {
         return Int64(bitPattern: hash)
     }
 
-    private static func fnv1a(_ start: UInt64, _ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    /// FNV-1a over `bytes`, from `start`: the step of the journal's stored hashes (pairs, snapshots).
+    static func fnv1a(_ start: UInt64, _ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash = start
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return hash

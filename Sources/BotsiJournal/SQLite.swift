@@ -131,7 +131,7 @@ final class SQLiteStatement {
     @discardableResult
     func reset(binding values: [SQLiteValue]) throws(SQLiteError) -> SQLiteStatement {
         rewind()
-        sqlite3_clear_bindings(handle)
+        // No clearing first: every parameter is bound again below (exactly as many values).
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard values.count == expected else {
             throw SQLiteError(
@@ -145,6 +145,24 @@ final class SQLiteStatement {
     /// Lets go of the current result (and the read it holds) and keeps the bound values.
     func rewind() {
         sqlite3_reset(handle)
+    }
+
+    /// Binds text SQLite reads in place, without its own copy: the bytes must stay valid and
+    /// unchanged until the parameter is bound again or the bindings are cleared (`clearBindings`),
+    /// and no step may run after that memory is freed.
+    func bindInPlace(_ text: UnsafeBufferPointer<UInt8>, at index: Int32) throws(SQLiteError) {
+        // A null pointer would bind NULL, not the empty text.
+        guard let start = text.baseAddress, !text.isEmpty else { return try bind(.text(""), at: index) }
+        // SQLITE_STATIC: a null destructor.
+        let rc = start.withMemoryRebound(to: CChar.self, capacity: text.count) { characters in
+            sqlite3_bind_text(handle, index, characters, Int32(text.count), nil)
+        }
+        if rc != SQLITE_OK { throw SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql) }
+    }
+
+    /// Drops every binding, so that none points at memory bound in place any more.
+    func clearBindings() {
+        sqlite3_clear_bindings(handle)
     }
 
     func bind(_ value: SQLiteValue, at index: Int32) throws(SQLiteError) {

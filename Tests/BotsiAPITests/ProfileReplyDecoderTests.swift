@@ -73,6 +73,86 @@ import Testing
         #expect(snapshot.state == "s")
     }
 
+    /// Keys are compared where they lie in the body unless they hold escapes; an escaped key is
+    /// decoded first and then means the same field.
+    @Test func anEscapedKeyIsTheSameField() {
+        let body =
+            #"{"\u006fk": true, "d\u0061ta": {"st\u0061te": "s", "accessLevels": {"p\u0072o": {"isActiv\u0065": true}}}}"#
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "s")
+        #expect(snapshot.accessLevels["pro"] == AccessLevelSnapshot(isActive: true))
+    }
+
+    /// A field that is read keeps its text as sent when it is UTF-8 (ASCII or not), and a read
+    /// field that is not valid UTF-8 makes the body unreadable.
+    @Test func aReadFieldKeepsItsUTF8AndRefusesInvalidBytes() {
+        let prefix = Array(#"{"ok": true, "data": {"state": "a"#.utf8)
+        let suffix = Array(#"b", "profileId": "plain"}}"#.utf8)
+        guard
+            case .restored(let snapshot) = classifyReply(
+                httpStatus: 200, body: prefix + Array("é😀".utf8) + suffix, retryAfter: nil)
+        else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "aé😀b")
+        #expect(snapshot.profileId == "plain")
+        for invalid: [UInt8] in [[0xC3, 0x28], [0xFF], [0xED, 0xA0, 0x80]] {
+            guard
+                case .retryable(let code, _, _, _) = classifyReply(
+                    httpStatus: 200, body: prefix + invalid + suffix, retryAfter: nil)
+            else {
+                Issue.record("expected retryable for \(invalid)")
+                continue
+            }
+            #expect(code == "invalid_response")
+        }
+    }
+
+    /// The scan for a string's end reads eight bytes at a time: a quote, an escape, a control
+    /// character or a byte of non-ASCII text at every place in and across those words is found
+    /// where it is, in keys and in skipped strings alike.
+    @Test func everyStopInAStringIsFoundWhereverItFalls() {
+        func body(key: [UInt8], value: [UInt8]) -> [UInt8] {
+            Array(#"{"ok": true, "data": {""#.utf8) + key + Array(#"": ""#.utf8) + value
+                + Array(#"", "state": "s"}}"#.utf8)
+        }
+        func state(_ body: [UInt8]) -> String?? {
+            guard case .restored(let snapshot) = classifyReply(httpStatus: 200, body: body, retryAfter: nil) else {
+                return .none
+            }
+            return .some(snapshot.state)
+        }
+        for length in 0...20 {
+            let plain = Array(repeating: UInt8(ascii: "a"), count: length)
+            #expect(state(body(key: plain, value: plain)) == "s", "plain, \(length)")
+            // A key of that length that is the field itself, padded by a skipped key before it.
+            let named = Array(#"{"ok": true, "data": {""#.utf8) + plain + Array(#"": 1, "state": "x"}}"#.utf8)
+            #expect(state(named) == "x", "key before the field, \(length)")
+            for place in 0...length {
+                func with(_ inserted: [UInt8]) -> [UInt8] { Array(plain[..<place]) + inserted + plain[place...] }
+                #expect(
+                    state(body(key: plain, value: with(Array(#"\""#.utf8)))) == "s", "escape at \(place) of \(length)")
+                #expect(state(body(key: with(Array(#"\u0041"#.utf8)), value: plain)) == "s", "escaped key, \(place)")
+                #expect(state(body(key: plain, value: with(Array("é".utf8)))) == "s", "non-ASCII at \(place)")
+                #expect(state(body(key: with(Array("é".utf8)), value: plain)) == "s", "non-ASCII key, \(place)")
+                #expect(state(body(key: plain, value: with([0x1F]))) == .none, "control at \(place) of \(length)")
+                #expect(state(body(key: with([0x09]), value: plain)) == .none, "control in key at \(place)")
+                #expect(state(body(key: plain, value: with([0xFF]))) == .none, "invalid UTF-8 at \(place)")
+                #expect(
+                    state(body(key: plain, value: with([0x7F, 0x20, 0x5B, 0x5D]))) == "s", "DEL and ASCII at \(place)")
+            }
+        }
+        // A string cut off by the body's end, at every length.
+        for length in 0...20 {
+            let cut = Array(#"{"ok": true, "data": {"k": ""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: length)
+            #expect(state(cut) == .none, "unterminated, \(length)")
+        }
+    }
+
     @Test func deepNestingIsRefusedWithoutCrashing() {
         let body = "{\"ok\": true, \"data\": {\"x\": " + String(repeating: "[", count: 100_000) + "}}"
         guard case .retryable = classify(body) else {

@@ -11,7 +11,9 @@ import Testing
 /// transaction belongs to another profile and conflicts are held); held by an earlier run, it is
 /// finished; claimed as owed by this run, it is met again once, then a duplicate; admitted by this
 /// run, a duplicate. Pairs come from a small pool, so duplicates fall inside one batch and across
-/// batches, transactions are shared between profiles, and batches cross the lookup's size.
+/// batches, transactions are shared between profiles, and batches cross the lookup's size. Each
+/// batch also names the transactions of the pairs it recorded that another row claims (what a run
+/// counts as conflicts), checked against the model and against `isShared` asked row by row.
 /// `ADMISSION_SEED=n` replays one seed.
 @Suite struct BatchAdmissionModelTests {
     static let seeds: [UInt64] =
@@ -31,16 +33,53 @@ import Testing
         var transaction: String
     }
 
-    @Test(arguments: seeds)
-    func batchesAdmitAsTheModelSays(seed: UInt64) throws {
+    /// Which pairs the runs read.
+    enum Pool: CaseIterable {
+        /// Few transactions for many profiles, drawn at random: the lookup by transaction meets
+        /// other profiles' rows.
+        case crowded
+        /// Many transactions of several lengths, one in ten claimed by the profile read just before
+        /// it too, read in order as an export lists them (now and then an earlier pair again): most
+        /// lookups meet no row, so a batch's shared transactions are known without asking (only its
+        /// own pairs claim them).
+        case sparse
+
+        var pairs: [Pair] {
+            switch self {
+            case .crowded:
+                (0..<90).map { index in Pair(profile: "profile-\(index % 37)", transaction: "\(1_000_000 + index % 41)")
+                }
+            case .sparse:
+                (0..<20_000).map { index in
+                    let claim = index % 10 == 1 ? index - 1 : index
+                    return Pair(
+                        profile: "profile-\(index)",
+                        transaction: String(repeating: "9", count: claim % 7) + "\(2_000_000 + claim)")
+                }
+            }
+        }
+
+        /// The next pair a run reads; `cursor` is where a sparse input stands.
+        func next(from pool: [Pair], cursor: inout Int, random: inout SplitMix64) -> Pair {
+            switch self {
+            case .crowded:
+                return pool[random.nextIndex(below: pool.count)]
+            case .sparse:
+                if random.nextIndex(below: 20) == 0 { return pool[random.nextIndex(below: cursor + 1)] }
+                cursor = min(cursor + 1, pool.count - 1)
+                return pool[cursor]
+            }
+        }
+    }
+
+    @Test(arguments: seeds, Pool.allCases)
+    func batchesAdmitAsTheModelSays(seed: UInt64, pool kind: Pool) throws {
         var random = SplitMix64(seed: seed)
         let directory = Workspace()
         let journal = try Journal(path: directory.file("journal.sqlite"))
         defer { journal.close() }
-        // Few transactions for many profiles: the lookup by transaction meets other profiles' rows.
-        let pool = (0..<90).map { index in
-            Pair(profile: "profile-\(index % 37)", transaction: "\(1_000_000 + index % 41)")
-        }
+        let pool = kind.pairs
+        var cursor = 0
         var model: [Pair: Row] = [:]
         for runNumber in 1...5 {
             let holdConflicts = random.nextIndex(below: 2) == 0
@@ -60,16 +99,42 @@ import Testing
                 var pairs: [PairToAdmit] = []
                 var expected: [String] = []
                 for _ in 0..<size {
-                    let pair = pool[random.nextIndex(below: pool.count)]
+                    let pair = kind.next(from: pool, cursor: &cursor, random: &random)
                     line += 1
                     let source = RowSource(input: input, line: line)
                     pairs.append(
                         PairToAdmit(profileId: pair.profile, originalTransactionId: pair.transaction, source: source))
                     expected.append(Self.admit(pair, source: source, runID: runID, hold: holdConflicts, model: &model))
                 }
+                var shared: Set<String> = []
                 let admissions = try journal.transaction { () throws(JournalError) in
-                    try journal.admit(pairs, runID: runID, now: Int64(runNumber), holdConflicts: holdConflicts)
+                    try journal.admit(
+                        pairs, runID: runID, now: Int64(runNumber), holdConflicts: holdConflicts,
+                        sharedTransactions: &shared)
                 }
+                // The recorded pairs' transactions that two rows or more claim now, by the model and
+                // by the journal's own lookup.
+                var claims: [String: Int] = [:]
+                for pair in model.keys { claims[pair.transaction, default: 0] += 1 }
+                var modelShared: Set<String> = []
+                var lookedUp: Set<String> = []
+                for (pair, admission) in zip(pairs, admissions) {
+                    switch admission {
+                    case .send, .held:
+                        if claims[pair.originalTransactionId, default: 0] > 1 {
+                            modelShared.insert(pair.originalTransactionId)
+                        }
+                        if try journal.isShared(pair.originalTransactionId, byOtherThan: pair.profileId) {
+                            lookedUp.insert(pair.originalTransactionId)
+                        }
+                    case .duplicate, .owedMetAgain, .finished:
+                        break
+                    }
+                }
+                #expect(
+                    shared == modelShared && shared == lookedUp,
+                    "seed \(seed) (replay: ADMISSION_SEED=\(seed)), \(kind), run \(runNumber), a batch of \(size): shared \(shared.sorted()), model \(modelShared.sorted()), isShared \(lookedUp.sorted())"
+                )
                 // The model numbers new rows as the journal does: in the order they were admitted.
                 let got = admissions.map(Self.describe)
                 if let first = expected.indices.first(where: { !got.indices.contains($0) || got[$0] != expected[$0] }) {
@@ -95,6 +160,50 @@ import Testing
                 model[pair]?.status = status
             }
         }
+    }
+
+    /// A batch's new rows are inserted many a statement with the ids one INSERT each would give
+    /// them: the journal a batch leaves (rows, counts) is the one a call per pair leaves, with
+    /// conflicts held or not, duplicates and owed rows among them, after earlier rows and not.
+    @Test(arguments: [false, true])
+    func aBatchWritesWhatACallPerPairWrites(holdConflicts: Bool) throws {
+        let directory = Workspace()
+        func journal(batched: Bool) throws -> String {
+            let path = directory.file("\(batched ? "batch" : "apart").sqlite")
+            let journal = try Journal(path: path)
+            defer { journal.close() }
+            let input = try journal.inputID(path: "in.csv")
+            let pairs = (0..<150).map { index in
+                PairToAdmit(
+                    profileId: "p\(index % 60)", originalTransactionId: "\(1_000 + index % 45)",
+                    source: RowSource(input: input, line: index + 2))
+            }
+            for run in 1...2 {
+                let runID = try journal.transaction { () throws(JournalError) in
+                    try journal.startRun(startedAt: Date(), toolVersion: "t", host: "h", pid: 1, optionsJSON: "{}")
+                }
+                let slice = run == 1 ? Array(pairs[..<70]) : pairs
+                try journal.transaction { () throws(JournalError) in
+                    if run == 2 { try journal.claim(itemID: 3, runID: runID) }
+                    if batched {
+                        _ = try journal.admit(slice, runID: runID, now: Int64(run), holdConflicts: holdConflicts)
+                    } else {
+                        for pair in slice {
+                            _ = try journal.admit([pair], runID: runID, now: Int64(run), holdConflicts: holdConflicts)
+                        }
+                    }
+                }
+            }
+            return try SQLiteTool.execute(
+                path,
+                """
+                SELECT * FROM items ORDER BY id;
+                SELECT * FROM run_counts ORDER BY run_id, status, code;
+                """)
+        }
+        let apart = try journal(batched: false)
+        #expect(try journal(batched: true) == apart)
+        #expect(apart.split(separator: "\n").count > 60)
     }
 
     /// The hash every journal already holds in `items.pair_hash`: FNV-1a over both ids' UTF-8 with

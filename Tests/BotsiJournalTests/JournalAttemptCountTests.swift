@@ -148,4 +148,68 @@ import Testing
         journal.close()
         #expect(try committedAttempts() == ["p0": 0, "p1": 0], "closing inside a transaction rolls it back")
     }
+
+    /// Attempts whose INSERT waits for the commit (the run's replies) are written as if each had
+    /// been inserted with its reply: the same ids in the same order, values, snapshots and counts,
+    /// for a few and for more than a statement holds; a rollback drops the waiting ones.
+    @Test(arguments: [1, 3, 31, 32, 33, 70])
+    func attemptsInsertedAtTheCommitAreThoseInsertedOneByOne(count: Int) throws {
+        func journal(deferring: Bool) throws -> String {
+            let path = directory.file("\(deferring ? "deferred" : "at-once")-\(count).sqlite")
+            let journal = try Journal(path: path)
+            let run = try journal.transaction { () throws(JournalError) in
+                try journal.startRun(startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}")
+            }
+            let input = try journal.inputID(path: "in.csv")
+            let pairs = (0..<count).map { index in
+                PairToAdmit(
+                    profileId: "p\(index)", originalTransactionId: "\(1_000 + index)",
+                    source: RowSource(input: input, line: index + 2))
+            }
+            let items = try journal.transaction { () throws(JournalError) in
+                try journal.admit(pairs, runID: run, now: 1_000)
+            }.compactMap { admission -> Int64? in
+                if case .send(let item, _) = admission { return item }
+                return nil
+            }
+            func record(_ index: Int, _ item: Int64) throws(JournalError) {
+                let restored = index % 3 != 0
+                let attempt = AttemptRecord(
+                    itemID: item, runID: run, number: 1 + index % 2,
+                    startedAt: Date(timeIntervalSince1970: 1_000 + Double(index)),
+                    durationMilliseconds: 12.5 + Double(index),
+                    httpStatus: restored ? 200 : (index % 2 == 0 ? nil : 503),
+                    code: restored ? nil : "http_503", outcome: restored ? .status(.restored) : .retry,
+                    profile: restored ? ProfileRecord(state: "s\(index % 4)", accessLevelsJSON: "{}") : nil)
+                let outcome: OutcomeRecord? =
+                    index % 5 == 4
+                    ? nil
+                    : OutcomeRecord(
+                        status: restored ? .restored : .pending, code: attempt.code, httpStatus: attempt.httpStatus,
+                        message: nil, now: 2_000 + Int64(index), profile: attempt.profile)
+                try journal.recordReply(attempt, outcome: outcome, deferringAttempt: deferring)
+            }
+            // Two batches, the second rolled back: nothing of it may stay, nor wait for the next commit.
+            try journal.begin()
+            for (index, item) in items.enumerated() { try record(index, item) }
+            try journal.commit()
+            try journal.begin()
+            for (index, item) in items.enumerated() { try record(index + count, item) }
+            journal.rollback()
+            _ = try journal.transaction { () throws(JournalError) in try journal.inputID(path: "next.csv") }
+            journal.close()
+            return try SQLiteTool.execute(
+                path,
+                """
+                SELECT id, item_id, run_id, number, started_at, duration_us, http_status, code, outcome, snapshot_id
+                    FROM attempts ORDER BY id;
+                SELECT id, status, code, http_status, attempts, in_flight_run, snapshot_id FROM items ORDER BY id;
+                SELECT * FROM run_attempts ORDER BY run_id, outcome, http_status;
+                SELECT * FROM snapshots ORDER BY id;
+                """)
+        }
+        let atOnce = try journal(deferring: false)
+        #expect(try journal(deferring: true) == atOnce)
+        #expect(atOnce.split(separator: "\n").count >= count * 2, "\(atOnce)")
+    }
 }

@@ -62,4 +62,55 @@ import Testing
         #expect(try columns() == before)
         journal.close()
     }
+
+    /// Rows marked together (a statement per 32) are marked exactly as one at a time: the same
+    /// columns and the same counts, for one row, a few, and more than a statement holds; rows of
+    /// the batch that are not pending (a final row resent, a row put back) included.
+    @Test(arguments: [1, 2, 7, 32, 33, 70])
+    func rowsMarkedTogetherAreMarkedAsOneAtATime(count: Int) throws {
+        func journal(markingTogether together: Bool) throws -> String {
+            let path = directory.file("\(together ? "together" : "apart")-\(count).sqlite")
+            let journal = try Journal(path: path)
+            let run = try journal.transaction { () throws(JournalError) in
+                try journal.startRun(startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}")
+            }
+            let input = try journal.inputID(path: "in.csv")
+            let pairs = (0..<count).map { index in
+                PairToAdmit(
+                    profileId: "p\(index)", originalTransactionId: "\(1_000 + index)",
+                    source: RowSource(input: input, line: index + 2))
+            }
+            let items = try journal.transaction { () throws(JournalError) in
+                try journal.admit(pairs, runID: run, now: 1_000)
+            }.compactMap { admission -> Int64? in
+                if case .send(let item, _) = admission { return item }
+                return nil
+            }
+            // Every third row answered before its mark (as a final row resent is).
+            try journal.transaction { () throws(JournalError) in
+                for item in items where item % 3 == 0 {
+                    try journal.recordOutcome(
+                        itemID: item, status: .failed, code: "http_418", httpStatus: 418, message: nil, now: 2_000,
+                        profile: nil)
+                }
+            }
+            try journal.transaction { () throws(JournalError) in
+                if together {
+                    try journal.markInFlight(itemIDs: items.reversed(), runID: run, now: 3_000)
+                } else {
+                    for item in items.reversed() { try journal.markInFlight(itemID: item, runID: run, now: 3_000) }
+                }
+            }
+            journal.close()
+            return try SQLiteTool.execute(
+                path,
+                """
+                SELECT id, status, code, updated_at, sent_run, in_flight_run, attempts FROM items ORDER BY id;
+                SELECT run_id, status, code, rows FROM run_counts ORDER BY run_id, status, code;
+                """)
+        }
+        let apart = try journal(markingTogether: false)
+        #expect(try journal(markingTogether: true) == apart)
+        #expect(apart.contains("|1|"), "rows were marked: \(apart)")
+    }
 }

@@ -69,6 +69,45 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(try admit(journal, "p1", "100", run: nextRun) == .finished(.restored))
     }
 
+    /// A snapshot's stored hash is FNV-1a over the state's UTF-8 and a byte for its absence, then
+    /// the access levels' the same way: the journal finds a snapshot again by it, so it must not
+    /// drift whatever way it is computed.
+    @Test func aSnapshotIsStoredUnderTheHashOfItsTexts() throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        defer { journal.close() }
+        let run = try startRun(journal)
+        let profiles = [
+            ProfileRecord(state: "subscribed", accessLevelsJSON: #"{"premium":{"isActive":true}}"#),
+            ProfileRecord(state: nil, accessLevelsJSON: "{}"),
+            ProfileRecord(state: "grâce 😀", accessLevelsJSON: nil),
+            ProfileRecord(state: "", accessLevelsJSON: ""),
+        ]
+        for (index, profile) in profiles.enumerated() {
+            guard case .send(let item, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
+                Issue.record("a new pair must be sent")
+                return
+            }
+            try journal.transaction { () throws(JournalError) in
+                try journal.recordOutcome(
+                    itemID: item, status: .restored, code: nil, httpStatus: 200, message: nil, now: 1_000,
+                    profile: profile)
+            }
+        }
+        func fnv(_ texts: [String?]) -> Int64 {
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for text in texts {
+                for byte in Array((text ?? "").utf8) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+                hash = (hash ^ (text == nil ? 1 : 0)) &* 0x100_0000_01b3
+            }
+            return Int64(bitPattern: hash)
+        }
+        let rows = try journal.connection.prepare("SELECT hash FROM snapshots ORDER BY id")
+        var stored: [Int64] = []
+        while try rows.step() { stored.append(rows.int(0)) }
+        #expect(stored == profiles.map { fnv([$0.state, $0.accessLevelsJSON]) })
+    }
+
     /// Every run's start recovers what a killed run left in flight: through the runs that have such
     /// rows, never a walk of every row (0.9 s per run start on a journal of 10 million).
     @Test func recoveringInFlightRowsReadsOnlyTheRunsThatHaveThem() throws {

@@ -25,6 +25,10 @@ import Testing
         #expect(
             RunJournalWriter.accessLevelsJSON(["pro": AccessLevelSnapshot(willRenew: true)])
                 == #"{"pro":{"willRenew":true}}"#)
+        let all = AccessLevelSnapshot(isActive: false, expiresAt: "2027-01-01", willRenew: true, sourceProductId: "m")
+        #expect(
+            RunJournalWriter.accessLevelsJSON(["pro": all])
+                == #"{"pro":{"expiresAt":"2027-01-01","isActive":false,"sourceProductId":"m","willRenew":true}}"#)
     }
 
     @Test func namesAndValuesAreEscapedAndReadBackByFoundation() throws {

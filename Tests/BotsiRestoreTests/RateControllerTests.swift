@@ -209,6 +209,22 @@ import Testing
         #expect(Self.close(controller.effectiveRate, expected, within: cut * 0.05), "\(controller.effectiveRate!)")
     }
 
+    /// The pace in force is the lowest of the controller's rate, the stated limit's share and
+    /// `--rate`, whichever of them are set.
+    @Test func theEffectiveRateIsTheLowestOfTheRateTheStatedLimitAndTheCap() {
+        let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 60, resetSeconds: 1)
+        for (cap, startRate, expected) in [(50.0, 1000.0, 50.0), (200, 1000, 99), (200, 30, 30), (20, 30, 20)] {
+            var controller = Self.controller(rateCap: cap, startRate: startRate)
+            controller.replied(.accepted, duration: 0.05, rateLimit: info, now: 0.1)
+            #expect(Self.close(controller.effectiveRate, expected), "cap \(cap), start \(startRate)")
+        }
+        var uncapped = Self.controller(startRate: 30)
+        #expect(Self.close(uncapped.effectiveRate, 30), "the rate alone")
+        uncapped.replied(.accepted, duration: 0.05, rateLimit: info, now: 0.1)
+        #expect(Self.close(uncapped.effectiveRate, 30), "below the stated limit's share")
+        #expect(Self.controller(rateCap: 7, adaptive: false).effectiveRate == 7, "--rate alone, unpaced otherwise")
+    }
+
     @Test func aStatedLimitCapsThePaceAndAWindowNearlyUsedUpIsAnEpisodeBeforeAnythingIsRefused() {
         var controller = Self.controller(startRate: 1000)
         let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 60, resetSeconds: 1)

@@ -156,12 +156,14 @@ actor ActiveRun {
     /// `flush` sends them.
     private func dispatchReady() throws(JournalError) {
         guard !isStopping else { return }
+        // Marked together: one statement for many rows costs SQLite less than one each.
+        var rows: [RunRow] = []
         var timestamp: Int64?
         while let entry = scheduler.nextSend(now: monotonicSeconds()) {
-            let now = timestamp ?? Timestamp.milliseconds(Date())
-            timestamp = now
-            try writer.markInFlight(entry.payload, now: now)
+            if timestamp == nil { timestamp = Timestamp.milliseconds(Date()) }
+            rows.append(entry.payload)
         }
+        if let timestamp { try writer.markInFlight(rows, now: timestamp) }
     }
 
     /// Commits the batch when the sends need its marks, it is `batchAge` old, nothing is on the

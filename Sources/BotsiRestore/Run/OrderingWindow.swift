@@ -26,13 +26,18 @@ struct OrderingWindow<Payload> {
     var isEmpty: Bool { entries.isEmpty }
     var readyCount: Int { ready.count - readyHead }
 
-    /// Adds a row read from the input. It becomes ready at once if nothing before it shares a key.
+    /// Adds a row read from the input. It becomes ready at once if nothing before it shares a key
+    /// (it heads both its queues). Every row passes here and through `takeReady` and `remove`, so
+    /// each of them finds a key's queue and an entry once: hashing the ids' strings and copying
+    /// entries a second time was a visible share of a run's own work per row.
     mutating func add(sequence: Int64, profileId: String, transactionId: String, payload: Payload) {
+        let headsProfile = profileQueues[profileId, default: KeyQueue()].append(sequence)
+        let headsTransaction = transactionQueues[transactionId, default: KeyQueue()].append(sequence)
+        let isReady = headsProfile && headsTransaction
         entries[sequence] = Entry(
-            sequence: sequence, profileId: profileId, transactionId: transactionId, payload: payload)
-        profileQueues[profileId, default: KeyQueue()].append(sequence)
-        transactionQueues[transactionId, default: KeyQueue()].append(sequence)
-        enqueueIfReady(sequence)
+            sequence: sequence, profileId: profileId, transactionId: transactionId, payload: payload,
+            isQueuedReady: isReady)
+        if isReady { ready.append(sequence) }
     }
 
     /// The next row that may be sent, marked busy (in flight or waiting to retry) until released.
@@ -44,10 +49,9 @@ struct OrderingWindow<Payload> {
                 ready.removeFirst(readyHead)
                 readyHead = 0
             }
-            guard var entry = entries[sequence] else { continue }
-            entry.isQueuedReady = false
-            entry.isBusy = true
-            entries[sequence] = entry
+            guard let index = entries.index(forKey: sequence) else { continue }
+            entries.values[index].isQueuedReady = false
+            entries.values[index].isBusy = true
             return sequence
         }
         return nil
@@ -55,18 +59,16 @@ struct OrderingWindow<Payload> {
 
     /// A busy row may be sent again (its retry wait is over). It still heads its keys.
     mutating func makeReadyAgain(_ sequence: Int64) {
-        guard var entry = entries[sequence] else { return }
-        entry.isBusy = false
-        entries[sequence] = entry
+        guard let index = entries.index(forKey: sequence) else { return }
+        entries.values[index].isBusy = false
         enqueueIfReady(sequence)
     }
 
     /// A row taken but not sent goes back to the front of the ready rows: next to be taken.
     mutating func putBack(_ sequence: Int64) {
-        guard var entry = entries[sequence], entry.isBusy else { return }
-        entry.isBusy = false
-        entry.isQueuedReady = true
-        entries[sequence] = entry
+        guard let index = entries.index(forKey: sequence), entries.values[index].isBusy else { return }
+        entries.values[index].isBusy = false
+        entries.values[index].isQueuedReady = true
         if readyHead > 0 {
             readyHead -= 1
             ready[readyHead] = sequence
@@ -103,28 +105,38 @@ struct OrderingWindow<Payload> {
 
     /// Removes `sequence` (the head) from the key's queue and returns the new head.
     private static func pop(_ sequence: Int64, key: String, from queues: inout [String: KeyQueue]) -> Int64? {
-        guard var queue = queues[key] else { return nil }
-        queue.remove(sequence)
-        if queue.isEmpty {
-            queues.removeValue(forKey: key)
+        guard let index = queues.index(forKey: key) else { return nil }
+        queues.values[index].remove(sequence)
+        guard let head = queues.values[index].first else {
+            queues.remove(at: index)
             return nil
         }
-        queues[key] = queue
-        return queue.first
+        return head
     }
 }
 
-/// A FIFO of sequence numbers; almost always of length one, so an array suffices.
+/// A FIFO of sequence numbers; almost always of length one, so its head is kept apart and the
+/// rest (an array, allocated only when a key has rows waiting behind its head) seldom exists.
 struct KeyQueue {
-    private var items: [Int64] = []
-    var first: Int64? { items.first }
-    var isEmpty: Bool { items.isEmpty }
-    mutating func append(_ sequence: Int64) { items.append(sequence) }
+    private(set) var first: Int64?
+    private var rest: [Int64] = []
+    var isEmpty: Bool { first == nil }
+
+    /// Appends `sequence`; true when it is the head (the queue was empty).
+    mutating func append(_ sequence: Int64) -> Bool {
+        guard first != nil else {
+            first = sequence
+            return true
+        }
+        rest.append(sequence)
+        return false
+    }
+
     mutating func remove(_ sequence: Int64) {
-        if items.first == sequence {
-            items.removeFirst()
-        } else if let index = items.firstIndex(of: sequence) {
-            items.remove(at: index)
+        if first == sequence {
+            first = rest.isEmpty ? nil : rest.removeFirst()
+        } else if let index = rest.firstIndex(of: sequence) {
+            rest.remove(at: index)
         }
     }
 }

@@ -90,18 +90,9 @@ struct RunJournalWriter {
     mutating func admit(_ pairs: [PairToAdmit], now: Int64, holdConflicts: Bool) throws(JournalError) -> [Admission] {
         guard !pairs.isEmpty else { return [] }
         try beginBatch()
-        let admissions = try journal.admit(pairs, runID: runID, now: now, holdConflicts: holdConflicts)
-        for (admission, row) in zip(admissions, pairs) {
-            switch admission {
-            case .send(let itemID, let mark):
-                unmarkedColumns[itemID] = mark
-                try noteConflict(row.originalTransactionId, profileId: row.profileId)
-            case .held:
-                sharedTransactions.insert(row.originalTransactionId)
-            case .duplicate, .owedMetAgain, .finished:
-                break
-            }
-        }
+        let admissions = try journal.admit(
+            pairs, runID: runID, now: now, holdConflicts: holdConflicts, sharedTransactions: &sharedTransactions)
+        for case .send(let itemID, let mark) in admissions { unmarkedColumns[itemID] = mark }
         return admissions
     }
 
@@ -132,10 +123,27 @@ struct RunJournalWriter {
     /// How a row is marked decides what a kill does to it; the table says which rows keep their
     /// status through one.
     mutating func markInFlight(_ row: RunRow, now: Int64) throws(JournalError) {
+        try markInFlight([row], now: now)
+    }
+
+    /// Marks `rows` at `now`, each as `markInFlight(_:now:)` would; the rows that do not keep
+    /// their status and whose columns the writer knows (admitted or put back by this run) are
+    /// marked together, a statement per 32 rows.
+    mutating func markInFlight(_ rows: [RunRow], now: Int64) throws(JournalError) {
+        guard !rows.isEmpty else { return }
         try beginBatch()
-        let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
-        unmarkedColumns[row.itemID] = try journal.markInFlight(
-            itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus, known: unmarkedColumns[row.itemID])
+        var known: [Int64] = []
+        for row in rows {
+            let keepsStatus = row.status.isFinal && finalRowsKeepStatusThroughAKill
+            if !keepsStatus, unmarkedColumns[row.itemID] != nil {
+                known.append(row.itemID)
+                continue
+            }
+            unmarkedColumns[row.itemID] = try journal.markInFlight(
+                itemID: row.itemID, runID: runID, now: now, keepsStatus: keepsStatus,
+                known: unmarkedColumns[row.itemID])
+        }
+        try journal.markInFlight(itemIDs: known, runID: runID, now: now)
     }
 
     /// The row's request left: what its mark replaced is not needed any more.
@@ -172,17 +180,19 @@ struct RunJournalWriter {
                 attempt,
                 outcome: OutcomeRecord(
                     status: settled, code: code, httpStatus: result.httpStatus, message: message, now: now,
-                    profile: profile))
+                    profile: profile),
+                deferringAttempt: true)
             return (settled, true)
         case .lastError:
             try journal.recordReply(
                 attempt,
                 outcome: OutcomeRecord(
                     status: .pending, code: code, httpStatus: result.httpStatus, message: message, now: now,
-                    profile: nil))
+                    profile: nil),
+                deferringAttempt: true)
             return (.pending, true)
         case .attemptOnly:
-            try journal.recordReply(attempt, outcome: nil)
+            try journal.recordReply(attempt, outcome: nil, deferringAttempt: true)
             return (row.status, false)
         case .nothing, .recoverPending, .clearMark:
             preconditionFailure("a reply never leaves a row \(decision.action.write)")
@@ -281,40 +291,59 @@ struct RunJournalWriter {
 
     /// Access levels as compact JSON with sorted keys and nulls left out, built in one byte buffer
     /// (written by hand: an encoder, or a string per field, per reply was a visible cost at
-    /// thousands of replies per second).
+    /// thousands of replies per second; so were nested helpers capturing the buffer and appending
+    /// two-byte strings through `String.utf8`, ~5,600 instructions a reply).
     static func accessLevelsJSON(_ levels: [String: AccessLevelSnapshot]) -> String {
-        var out: [UInt8] = [UInt8(ascii: "{")]
+        var out: [UInt8] = []
         out.reserveCapacity(96 * levels.count + 2)
-        let names = levels.count == 1 ? Array(levels.keys) : levels.keys.sorted()
-        for name in names {
-            guard let level = levels[name] else { continue }
-            if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            JSONString.append(name, to: &out)
-            out.append(contentsOf: ":{".utf8)
-            let fieldsStart = out.count
-            func key(_ name: StaticString, _ out: inout [UInt8]) {
-                if out.count > fieldsStart { out.append(UInt8(ascii: ",")) }
-                out.append(UInt8(ascii: "\""))
-                name.withUTF8Buffer { out.append(contentsOf: $0) }
-                out.append(contentsOf: "\":".utf8)
+        out.append(UInt8(ascii: "{"))
+        if levels.count == 1, let (name, level) = levels.first {
+            appendLevel(name, level, to: &out)
+        } else {
+            for name in levels.keys.sorted() {
+                guard let level = levels[name] else { continue }
+                if out.count > 1 { out.append(UInt8(ascii: ",")) }
+                appendLevel(name, level, to: &out)
             }
-            func field(_ name: StaticString, _ value: String?, _ out: inout [UInt8]) {
-                guard let value else { return }
-                key(name, &out)
-                JSONString.append(value, to: &out)
-            }
-            func field(_ name: StaticString, _ value: Bool?, _ out: inout [UInt8]) {
-                guard let value else { return }
-                key(name, &out)
-                out.append(contentsOf: (value ? "true" : "false").utf8)
-            }
-            field("expiresAt", level.expiresAt, &out)
-            field("isActive", level.isActive, &out)
-            field("sourceProductId", level.sourceProductId, &out)
-            field("willRenew", level.willRenew, &out)
-            out.append(UInt8(ascii: "}"))
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `"name":{...}`, the level's fields in key order, nulls left out.
+    private static func appendLevel(_ name: String, _ level: AccessLevelSnapshot, to out: inout [UInt8]) {
+        JSONString.append(name, to: &out)
+        out.append(UInt8(ascii: ":"))
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        if let value = level.expiresAt {
+            appendKey(#""expiresAt":"#, first: &first, to: &out)
+            JSONString.append(value, to: &out)
+        }
+        if let value = level.isActive {
+            appendKey(#""isActive":"#, first: &first, to: &out)
+            appendBool(value, to: &out)
+        }
+        if let value = level.sourceProductId {
+            appendKey(#""sourceProductId":"#, first: &first, to: &out)
+            JSONString.append(value, to: &out)
+        }
+        if let value = level.willRenew {
+            appendKey(#""willRenew":"#, first: &first, to: &out)
+            appendBool(value, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A field's quoted key and colon, after a comma unless it is the object's first field.
+    private static func appendKey(_ key: StaticString, first: inout Bool, to out: inout [UInt8]) {
+        if !first { out.append(UInt8(ascii: ",")) }
+        first = false
+        key.withUTF8Buffer { out.append(contentsOf: $0) }
+    }
+
+    private static func appendBool(_ value: Bool, to out: inout [UInt8]) {
+        let literal: StaticString = value ? "true" : "false"
+        literal.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 }

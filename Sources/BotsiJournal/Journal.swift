@@ -73,10 +73,8 @@ public final class Journal {
     /// Attempts recorded with their INSERT left for later (`recordReply(_:outcome:deferringAttempt:)`),
     /// in order; inserted before the transaction commits, dropped with it when it rolls back.
     var pendingAttempts: [PendingAttempt] = []
-    /// The multi-row INSERTs of `insertAttempts`, by their number of rows.
-    var attemptInserts: [Int: SQLiteStatement] = [:]
-    /// The multi-row INSERTs of a batch's new rows, by their number of rows (`Journal.admit`).
-    var newRowInserts: [Int: SQLiteStatement] = [:]
+    /// The statements of `insert(_:as:values:)`, by their number of rows.
+    var multiRowInserts: [MultiRowInsert: [Int: SQLiteStatement]] = [:]
 
     /// Opens (and with `create`, creates with mode 0600) a journal, checks it is one of ours,
     /// switches on WAL and migrates it forward. `readOnly` opens an existing journal for reports.
@@ -279,8 +277,7 @@ public final class Journal {
         pendingAttempts.removeAll()
         statements.removeAll()
         builtStatements.removeAll()
-        attemptInserts.removeAll()
-        newRowInserts.removeAll()
+        multiRowInserts.removeAll()
         connection.close()
         file.close()
     }

@@ -250,42 +250,17 @@ extension Journal {
         try insertAttempts([attempt][...])
     }
 
-    /// Inserts `attempts` in order: 32 rows a statement, then the rest in statements of 16, 8, 4,
-    /// 2 and 1 rows, so that their ids follow their order as one INSERT each would.
     private func insertAttempts(_ attempts: ArraySlice<PendingAttempt>) throws(SQLiteError) {
-        var rest = attempts
-        while !rest.isEmpty {
-            var size = 32
-            while size > rest.count { size /= 2 }
-            let insert = try attemptInsert(rows: size)
-            insert.rewind()
-            var parameter: Int32 = 1
-            for pending in rest.prefix(size) {
-                let attempt = pending.attempt
-                for value: SQLiteValue in [
-                    .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
-                    .int(Timestamp.milliseconds(attempt.startedAt)),
-                    .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
-                    .optionalText(attempt.code), .int(attempt.outcome.journalCode),
-                    pending.snapshot.map { .int($0) } ?? .null,
-                ] {
-                    try insert.bind(value, at: parameter)
-                    parameter += 1
-                }
-            }
-            try insert.run()
-            rest = rest.dropFirst(size)
+        try insert(attempts, as: .attempts) { pending in
+            let attempt = pending.attempt
+            return [
+                .int(attempt.itemID), .int(attempt.runID), .int(Int64(attempt.number)),
+                .int(Timestamp.milliseconds(attempt.startedAt)),
+                .int(Int64((attempt.durationMilliseconds * 1000).rounded())), .optionalInt(attempt.httpStatus),
+                .optionalText(attempt.code), .int(attempt.outcome.journalCode),
+                pending.snapshot.map { .int($0) } ?? .null,
+            ]
         }
-    }
-
-    private func attemptInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
-        if let insert = attemptInserts[rows] { return insert }
-        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
-        let insert = try connection.prepare(
-            "INSERT INTO attempts (item_id, run_id, number, started_at, duration_us, http_status, code, outcome, "
-                + "snapshot_id) VALUES " + values)
-        attemptInserts[rows] = insert
-        return insert
     }
 
     /// An attempt alone, counted on its row at once; `recordOutcome` may follow.

@@ -233,54 +233,20 @@ extension Journal {
         }
     }
 
-    /// Inserts `newRows` in order, 32 rows a statement and the rest in statements of 16, 8, 4, 2
-    /// and 1: each INSERT statement costs SQLite a statement transaction and the count trigger's
-    /// frame whatever its number of rows (~7,000 instructions).
+    /// Inserts `newRows` in order, many a statement (`MultiRowInsert.items`).
     private func insertNewRows(_ newRows: inout NewRows) throws(JournalError) {
         guard !newRows.rows.isEmpty else { return }
         try wrap { () throws(SQLiteError) in
-            var rest = newRows.rows[...]
-            while !rest.isEmpty {
-                var size = 32
-                while size > rest.count { size /= 2 }
-                let insert = try newRowInsert(rows: size)
-                insert.rewind()
-                var parameter: Int32 = 1
-                for row in rest.prefix(size) {
-                    let held = row.status == .held
-                    for value: SQLiteValue in [
-                        .int(row.itemID), .int(row.hash), .text(row.pair.profileId),
-                        .text(row.pair.originalTransactionId), .int(row.status.journalCode),
-                        .optionalText(held ? ItemStatus.heldCode : nil), .int(row.pair.source.input),
-                        .int(Int64(row.pair.source.line)), .int(row.runID), .int(row.now),
-                    ] {
-                        try insert.bind(value, at: parameter)
-                        parameter += 1
-                    }
-                }
-                try insert.run()
-                rest = rest.dropFirst(size)
+            try insert(newRows.rows, as: .items) { row in
+                [
+                    .int(row.itemID), .int(row.hash), .text(row.pair.profileId),
+                    .text(row.pair.originalTransactionId), .int(row.status.journalCode),
+                    .optionalText(row.status == .held ? ItemStatus.heldCode : nil), .int(row.pair.source.input),
+                    .int(Int64(row.pair.source.line)), .int(row.runID), .int(row.now),
+                ]
             }
             newRows.rows.removeAll(keepingCapacity: true)
         }
-    }
-
-    private func newRowInsert(rows: Int) throws(SQLiteError) -> SQLiteStatement {
-        if let insert = newRowInserts[rows] { return insert }
-        let values = (0..<rows).map { row in
-            let base = row * 10
-            // id, pair_hash, profile_id, original_transaction_id, status, code, first_input,
-            // first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at
-            return "(?\(base + 1), ?\(base + 2), ?\(base + 3), ?\(base + 4), ?\(base + 5), ?\(base + 6), "
-                + "?\(base + 7), ?\(base + 8), ?\(base + 7), ?\(base + 8), ?\(base + 9), ?\(base + 9), "
-                + "?\(base + 9), ?\(base + 10), ?\(base + 10))"
-        }
-        let insert = try connection.prepare(
-            "INSERT INTO items (id, pair_hash, profile_id, original_transaction_id, status, code, first_input, "
-                + "first_line, last_input, last_line, first_run, last_run, read_run, created_at, updated_at) VALUES "
-                + values.joined(separator: ", "))
-        newRowInserts[rows] = insert
-        return insert
     }
 
     private static func samePair(_ one: PairToAdmit, _ other: PairToAdmit) -> Bool {

@@ -156,22 +156,7 @@ import Testing
     func attemptsInsertedAtTheCommitAreThoseInsertedOneByOne(count: Int) throws {
         func journal(deferring: Bool) throws -> String {
             let path = directory.file("\(deferring ? "deferred" : "at-once")-\(count).sqlite")
-            let journal = try Journal(path: path)
-            let run = try journal.transaction { () throws(JournalError) in
-                try journal.startRun(startedAt: Date(), toolVersion: "test", host: "host", pid: 1, optionsJSON: "{}")
-            }
-            let input = try journal.inputID(path: "in.csv")
-            let pairs = (0..<count).map { index in
-                PairToAdmit(
-                    profileId: "p\(index)", originalTransactionId: "\(1_000 + index)",
-                    source: RowSource(input: input, line: index + 2))
-            }
-            let items = try journal.transaction { () throws(JournalError) in
-                try journal.admit(pairs, runID: run, now: 1_000)
-            }.compactMap { admission -> Int64? in
-                if case .send(let item, _) = admission { return item }
-                return nil
-            }
+            let (journal, run, items) = try journalWithAdmittedRows(at: path, count: count)
             func record(_ index: Int, _ item: Int64) throws(JournalError) {
                 let restored = index % 3 != 0
                 let attempt = AttemptRecord(

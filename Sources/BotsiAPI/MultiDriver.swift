@@ -29,6 +29,12 @@ final class MultiDriver {
     /// The longest wait without a curl timer: a safety net, since submit and shutdown wake the loop.
     private static let idleWaitMilliseconds: Int32 = 1000
     private static let readyCapacity = 256
+    /// The shortest time between two collections of replies under load (see `pauseUntilRoundIsDue`): a
+    /// millisecond is 2% of a 50 ms reply, and it cut the client's CPU per request by 15% at 256 in flight.
+    static let roundNanoseconds: UInt64 = 1_000_000
+    /// Below this many transfers in flight, replies are collected as they come: too few arrive in a
+    /// round to be worth a wait.
+    static let pauseFromInFlight = 16
 
     init(
         core: ClientCore, handles: DriverHandles, template: RequestTemplate,
@@ -70,20 +76,18 @@ final class MultiDriver {
 
         var readyDescriptors = [Int32](repeating: 0, count: Self.readyCapacity)
         var readyFlags = [Int32](repeating: 0, count: Self.readyCapacity)
-        while true {
-            let (batch, stopping) = core.state.withLock { state in
-                var batch: [RestoreRequest] = []
-                swap(&batch, &state.pending)
-                state.wakeupSent = false
-                return (batch, state.stopping)
+        var roundStarted: UInt64 = 0
+        while startSubmitted() {
+            let loaded = active.count >= Self.pauseFromInFlight
+            if loaded {
+                guard pauseUntilRoundIsDue(roundStarted) else { break }
             }
-            if stopping { break }
-            for request in batch { start(request) }
-
             let readyCount = Int(
                 ccurl_epoll_wait(
                     epoll, &readyDescriptors, &readyFlags, Int32(Self.readyCapacity), waitMilliseconds())
             )
+            roundStarted = DispatchTime.now().uptimeNanoseconds
+            if loaded { core.loadedRounds.add(1, ordering: .relaxed) }
             for index in 0..<max(readyCount, 0) {
                 let descriptor = readyDescriptors[index]
                 if descriptor == core.wakeupDescriptor {
@@ -92,12 +96,44 @@ final class MultiDriver {
                     act(on: descriptor, flags: readyFlags[index])
                 }
             }
-            if let deadline = timerDeadline, deadline <= DispatchTime.now().uptimeNanoseconds {
-                fireTimer()
-            }
+            fireTimerIfDue()
             collectFinishedTransfers()
         }
         tearDown()
+    }
+
+    /// Starts every request submitted since the last look; false once the client is stopping.
+    private func startSubmitted() -> Bool {
+        let (batch, stopping) = core.state.withLock { state in
+            var batch: [RestoreRequest] = []
+            swap(&batch, &state.pending)
+            state.wakeupSent = false
+            return (batch, state.stopping)
+        }
+        if stopping { return false }
+        for request in batch { start(request) }
+        return true
+    }
+
+    /// Replies are collected at most once a round while many transfers are in flight: each
+    /// collection wakes this thread and hands a batch to the run's thread, and under load those
+    /// wake-ups (the scheduler's work and the run's per-batch steps) cost more than the replies they
+    /// carried. New requests are not held back meanwhile: a submission ends the wait and goes out at
+    /// once. False once the client is stopping.
+    private func pauseUntilRoundIsDue(_ roundStarted: UInt64) -> Bool {
+        let due = roundStarted + Self.roundNanoseconds
+        while true {
+            // curl's timers still fire on time: they start the requests just added, among others.
+            fireTimerIfDue()
+            collectFinishedTransfers()
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard due > now else { return true }
+            var wait = due - now
+            if let deadline = timerDeadline { wait = deadline > now ? min(wait, deadline - now) : 0 }
+            guard ccurl_wait_readable(core.wakeupDescriptor, Int64(wait)) > 0 else { continue }
+            ccurl_eventfd_drain(core.wakeupDescriptor)
+            guard startSubmitted() else { return false }
+        }
     }
 
     /// The socket callback: keeps the epoll set in step with what curl wants from `socket`.
@@ -137,6 +173,10 @@ final class MultiDriver {
     private func act(on socket: Int32, flags: Int32) {
         var running: Int32 = 0
         checkAction(curl_multi_socket_action(multi, socket, flags, &running))
+    }
+
+    private func fireTimerIfDue() {
+        if let deadline = timerDeadline, deadline <= DispatchTime.now().uptimeNanoseconds { fireTimer() }
     }
 
     private func fireTimer() {
@@ -290,6 +330,7 @@ struct ActiveTransfers {
     private var byHandle: [UnsafeMutableRawPointer: Transfer] = [:]
 
     var all: Dictionary<UnsafeMutableRawPointer, Transfer>.Values { byHandle.values }
+    var count: Int { byHandle.count }
 
     mutating func insert(_ transfer: Transfer) {
         byHandle[transfer.easy] = transfer

@@ -113,6 +113,17 @@ static inline void ccurl_eventfd_signal(int fd) {
     (void)eventfd_write(fd, 1);
 }
 
+/// Waits up to `nanoseconds` for `fd` to become readable: 1 if it is, 0 if the time ran out or a
+/// signal came, -1 with errno set.
+#include <poll.h>
+static inline int ccurl_wait_readable(int fd, long long nanoseconds) {
+    struct pollfd watched = {.fd = fd, .events = POLLIN, .revents = 0};
+    struct timespec limit = {.tv_sec = nanoseconds / 1000000000LL, .tv_nsec = nanoseconds % 1000000000LL};
+    int count = ppoll(&watched, 1, &limit, NULL);
+    if (count < 0) return errno == EINTR ? 0 : -1;
+    return count;
+}
+
 /// Empties the eventfd so it stops reporting readable.
 static inline void ccurl_eventfd_drain(int fd) {
     eventfd_t value;

@@ -235,6 +235,40 @@ struct ClientIntegrationTests {
         #expect(stats.connectionsAccepted <= 64)
     }
 
+    /// With 256 in flight and replies spread over 50-100 ms, several come back each millisecond
+    /// (without the pause, about 1.5 rounds a millisecond here); the driver collects them at most once
+    /// a millisecond, so its wake-ups (and the run's batches) follow the clock rather than the replies.
+    /// A bound by construction, whatever the machine's speed: each loaded round starts a millisecond
+    /// or more after the one before.
+    @Test func repliesUnderLoadAreCollectedAtMostOnceAMillisecond() async throws {
+        let simulator = try startSimulator {
+            $0.latencyMilliseconds = 50
+            $0.jitterMilliseconds = 50
+        }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 256
+        let requests = (0..<3000).map { index in
+            RestoreRequest(tag: Int64(index), profileId: "profile-\(index)", originalTransactionId: "\(index * 10 + 1)")
+        }
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+        let started = ContinuousClock.now
+        for request in requests { client.submit(request) }
+        try await collector.wait(for: requests.count)
+        let elapsed = ContinuousClock.now - started
+        let rounds = client.loadedRounds
+        client.shutdown()
+        #expect(collector.count == requests.count)
+        #expect(collector.all.allSatisfy { if case .restored = $0.reply { true } else { false } })
+        let milliseconds = Int(
+            elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        #expect(rounds > 0, "the driver never counted a round with many transfers in flight")
+        #expect(
+            rounds <= milliseconds + 1,
+            "\(rounds) loaded rounds in \(milliseconds) ms: replies were collected more often than once a millisecond")
+    }
+
     /// Between requests the driver sleeps in epoll_wait and curl drops the idle connection from the
     /// epoll set; each submit must wake the driver and curl must get the same connection back.
     @Test func requestsOneAtATimeReuseOneConnection() async throws {

@@ -99,10 +99,11 @@ public final class RestoreClient: Sendable {
         }
     }
 
-    /// How many times the driver collected replies while enough transfers were in flight for it to
-    /// collect them at most once a millisecond (`MultiDriver.roundNanoseconds`): under load, the
-    /// client's wake-ups, and so much of its CPU, follow this count rather than the replies.
-    public var loadedRounds: Int { core.loadedRounds.load(ordering: .relaxed) }
+    /// How many times the driver collected replies at the end of a round: while enough transfers are
+    /// in flight it collects them at most once a round, a share of a typical transfer's time capped at
+    /// 2 ms (`MultiDriver.roundShareOfTransfer`, `longestRoundNanoseconds`). Under load the client's
+    /// wake-ups, and so much of its CPU, follow this count rather than the replies.
+    public var pacedRounds: Int { core.pacedRounds.load(ordering: .relaxed) }
 
     /// Requests submitted whose result has not been delivered yet.
     public var inFlight: Int {
@@ -235,8 +236,8 @@ func checkMulti(_ code: CURLMcode, _ what: String) throws(ClientError) {
 final class ClientCore: Sendable {
     let state = Mutex(ClientState())
     let driverFinished = DispatchSemaphore(value: 0)
-    /// Rounds in which the driver collected replies with many transfers in flight.
-    let loadedRounds = Atomic<Int>(0)
+    /// Rounds in which the driver collected replies after pausing (many transfers in flight).
+    let pacedRounds = Atomic<Int>(0)
     /// An eventfd in the driver's epoll set. Other threads only write to it, under the state lock
     /// while `wakeupClosed` is false; the driver sets that flag under the lock before closing it.
     let wakeupDescriptor: Int32

@@ -17,6 +17,7 @@ final class MultiDriver {
     private let template: RequestTemplate
     private let onResult: @Sendable (RestoreResult) -> Void
     private var active = ActiveTransfers()
+    private var watched = WatchedSockets()
     private var idle: [Transfer] = []
     private let idleLimit: Int
     /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
@@ -64,10 +65,10 @@ final class MultiDriver {
         let userData = Unmanaged.passUnretained(self).toOpaque()
         try checkMulti(ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, userData), "the socket callback data")
         try checkMulti(
-            ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userData, socketData in
+            ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userData, _ in
                 guard let userData else { return -1 }
                 let driver = Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue()
-                return driver.watch(socket, what: what, known: socketData != nil)
+                return driver.watch(socket, what: what)
             }, "the socket callback")
         try checkMulti(ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, userData), "the timer callback data")
         try checkMulti(
@@ -95,6 +96,7 @@ final class MultiDriver {
                     epoll, &readyDescriptors, &readyFlags, Int32(Self.readyCapacity), waitMilliseconds())
             )
             roundStarted = DispatchTime.now().uptimeNanoseconds
+            core.wakeUps.add(1, ordering: .relaxed)
             if round > 0 { core.pacedRounds.add(1, ordering: .relaxed) }
             for index in 0..<max(readyCount, 0) {
                 let descriptor = readyDescriptors[index]
@@ -159,19 +161,24 @@ final class MultiDriver {
     }
 
     /// The socket callback: keeps the epoll set in step with what curl wants from `socket`.
-    private func watch(_ socket: Int32, what: Int32, known: Bool) -> Int32 {
-        if what == CURL_POLL_REMOVE {
+    private func watch(_ socket: Int32, what: Int32) -> Int32 {
+        let change = what == CURL_POLL_REMOVE ? watched.release(socket) : watched.want(socket, for: what)
+        switch change {
+        case .none:
+            return 0
+        case .remove:
             ccurl_epoll_unwatch(epoll, socket)
             return 0
+        case .add, .modify:
+            // ccurl_epoll_watch corrects an ADD to a MOD and back if the set disagrees with the table.
+            return ccurl_epoll_watch(epoll, socket, what, change == .modify ? 1 : 0) == 0 ? 0 : -1
         }
-        guard ccurl_epoll_watch(epoll, socket, what, known ? 1 : 0) == 0 else { return -1 }
-        // Any non-nil value marks the socket as in the set; curl forgets it when the socket goes. If curl
-        // cannot keep the mark, the next call says "unknown" again and ccurl_epoll_watch corrects the ADD
-        // to a MOD, so a failure here costs one extra system call and nothing else.
-        if !known && curl_multi_assign(multi, socket, UnsafeMutableRawPointer(bitPattern: 1)) != CURLM_OK {
-            return 0
-        }
-        return 0
+    }
+
+    /// curl's close callback, for every socket it opened: the socket leaves the table, then closes.
+    fileprivate func close(_ socket: Int32) -> Int32 {
+        watched.closed(socket)
+        return Glibc.close(socket) == 0 ? 0 : 1
     }
 
     /// The timer callback: -1 removes the timer, anything else is milliseconds from now.
@@ -193,6 +200,10 @@ final class MultiDriver {
     }
 
     private func act(on socket: Int32, flags: Int32) {
+        if watched.takeParked(socket) {
+            ccurl_epoll_unwatch(epoll, socket)
+            return
+        }
         var running: Int32 = 0
         checkAction(curl_multi_socket_action(multi, socket, flags, &running))
     }
@@ -241,6 +252,7 @@ final class MultiDriver {
         } else {
             do throws(ClientError) {
                 transfer = try Transfer(template: template)
+                try closeSocketsThroughDriver(transfer)
             } catch {
                 deliver(failure(request, message: error.message))
                 return
@@ -256,6 +268,19 @@ final class MultiDriver {
         }
         active.insert(transfer)
     }
+    /// A connection keeps the close callback of the transfer that opened it; every transfer gets it.
+    private func closeSocketsThroughDriver(_ transfer: Transfer) throws(ClientError) {
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        let code = ccurl_easy_close_sockets_with(transfer.easy, userData) { userData, socket in
+            guard let userData else { return Glibc.close(socket) == 0 ? 0 : 1 }
+            return Unmanaged<MultiDriver>.fromOpaque(userData).takeUnretainedValue().close(socket)
+        }
+        guard code == CURLE_OK else {
+            throw ClientError(
+                "libcurl refused the socket close callback (\(String(cString: curl_easy_strerror(code)))).")
+        }
+    }
+
     private func failure(_ request: RestoreRequest, message: String) -> RestoreResult {
         RestoreResult(
             tag: request.tag,

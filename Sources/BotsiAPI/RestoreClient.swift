@@ -105,6 +105,10 @@ public final class RestoreClient: Sendable {
     /// wake-ups, and so much of its CPU, follow this count rather than the replies.
     public var pacedRounds: Int { core.pacedRounds.load(ordering: .relaxed) }
 
+    /// How many times the driver's wait for its sockets returned, for whatever reason: an idle client
+    /// wakes only when something happens (a submission, a curl timer, a socket that reports).
+    public var wakeUps: Int { core.wakeUps.load(ordering: .relaxed) }
+
     /// Requests submitted whose result has not been delivered yet.
     public var inFlight: Int {
         core.state.withLock { $0.inFlight }
@@ -238,6 +242,8 @@ final class ClientCore: Sendable {
     let driverFinished = DispatchSemaphore(value: 0)
     /// Rounds in which the driver collected replies after pausing (many transfers in flight).
     let pacedRounds = Atomic<Int>(0)
+    /// Every return of the driver's wait for sockets, idle ones included.
+    let wakeUps = Atomic<Int>(0)
     /// An eventfd in the driver's epoll set. Other threads only write to it, under the state lock
     /// while `wakeupClosed` is false; the driver sets that flag under the lock before closing it.
     let wakeupDescriptor: Int32

@@ -145,6 +145,12 @@ static inline curl_socket_t ccurl_open_socket(void *error, curlsocktype purpose,
     return fd;
 }
 
+/// Makes the connections `handle` opens close their sockets through `callback` with `data`.
+static inline CURLcode ccurl_easy_close_sockets_with(CURL *handle, void *data, curl_closesocket_callback callback) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, data);
+}
+
 /// Makes `handle` open its sockets with `ccurl_open_socket`, which writes a failure's errno to `error`.
 static inline CURLcode ccurl_easy_open_sockets_recording_errors(CURL *handle, int *error) {
     CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, ccurl_open_socket);

@@ -291,6 +291,33 @@ struct ClientIntegrationTests {
         #expect(simulator.stats().connectionsAccepted == 1)
     }
 
+    /// An idle connection stays in the driver's epoll set (parked) so that its next request costs no
+    /// system call; when the server closes it, the parked socket reports once and leaves the set,
+    /// rather than waking the driver again and again until curl next looks at the connection, and the
+    /// next request goes out on a new connection.
+    @Test func anIdleConnectionTheServerClosesWakesTheDriverOnceAndIsReplaced() async throws {
+        let simulator = try startSimulator { $0.idleTimeoutSeconds = 0.2 }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 1
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+        client.submit(RestoreRequest(tag: 1, profileId: "p1", originalTransactionId: "11"))
+        try await collector.wait(for: 1)
+        // The server closes the idle connection after 0.2 s; the client then waits idle for 0.6 s more.
+        try await Task.sleep(for: .milliseconds(300))
+        let wakeUpsAfterTheClose = client.wakeUps
+        try await Task.sleep(for: .milliseconds(600))
+        let idleWakeUps = client.wakeUps - wakeUpsAfterTheClose
+        client.submit(RestoreRequest(tag: 2, profileId: "p2", originalTransactionId: "21"))
+        try await collector.wait(for: 2)
+        client.shutdown()
+        #expect(collector.all.map(\.tag) == [1, 2])
+        #expect(collector.all.allSatisfy { if case .restored = $0.reply { true } else { false } })
+        #expect(simulator.stats().connectionsAccepted == 2)
+        #expect(idleWakeUps <= 3, "the idle driver woke \(idleWakeUps) times in 0.6 s: a closed socket kept reporting")
+    }
+
     /// A reset after the request was read, on a reused connection, makes libcurl resend the request on
     /// a fresh connection by itself; the resend guard refuses that, so every request Botsi receives is
     /// one result (one attempt the caller counts and journals), and no pair is received twice.

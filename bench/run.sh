@@ -174,8 +174,8 @@ report_rows=${REPORT_ROWS:-300000}
 if [ "$parts" = all ] && [ "$report_rows" = "$big_rows" ]; then
     report_journal="$work/big.sqlite"
 else
-    python3 bench/make_input.py "$report_rows" >"$work/report.csv"
-    measure report-run "$bin" run "$work/report.csv" --journal "$work/report.sqlite" \
+    python3 bench/make_input.py "$report_rows" >"$work/report-input.csv"
+    measure report-run "$bin" run "$work/report-input.csv" --journal "$work/report.sqlite" \
         --base-url "$sim_url" --key-env BENCH_KEY --concurrency 64 --quiet >/dev/null
     report_journal="$work/report.sqlite"
 fi

@@ -33,7 +33,7 @@ final class MultiDriver {
     /// Under load, replies are collected at most once a round (see `pauseUntil`), a round
     /// being this share of a typical transfer's time: a reply waits half a round on average, so the
     /// throughput lost stays near 2% whatever the server's latency (measured at 50 ms: a 2 ms round
-    /// cost 3% of the requests/s and saved 25% of the client's CPU per request).
+    /// cost about 3% of the requests/s and saved about a fifth of the client's CPU per request).
     static let roundShareOfTransfer = 0.04
     /// The longest round, whatever the latency: what a slow server's reply may wait to be collected.
     static let longestRoundNanoseconds: UInt64 = 2_000_000

@@ -7,9 +7,9 @@ import Glibc
 /// Owns the multi handle and every easy handle; runs on the driver thread only.
 ///
 /// curl tells the driver which sockets to watch (socket callback) and when it next needs the clock
-/// (timer callback); the driver waits on exactly those sockets with epoll and hands each ready one
-/// to `curl_multi_socket_action`, so a wakeup costs work for the sockets that are ready rather than
-/// for every open connection.
+/// (timer callback); the driver waits on those sockets with epoll (idle connections stay in the set,
+/// parked: `WatchedSockets`) and hands each ready one to `curl_multi_socket_action`, so a wakeup
+/// costs work for the sockets that are ready rather than for every open connection.
 final class MultiDriver {
     private let core: ClientCore
     private let multi: UnsafeMutableRawPointer

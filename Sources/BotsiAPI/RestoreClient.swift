@@ -103,11 +103,11 @@ public final class RestoreClient: Sendable {
     /// in flight it collects them at most once a round, a share of a typical transfer's time capped at
     /// 2 ms (`MultiDriver.roundShareOfTransfer`, `longestRoundNanoseconds`). Under load the client's
     /// wake-ups, and so much of its CPU, follow this count rather than the replies.
-    public var pacedRounds: Int { core.pacedRounds.load(ordering: .relaxed) }
+    var pacedRounds: Int { core.pacedRounds.load(ordering: .relaxed) }
 
     /// How many times the driver's wait for its sockets returned, for whatever reason: an idle client
     /// wakes only when something happens (a submission, a curl timer, a socket that reports).
-    public var wakeUps: Int { core.wakeUps.load(ordering: .relaxed) }
+    var wakeUps: Int { core.wakeUps.load(ordering: .relaxed) }
 
     /// Requests submitted whose result has not been delivered yet.
     public var inFlight: Int {

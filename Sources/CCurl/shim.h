@@ -55,6 +55,7 @@ static inline CURLMcode ccurl_multi_setopt_timer_callback(CURLM *handle, curl_mu
 // vocabularies in C, so Swift never touches `struct epoll_event` (packed on x86_64).
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -115,7 +116,6 @@ static inline void ccurl_eventfd_signal(int fd) {
 
 /// Waits up to `nanoseconds` for `fd` to become readable: 1 if it is, 0 if the time ran out or a
 /// signal came, -1 with errno set.
-#include <poll.h>
 static inline int ccurl_wait_readable(int fd, long long nanoseconds) {
     struct pollfd watched = {.fd = fd, .events = POLLIN, .revents = 0};
     struct timespec limit = {.tv_sec = nanoseconds / 1000000000LL, .tv_nsec = nanoseconds % 1000000000LL};

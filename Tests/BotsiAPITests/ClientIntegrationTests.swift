@@ -1,9 +1,10 @@
-import BotsiAPI
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
 import Synchronization
 import Testing
+
+@testable import BotsiAPI
 
 /// Collects results delivered on the client's driver thread.
 private final class ResultCollector: Sendable {

@@ -35,7 +35,7 @@ import Testing
         values["unavailableBurst"] = Double(RateController.unavailableBurst)
         values["unavailableShare"] = RateController.unavailableShare
         values["unavailableBackoff"] = RateController.unavailableBackoff
-        values["resetRise"] = RateController.resetRise
+        values["resetRise"] = StatedWindow.resetRise
         values["allowedLag"] = Pacer.allowedLag
         return values
     }

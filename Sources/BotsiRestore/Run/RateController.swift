@@ -103,9 +103,6 @@ struct RateController {
         case probing(since: Double)
     }
 
-    /// Remaining rising by this share of the quota between two replies is a fixed window's reset:
-    /// a log or a bucket frees that much only over half a window.
-    static let resetRise = 0.5
     static let unavailableBurst = 3
     static let unavailableShare = 0.25
     static let unavailableBackoff = 0.8
@@ -148,39 +145,15 @@ struct RateController {
     /// The stated limit per second (quota / window).
     private var stated: Double?
     private var longestReset = 0.0
-    /// Stated limits with a remaining count: the quota and window, and the least remaining seen in
-    /// each tenth of the last window (the lowest is the window at its fullest: a fixed window's
-    /// end, a sliding log's peak; a token bucket's emptiest).
-    private var statedQuota = 0
-    private var statedWindow = 1.0
-    private var remainingSlots: [(slot: Int64, lowest: Int, highest: Int)] = []
-    /// The least remaining of each tenth of the window before the last.
-    private var earlierSlots: [(slot: Int64, lowest: Int)] = []
-    private var firstSlot: Int64?
+    /// Stated limits with a remaining count: what the fields showed of the window.
+    private var window = StatedWindow()
     /// When the last cut for an emptied window was made, and until when the window still holds
     /// the start's climb (a log the climb filled stays full for a window without being overloaded).
     private var emptiedCutAt = -Double.infinity
     private var startEchoUntil = -Double.infinity
-    /// The remaining count of the last reply, and how far it falls from one reply to the next
-    /// (exponentially weighted; rises count as 0).
-    private var lastRemaining: Int?
-    private var typicalFall = 0.0
     /// Others' requests share the window: this process's own make up less than `ownShare` of it.
     private var sharing = false
     private var firstAcceptedAt: Double?
-    /// Stated limits with a remaining count: when this process's accepted requests reached the
-    /// limiter (half their duration after they left), over the last window.
-    private var ownAdmitted = OrderedTimes()
-    /// Others' use of the window (quota − remaining − this process's own admissions over the
-    /// window) at its highest in the current window-long period, the last period's, and the mean
-    /// square of the change from one period's to the next (exponentially weighted, less the
-    /// sampling's share: below 0 when the peak varies less than its sampling).
-    private var othersPeak: (period: Int64, value: Double)?
-    /// Where those periods start (they are window-long, counted from here).
-    private var periodOffset = 0.0
-    private var lastOthersPeak: Double?
-    private var othersChange: Double?
-    private var othersChanges = 0
     private var events = 0
     private var lowestRate: Double?
 
@@ -291,7 +264,7 @@ struct RateController {
         // any other, not the climb's overshoot (whose rewind sent a lone process back to a thirtieth
         // of the rate and cost it a second of sends). Beside others (a window shared, a bucket
         // falling), the rewind stays: it gives their traffic the room back at once.
-        let climbEnded = !sharing && windowFall == 0 && (cappedSince.map { now - $0 >= tuning.holdoff } ?? false)
+        let climbEnded = !sharing && window.fall == 0 && (cappedSince.map { now - $0 >= tuning.holdoff } ?? false)
         if phase == .starting, !climbEnded {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
@@ -311,7 +284,7 @@ struct RateController {
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
             phase = .replaying(to: ceiling! * plateau)
-            startEchoUntil = now + statedWindow
+            startEchoUntil = now + window.length
             return
         }
         // What the limiter accepted from this process over the last window(s), while refusing some
@@ -337,7 +310,7 @@ struct RateController {
     private mutating func withinHoldoff(current: Double, now: Double) {
         // Shared stated limits: what is refused within the holdoff lands on some processes and
         // not others; the common remaining (`emptiedTenths`) answers an overload instead.
-        guard fresh.replies >= 4, resumeRate == nil, !(sharing && room != nil) else { return }
+        guard fresh.replies >= 4, resumeRate == nil, !(sharing && window.room != nil) else { return }
         let share = Double(fresh.refused) / Double(fresh.replies)
         if share >= tuning.closedShare {
             resumeRate = rate
@@ -377,128 +350,43 @@ struct RateController {
         guard enabled else { return }
         if let reset = info.resetSeconds { longestReset = max(longestReset, reset.rounded(.down)) }
         guard let quota = info.quota, quota > 0 else { return }
-        let window = info.windowSeconds ?? max(1, longestReset)
-        stated = max(Double(quota) / window, 0.01)
+        let length = info.windowSeconds ?? max(1, longestReset)
+        stated = max(Double(quota) / length, 0.01)
         guard let remaining = info.remaining else { return }
-        statedQuota = quota
-        statedWindow = window
-        let slot = Int64((now / window * 10).rounded(.down))
-        if let lastRemaining, Double(remaining - lastRemaining) >= Double(quota) * Self.resetRise {
-            // A fixed window's reset: others' peak is taken over periods from the middle of one
-            // window to the middle of the next, so that each holds one reset, away from its edges.
-            periodOffset = (now + window / 2).truncatingRemainder(dividingBy: window)
-        }
-        if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
-        lastRemaining = remaining
-        measureOthers(
-            quota: quota, remaining: remaining, window: window, admittedAt: (sentAt + now) / 2, accepted: accepted,
-            now: now)
-        if firstSlot == nil { firstSlot = slot }
-        if let last = remainingSlots.last, last.slot == slot {
-            remainingSlots[remainingSlots.count - 1].lowest = min(last.lowest, remaining)
-            remainingSlots[remainingSlots.count - 1].highest = max(last.highest, remaining)
-        } else {
-            remainingSlots.append((slot, remaining, remaining))
-            earlierSlots += remainingSlots.filter { $0.slot <= slot - 10 }.map { ($0.slot, $0.lowest) }
-            earlierSlots.removeAll { $0.slot <= slot - 30 }
-            remainingSlots.removeAll { $0.slot <= slot - 10 }
-        }
+        window.observe(
+            quota: quota, window: length, remaining: remaining, admittedAt: (sentAt + now) / 2, accepted: accepted,
+            now: now, countsChangesFrom: phase == .starting ? nil : startEchoUntil, tuning: tuning)
         sharing = ownShareOfWindow(now: now) < tuning.ownShare
         guard Double(remaining) <= Double(quota) * max(headroom, tuning.lowRemaining, othersKept) else { return }
-        let everyone = Double(max(0, quota - remaining)) / window
-        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare || windowFall > tuning.fallShare
+        let everyone = Double(max(0, quota - remaining)) / length
+        if acceptedMeter.ratePerSecond(now: now, over: 1) < everyone * tuning.ownShare || window.fall > tuning.fallShare
         {
             tooManyRequests(now: now, sentAt: sentAt, stated: true)
         }
     }
 
-    /// Others' use of the window, sampled at every reply; its peak over each window-long period,
-    /// and how much that peak changes from one period to the next.
-    private mutating func measureOthers(
-        quota: Int, remaining: Int, window: Double, admittedAt: Double, accepted: Bool, now: Double
-    ) {
-        if accepted { ownAdmitted.insert(admittedAt) }
-        ownAdmitted.drop(through: admittedAt - window * 1.5)
-        let own = ownAdmitted.count(after: admittedAt - window, through: admittedAt)
-        let others = Double(max(0, quota - remaining - own))
-        let period = Int64(((now - periodOffset) / window).rounded(.down))
-        if let peak = othersPeak, peak.period >= period {
-            // (A sample's period number can fall back by one when a later reset moves the offset.)
-            othersPeak = (peak.period, max(peak.value, others))
-            return
-        }
-        if let peak = othersPeak, phase != .starting, Double(peak.period) * window + periodOffset >= startEchoUntil {
-            if let last = lastOthersPeak {
-                var diff = peak.value - last
-                othersChanges += 1
-                if othersChanges > tuning.othersWarmup, let known = othersChange {
-                    let bound = max(3 * max(known, 0).squareRoot(), 2)
-                    diff = min(max(diff, -bound), bound)
-                }
-                // Half the mean square of a change: the variance of a peak that varies at random,
-                // less what sampling it at this process's replies adds: others' use grows by about
-                // `step` between two of them, so the peak is seen short by up to a step, evenly
-                // (step² / 12). Evenly paced shards then show next to none.
-                let step = peak.value / Double(max(own, 1))
-                let change = diff * diff / 2 - step * step / 12
-                let weight = max(tuning.othersWeight, 1 / Double(othersChanges))
-                othersChange = othersChange.map { $0 * (1 - weight) + change * weight } ?? change
-            }
-            lastOthersPeak = peak.value
-        }
-        othersPeak = (period, others)
-    }
-
-    /// The share of the window to keep for others' use to fluctuate in: `othersDeviations`
-    /// standard deviations of their peak (at least `roomKept`).
-    private var othersKept: Double {
-        guard let othersChange, statedQuota > 0 else { return tuning.roomKept }
-        // `--headroom` already leaves its share unused for them.
-        let deviation = max(othersChange, 0).squareRoot()
-        return max(tuning.roomKept, tuning.othersDeviations * deviation / Double(statedQuota) - headroom)
-    }
-
-    /// How far the window's fullest moment rose from the window before to the last, as a share of
-    /// the quota (a bucket draining; 0 for a window used alike from one to the next).
-    private var windowFall: Double {
-        guard let seen = room, let latest = remainingSlots.last?.slot else { return 0 }
-        let lowest = { (back: Int64) in
-            self.earlierSlots.filter { $0.slot <= latest - back && $0.slot > latest - back - 10 }.map(\.lowest).min()
-        }
-        guard let firstSlot, latest - 29 >= firstSlot, let earlier = lowest(10), let before = lowest(20) else {
-            return 0
-        }
-        // Only a fall over two windows in a row: a bucket draining, not one window's noise.
-        return max(0, min(Double(earlier) / Double(statedQuota) - seen, Double(before - earlier) / Double(statedQuota)))
-    }
+    /// The share of the window to keep for others' use to fluctuate in (`--headroom` already
+    /// leaves its share unused for them).
+    private var othersKept: Double { window.othersKept(headroom: headroom, tuning: tuning) }
 
     /// This process's part of how much faster than it refills the window is spent: everyone
     /// spends the stated rate and the fall, and each process that sees the fall sheds its share.
     private func excessShare(of own: Double) -> Double {
         guard let stated else { return 0 }
-        let fall = windowFall * Double(statedQuota) / statedWindow
+        let fall = window.fall * Double(window.quota) / window.length
         return fall * min(1, own / (stated + fall))
-    }
-
-    /// The share of the quota left unused at the window's fullest over the last window, 0…1.
-    private var room: Double? {
-        guard statedQuota > 0, let lowest = remainingSlots.map(\.lowest).min() else { return nil }
-        return Double(lowest) / Double(statedQuota)
     }
 
     /// Tenths of the last window in which every reply found the window empty, counted from the
     /// last emptied cut and from a window after the start's.
-    private var emptiedTenthsSeen: Int {
-        let from = max(emptiedCutAt, startEchoUntil)
-        return remainingSlots.filter { $0.highest == 0 && Double($0.slot) * statedWindow / 10 >= from }.count
-    }
+    private var emptiedTenthsSeen: Int { window.emptiedTenths(from: max(emptiedCutAt, startEchoUntil)) }
 
     /// This process's accepted requests over the last window (or since its first, if later)
     /// against everyone's at the window's fullest.
     private mutating func ownShareOfWindow(now: Double) -> Double {
-        guard let room, let firstAcceptedAt else { return 1 }
-        let used = (1 - room) * Double(statedQuota)
-        let own = acceptedMeter.ratePerSecond(now: now, over: 1) * min(statedWindow, now - firstAcceptedAt)
+        guard let room = window.room, let firstAcceptedAt else { return 1 }
+        let used = (1 - room) * Double(window.quota)
+        let own = acceptedMeter.ratePerSecond(now: now, over: 1) * min(window.length, now - firstAcceptedAt)
         return used > 0 ? min(1, own / used) : 1
     }
 
@@ -589,14 +477,14 @@ struct RateController {
             let probing = now - since
             next = max(current, target * (1 + tuning.probe * probing * probing * probing))
         }
-        if let seen = room, let stated {
+        if let seen = window.room, let stated {
             // What the window leaves unused is everyone's to take, in equal steps.
-            let unseen = seen - tuning.unseenFall * typicalFall / Double(statedQuota)
+            let unseen = seen - tuning.unseenFall * window.typicalFall / Double(window.quota)
             let kept = othersKept
             // A window filling from one window to the next (a bucket draining) has less room than
             // its fullest moment shows: as much less as it fell over the last window, `fallWindows`
             // times.
-            let room = unseen - tuning.fallWindows * windowFall
+            let room = unseen - tuning.fallWindows * window.fall
             if room > kept {
                 next = max(next, current + tuning.roomGrowth * stated * (room - kept) * elapsed)
             }
@@ -605,43 +493,5 @@ struct RateController {
             concurrency = min(concurrencyCap, concurrency + max(1, concurrency / 10))
         }
         rate = min(next, statedCap ?? .infinity, rateCap ?? .infinity)
-    }
-}
-
-/// Instants kept in order, oldest first, for counting those within a span: they arrive nearly in
-/// order (an admission is half a reply's duration before it), so an insertion moves few, and the
-/// old ones leave from the front.
-private struct OrderedTimes {
-    private var times: [Double] = []
-    private var head = 0
-
-    mutating func insert(_ time: Double) {
-        var index = times.count
-        while index > head, times[index - 1] > time { index -= 1 }
-        times.insert(time, at: index)
-    }
-
-    mutating func drop(through time: Double) {
-        while head < times.count, times[head] <= time { head += 1 }
-        if head >= 1024, head * 2 >= times.count {
-            times.removeFirst(head)
-            head = 0
-        }
-    }
-
-    /// How many lie in (start, end].
-    func count(after start: Double, through end: Double) -> Int {
-        max(0, firstIndex(after: end) - firstIndex(after: start))
-    }
-
-    /// The index of the first time later than `time` (binary search over the kept ones).
-    private func firstIndex(after time: Double) -> Int {
-        var low = head
-        var high = times.count
-        while low < high {
-            let middle = (low + high) / 2
-            if times[middle] <= time { low = middle + 1 } else { high = middle }
-        }
-        return low
     }
 }

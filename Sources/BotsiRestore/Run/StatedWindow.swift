@@ -1,0 +1,186 @@
+/// What a limiter's rate-limit fields with a remaining count showed of its window, reply by reply:
+/// the quota and the window's length, the least remaining in each tenth of the last two windows,
+/// how far remaining typically falls between two replies, and others' use of the window.
+/// `RateController` decides what to do about it; this keeps the record.
+struct StatedWindow {
+    /// Remaining rising by this share of the quota between two replies is a fixed window's reset:
+    /// a log or a bucket frees that much only over half a window.
+    static let resetRise = 0.5
+
+    private(set) var quota = 0
+    private(set) var length = 1.0
+    /// The least and most remaining seen in each tenth of the last window (the lowest is the window
+    /// at its fullest: a fixed window's end, a sliding log's peak; a token bucket's emptiest).
+    private var slots: [(slot: Int64, lowest: Int, highest: Int)] = []
+    /// The least remaining of each tenth of the window before the last.
+    private var earlierSlots: [(slot: Int64, lowest: Int)] = []
+    private var firstSlot: Int64?
+    /// The remaining count of the last reply, and how far it falls from one reply to the next
+    /// (exponentially weighted; rises count as 0).
+    private var lastRemaining: Int?
+    private(set) var typicalFall = 0.0
+    /// When this process's accepted requests reached the limiter (half their duration after they
+    /// left), over the last window.
+    private var ownAdmitted = OrderedTimes()
+    /// Others' use of the window (quota − remaining − this process's own admissions over the
+    /// window) at its highest in the current window-long period, the last period's, and the mean
+    /// square of the change from one period's to the next (exponentially weighted, less the
+    /// sampling's share: below 0 when the peak varies less than its sampling).
+    private var othersPeak: (period: Int64, value: Double)?
+    /// Where those periods start (they are window-long, counted from here).
+    private var periodOffset = 0.0
+    private var lastOthersPeak: Double?
+    private var othersChange: Double?
+    private var othersChanges = 0
+
+    /// A reply's remaining count. `countsChangesFrom`: others' peak changes count only from
+    /// periods that start at or after this instant (not during the start or its echo); nil while
+    /// the start still climbs.
+    mutating func observe(
+        quota: Int, window: Double, remaining: Int, admittedAt: Double, accepted: Bool, now: Double,
+        countsChangesFrom: Double?, tuning: RateController.Tuning
+    ) {
+        self.quota = quota
+        length = window
+        let slot = Int64((now / window * 10).rounded(.down))
+        if let lastRemaining, Double(remaining - lastRemaining) >= Double(quota) * Self.resetRise {
+            // A fixed window's reset: others' peak is taken over periods from the middle of one
+            // window to the middle of the next, so that each holds one reset, away from its edges.
+            periodOffset = (now + window / 2).truncatingRemainder(dividingBy: window)
+        }
+        if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
+        lastRemaining = remaining
+        measureOthers(
+            remaining: remaining, admittedAt: admittedAt, accepted: accepted, now: now,
+            countsChangesFrom: countsChangesFrom, tuning: tuning)
+        if firstSlot == nil { firstSlot = slot }
+        if let last = slots.last, last.slot == slot {
+            slots[slots.count - 1].lowest = min(last.lowest, remaining)
+            slots[slots.count - 1].highest = max(last.highest, remaining)
+        } else {
+            slots.append((slot, remaining, remaining))
+            for old in slots where old.slot <= slot - 10 { earlierSlots.append((old.slot, old.lowest)) }
+            earlierSlots.removeAll { $0.slot <= slot - 30 }
+            slots.removeAll { $0.slot <= slot - 10 }
+        }
+    }
+
+    /// Others' use of the window, sampled at every reply; its peak over each window-long period,
+    /// and how much that peak changes from one period to the next.
+    private mutating func measureOthers(
+        remaining: Int, admittedAt: Double, accepted: Bool, now: Double, countsChangesFrom: Double?,
+        tuning: RateController.Tuning
+    ) {
+        if accepted { ownAdmitted.insert(admittedAt) }
+        ownAdmitted.drop(through: admittedAt - length * 1.5)
+        let own = ownAdmitted.count(after: admittedAt - length, through: admittedAt)
+        let others = Double(max(0, quota - remaining - own))
+        let period = Int64(((now - periodOffset) / length).rounded(.down))
+        if let peak = othersPeak, peak.period >= period {
+            // (A sample's period number can fall back by one when a later reset moves the offset.)
+            othersPeak = (peak.period, max(peak.value, others))
+            return
+        }
+        if let peak = othersPeak, let from = countsChangesFrom, Double(peak.period) * length + periodOffset >= from {
+            if let last = lastOthersPeak {
+                var diff = peak.value - last
+                othersChanges += 1
+                if othersChanges > tuning.othersWarmup, let known = othersChange {
+                    let bound = max(3 * max(known, 0).squareRoot(), 2)
+                    diff = min(max(diff, -bound), bound)
+                }
+                // Half the mean square of a change: the variance of a peak that varies at random,
+                // less what sampling it at this process's replies adds: others' use grows by about
+                // `step` between two of them, so the peak is seen short by up to a step, evenly
+                // (step² / 12). Evenly paced shards then show next to none.
+                let step = peak.value / Double(max(own, 1))
+                let change = diff * diff / 2 - step * step / 12
+                let weight = max(tuning.othersWeight, 1 / Double(othersChanges))
+                othersChange = othersChange.map { $0 * (1 - weight) + change * weight } ?? change
+            }
+            lastOthersPeak = peak.value
+        }
+        othersPeak = (period, others)
+    }
+
+    /// The share of the window to keep for others' use to fluctuate in: `othersDeviations`
+    /// standard deviations of their peak (at least `roomKept`), less what `headroom` already
+    /// leaves unused for them.
+    func othersKept(headroom: Double, tuning: RateController.Tuning) -> Double {
+        guard let othersChange, quota > 0 else { return tuning.roomKept }
+        let deviation = max(othersChange, 0).squareRoot()
+        return max(tuning.roomKept, tuning.othersDeviations * deviation / Double(quota) - headroom)
+    }
+
+    /// The share of the quota left unused at the window's fullest over the last window, 0…1.
+    var room: Double? {
+        guard quota > 0, var lowest = slots.first?.lowest else { return nil }
+        for slot in slots { lowest = min(lowest, slot.lowest) }
+        return Double(lowest) / Double(quota)
+    }
+
+    /// How far the window's fullest moment rose from the window before to the last, as a share of
+    /// the quota (a bucket draining; 0 for a window used alike from one to the next).
+    var fall: Double {
+        guard let seen = room, let latest = slots.last?.slot else { return 0 }
+        guard let firstSlot, latest - 29 >= firstSlot, let earlier = lowestEarlier(latest - 10),
+            let before = lowestEarlier(latest - 20)
+        else { return 0 }
+        // Only a fall over two windows in a row: a bucket draining, not one window's noise.
+        return max(0, min(Double(earlier) / Double(quota) - seen, Double(before - earlier) / Double(quota)))
+    }
+
+    /// The least remaining of the window-long stretch of earlier tenths that ends at `through`.
+    private func lowestEarlier(_ through: Int64) -> Int? {
+        var lowest: Int?
+        for slot in earlierSlots where slot.slot <= through && slot.slot > through - 10 {
+            lowest = min(lowest ?? slot.lowest, slot.lowest)
+        }
+        return lowest
+    }
+
+    /// Tenths of the last window, from `from` on, in which every reply found the window empty.
+    func emptiedTenths(from: Double) -> Int {
+        var count = 0
+        for slot in slots where slot.highest == 0 && Double(slot.slot) * length / 10 >= from { count += 1 }
+        return count
+    }
+}
+
+/// Instants kept in order, oldest first, for counting those within a span: they arrive nearly in
+/// order (an admission is half a reply's duration before it), so an insertion moves few, and the
+/// old ones leave from the front.
+struct OrderedTimes {
+    private var times: [Double] = []
+    private var head = 0
+
+    mutating func insert(_ time: Double) {
+        var index = times.count
+        while index > head, times[index - 1] > time { index -= 1 }
+        times.insert(time, at: index)
+    }
+
+    mutating func drop(through time: Double) {
+        while head < times.count, times[head] <= time { head += 1 }
+        if head >= 1024, head * 2 >= times.count {
+            times.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// How many lie in (start, end].
+    func count(after start: Double, through end: Double) -> Int {
+        max(0, firstIndex(after: end) - firstIndex(after: start))
+    }
+
+    /// The index of the first time later than `time` (binary search over the kept ones).
+    private func firstIndex(after time: Double) -> Int {
+        var low = head
+        var high = times.count
+        while low < high {
+            let middle = (low + high) / 2
+            if times[middle] <= time { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}

@@ -23,6 +23,7 @@ import Testing
             case "recoveryTime": tuning.recoveryTime = value!
             case "plateau": tuning.plateau = value!
             case "probe": tuning.probe = value!
+            case "probeScale": tuning.probeScale = value!
             case "holdoff": tuning.holdoff = value!
             case "measureOver": tuning.measureOver = value!
             case "trickle": tuning.trickle = value!
@@ -34,6 +35,33 @@ import Testing
             }
         }
         return tuning
+    }
+
+    /// BOTSI_PACING_CASES=1: the figures `PacingSharingTests` judges, for each of its scenarios
+    /// (seeds from BOTSI_PACING_SEEDS, default 1,2): what docs/pacing.md's table is made of.
+    @Test(.enabled(if: environment["BOTSI_PACING_CASES"] != nil))
+    func cases() {
+        let seeds = (Self.environment["BOTSI_PACING_SEEDS"] ?? "1,2").split(separator: ",").compactMap { UInt64($0) }
+        for testCase in PacingSharingTests.cases {
+            for seed in seeds {
+                var scenario = testCase.build(seed)
+                scenario.pacing.tuning = Self.tuning()
+                let outcome = PacingModel.run(scenario)
+                let from = outcome.settledFrom
+                var line = String(
+                    format: "%@ | seed %d | utilization %.3f | 429s %.2f%%", testCase.name, seed,
+                    outcome.utilization(from: from == outcome.firstStart ? nil : from),
+                    outcome.refusedShare(from: from) * 100)
+                if scenario.liveRate > 0 {
+                    line += String(format: " | live 429s %.2f%%", outcome.liveRefusedShare * 100)
+                }
+                if scenario.processes > 1 {
+                    let fair = outcome.fairness(from: from)
+                    line += String(format: " | shares %.2f–%.2f", fair.lowest, fair.highest)
+                }
+                print(line)
+            }
+        }
     }
 
     @Test(.enabled(if: environment["BOTSI_PACING_EXPLORE"] != nil))

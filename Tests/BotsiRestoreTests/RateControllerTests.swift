@@ -121,6 +121,58 @@ import Testing
         #expect(late > accepted * 1.08, "\(late)")
     }
 
+    /// Eight processes starting together on a 100/s log each had 12 of the first window's quota
+    /// accepted within half a second; counted over that half-second, 24/s each, they climbed back to
+    /// 190/s together and closed the window. Less than a second in, the count is over the window.
+    @Test func aClimbLessThanASecondOldTakesWhatItsFirstWindowAcceptedAsItsCeiling() {
+        var controller = Self.controller()
+        Self.ticks(&controller, from: 0, to: 0.5)
+        Self.replies(&controller, count: 20, from: 0.1, to: 0.6)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 0.6)
+        Self.ticks(&controller, from: 0.75, to: 3)
+        let plateau = 20 * Self.tuning.plateau
+        #expect(
+            Self.close(controller.effectiveRate, plateau, within: 0.5), "\(controller.effectiveRate!) vs \(plateau)")
+    }
+
+    /// A process that episodes cut far below what its start found (to a fifth here) probes back on
+    /// half the start's scale, not its own: on its own, a process cut low by bad luck stayed low
+    /// beside others that were not (8 processes on a bucket: one at 4/s beside 15/s for 30 s).
+    @Test func aProcessCutFarBelowItsStartProbesOnHalfTheStartsScale() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start: 100/s
+        var now = 1.0
+        for _ in 0..<3 {
+            // 20 a second accepted, then a 429: each episode cuts, by at most half, toward 20/s.
+            Self.ticks(&controller, from: now + 0.25, to: now + 2)
+            Self.replies(&controller, count: 40, from: now, to: now + 2)
+            now += 2
+            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: now)
+        }
+        let plateau = 20 * Self.tuning.plateau
+        #expect(Self.close(controller.effectiveRate, plateau * Self.tuning.backoff, within: 0.5))
+        Self.ticks(&controller, from: now + 0.25, to: now + 5.5)
+        // Probing from about 0.5 s after the cut: + scale × probe × t³ with t ≈ 5.
+        let startScale = 100 * Self.tuning.plateau * Self.tuning.probeScale
+        let grown = controller.effectiveRate! - plateau
+        #expect(grown >= 0.8 * startScale * Self.tuning.probe * 125, "\(grown) on its own scale, not the start's")
+    }
+
+    /// A shard that starts into a window the others fill finds a ceiling of 1/s: its first reply is
+    /// refused, and nothing is accepted. It probes on the start rate's scale, not on 1/s, which left
+    /// it at 0.10 of the others' share after 10 s.
+    @Test func aStartRefusedFirstProbesOnTheStartRatesScale() {
+        var controller = Self.controller()
+        controller.tick(now: 0, paceLimited: true)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 0.05)
+        Self.ticks(&controller, from: 0.25, to: 6)
+        let floor = Self.tuning.plateau
+        let scale = 10 * Self.tuning.plateau * Self.tuning.probeScale
+        let grown = controller.effectiveRate! - floor
+        #expect(grown >= 0.6 * scale * Self.tuning.probe * 125, "\(grown): on 1/s's scale, not the start rate's")
+    }
+
     /// A service that refuses one request in 150 whatever the pace, 100 replies a second: each such
     /// 429 cut the rate once (the ratchet that took a run with no limit down to ~86/s). Once ten
     /// refusals came at or under the ceiling, they are the background: lone 429s cut no more and the

@@ -5,7 +5,7 @@ import Testing
 
 /// The real binary against a limiter that states itself: with rate-limit fields the run paces by
 /// them from its first reply and draws (almost) no 429; without them it finds the limit by probing,
-/// which its first burst alone costs dozens of 429s. Loose bounds: the machines are shared.
+/// which the start's overshoot costs a few 429s more. Loose bounds: the machines are shared.
 @Suite(.serialized) struct RateLimitHeaderPacingTests {
     func refusals(headers: RateLimitHeaderStyle?, rows: Int) throws -> (refused: Int, status: Int32) {
         let workspace = Workspace()
@@ -35,6 +35,8 @@ import Testing
     func withoutStatedLimitsTheFirstBurstDraws429s() throws {
         let probed = try refusals(headers: nil, rows: 150)
         #expect(probed.status == 0)
-        #expect(probed.refused >= 10, "the unpaced first burst overruns a 50/s window: \(probed.refused)")
+        // More than the stated run's bound: the same limiter does refuse a run that must find it (7
+        // here since the start counts its first window over a whole second; at least 10 before).
+        #expect(probed.refused > 3, "the start's climb overruns a 50/s window: \(probed.refused)")
     }
 }

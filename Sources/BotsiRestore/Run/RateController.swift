@@ -26,8 +26,12 @@ struct RateController {
         var recoveryTime = 0.25
         /// The share of the ceiling (the rate found) the rate settles at after a cut.
         var plateau = 0.99
-        /// Past the plateau the rate probes: plateau × ceiling × (1 + probe × t³), t in seconds.
+        /// Past the plateau the rate probes: plateau × ceiling × (1 + probe × t³), t in seconds —
         var probe = 0.001
+        /// — with the cubic term on at least this share of the ceiling the start found (of the
+        /// start rate, for a start whose first reply was a 429): a process cut far below the
+        /// others regrows on a scale like theirs, not on its own small one, so shares even out.
+        var probeScale = 0.5
         /// One episode per window: 429s within this long of a cut are the same overshoot draining.
         var holdoff = 1.0
         /// The accepted rate at a cut is the lower of the last second's and this many seconds'.
@@ -131,6 +135,11 @@ struct RateController {
     /// While a closed window is probed at a trickle: the rate to go back to when it accepts again.
     private var resumeRate: Double?
     private var climbedAt: Double?
+    /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
+    private var startCeiling: Double?
+    /// A 429 came before anything was accepted: the start met a window others had filled, and
+    /// found only what they left.
+    private var refusedFirst = false
     /// Since when the start's climb has been held at a cap (the stated rate or `--rate`).
     private var cappedSince: Double?
     /// The last tick found the rate in use (rows held back by it).
@@ -220,6 +229,7 @@ struct RateController {
         var refusal = false
         if case .tooManyRequests = signal { refusal = true }
         if refusal {
+            if firstAcceptedAt == nil { refusedFirst = true }
             recentRefused.append(now)
             recentRefused.removeAll { now - $0 > 1 }
         }
@@ -270,7 +280,12 @@ struct RateController {
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
             // that ages out, to the plateau under what the window took.
             let rateThen = current / pow(tuning.startGrowth, now - sentAt)
-            ceiling = min(accepted, current)
+            // Less than a second in, what the limiter took lies in its first window: the rate is that
+            // count over the window, not over the part-second it took (which made eight processes
+            // starting together find 23/s each on a 100/s log). A stated limit's own corrections
+            // below were made for the part-second measure.
+            let firstWindow = self.stated == nil && now - (firstAcceptedAt ?? now) < 1
+            ceiling = min(firstWindow ? Double(acceptedMeter.count(now: now, over: 1)) : accepted, current)
             if stated {
                 ceiling = max(1, ceiling! - excessShare(of: accepted))
             }
@@ -284,6 +299,7 @@ struct RateController {
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
             phase = .replaying(to: ceiling! * plateau)
+            startCeiling = refusedFirst ? max(ceiling!, tuning.startRate) : ceiling!
             startEchoUntil = now + window.length
             return
         }
@@ -475,7 +491,8 @@ struct RateController {
         case .probing(let since):
             let target = (ceiling ?? current) * plateau
             let probing = now - since
-            next = max(current, target * (1 + tuning.probe * probing * probing * probing))
+            let scale = max(target, (startCeiling ?? 0) * plateau * tuning.probeScale)
+            next = max(current, target + scale * tuning.probe * probing * probing * probing)
         }
         if let seen = window.room, let stated {
             // What the window leaves unused is everyone's to take, in equal steps.

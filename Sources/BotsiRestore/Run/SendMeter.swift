@@ -20,14 +20,22 @@ struct SendMeter {
 
     /// The rate over the last `seconds` only (at most two): what the latest change did.
     mutating func ratePerSecond(now: Double, over seconds: Double) -> Double {
+        let total = count(now: now, over: seconds)
+        let covered = Double(bucketsCovering(seconds) - 1) / 10 + (now * 10 - (now * 10).rounded(.down)) / 10
+        return Double(total) / max(0.1, min(covered, now - (firstAt ?? now)))
+    }
+
+    /// Events in the last `seconds` (at most two, in whole 100 ms buckets).
+    mutating func count(now: Double, over seconds: Double) -> Int {
         advance(to: now)
-        let count = max(1, min(Self.bucketCount, Int((seconds * 10).rounded(.up))))
-        let total = (0..<count).map {
+        return (0..<bucketsCovering(seconds)).map {
             buckets[Int((currentBucket - Int64($0) + Int64(Self.bucketCount) * 2) % Int64(Self.bucketCount))]
         }
         .reduce(0, +)
-        let covered = Double(count - 1) / 10 + (now * 10 - (now * 10).rounded(.down)) / 10
-        return Double(total) / max(0.1, min(covered, now - (firstAt ?? now)))
+    }
+
+    private func bucketsCovering(_ seconds: Double) -> Int {
+        max(1, min(Self.bucketCount, Int((seconds * 10).rounded(.up))))
     }
 
     /// The seconds the rate is measured over: up to two, less early in a run.

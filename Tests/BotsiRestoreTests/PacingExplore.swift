@@ -38,13 +38,21 @@ import Testing
     }
 
     /// BOTSI_PACING_CASES=1: the figures `PacingSharingTests` judges, for each of its scenarios
-    /// (seeds from BOTSI_PACING_SEEDS, default 1,2): what docs/pacing.md's table is made of.
+    /// (seeds from BOTSI_PACING_SEEDS, default 1,2): what docs/pacing.md's tables are made of.
+    /// BOTSI_PACING_ONLY keeps the scenarios whose name contains it; BOTSI_PACING_HEADROOM=20 and
+    /// BOTSI_PACING_RATE=60 run them with `--headroom 20%` and `--rate 60`.
     @Test(.enabled(if: environment["BOTSI_PACING_CASES"] != nil))
     func cases() {
         let seeds = (Self.environment["BOTSI_PACING_SEEDS"] ?? "1,2").split(separator: ",").compactMap { UInt64($0) }
-        for testCase in PacingSharingTests.cases {
+        let only = Self.environment["BOTSI_PACING_ONLY"] ?? ""
+        let headroom = (Self.environment["BOTSI_PACING_HEADROOM"].flatMap(Double.init) ?? 0) / 100
+        let rate = Self.environment["BOTSI_PACING_RATE"].flatMap(Double.init)
+        for testCase in PacingSharingTests.cases where only.isEmpty || testCase.name.contains(only) {
             for seed in seeds {
                 var scenario = testCase.build(seed)
+                scenario.pacing = PacingConfiguration(
+                    concurrency: scenario.pacing.concurrency, rateCap: rate.map { $0 * (1 - headroom) },
+                    headroom: headroom)
                 scenario.pacing.tuning = Self.tuning()
                 let outcome = PacingModel.run(scenario)
                 let from = outcome.settledFrom

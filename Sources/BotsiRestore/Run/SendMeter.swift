@@ -28,10 +28,11 @@ struct SendMeter {
     /// Events in the last `seconds` (at most two, in whole 100 ms buckets).
     mutating func count(now: Double, over seconds: Double) -> Int {
         advance(to: now)
-        return (0..<bucketsCovering(seconds)).map {
-            buckets[Int((currentBucket - Int64($0) + Int64(Self.bucketCount) * 2) % Int64(Self.bucketCount))]
+        var total = 0
+        for back in 0..<bucketsCovering(seconds) {
+            total += buckets[Int((currentBucket - Int64(back) + Int64(Self.bucketCount) * 2) % Int64(Self.bucketCount))]
         }
-        .reduce(0, +)
+        return total
     }
 
     private func bucketsCovering(_ seconds: Double) -> Int {

@@ -137,9 +137,6 @@ struct RateController {
     private var climbedAt: Double?
     /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
     private var startCeiling: Double?
-    /// A 429 came before anything was accepted: the start met a window others had filled, and
-    /// found only what they left.
-    private var refusedFirst = false
     /// Since when the start's climb has been held at a cap (the stated rate or `--rate`).
     private var cappedSince: Double?
     /// The last tick found the rate in use (rows held back by it).
@@ -229,7 +226,6 @@ struct RateController {
         var refusal = false
         if case .tooManyRequests = signal { refusal = true }
         if refusal {
-            if firstAcceptedAt == nil { refusedFirst = true }
             recentRefused.append(now)
             recentRefused.removeAll { now - $0 > 1 }
         }
@@ -299,7 +295,9 @@ struct RateController {
             // summary calls the lowest.
             cut(now: now, to: rateThen / tuning.startGrowth, settlesAt: ceiling! * plateau)
             phase = .replaying(to: ceiling! * plateau)
-            startCeiling = refusedFirst ? max(ceiling!, tuning.startRate) : ceiling!
+            // Refused before anything was accepted, the start met a window others had filled and
+            // found only what they left: its scale is the start rate's.
+            startCeiling = firstAcceptedAt == nil ? max(ceiling!, tuning.startRate) : ceiling!
             startEchoUntil = now + window.length
             return
         }

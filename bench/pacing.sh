@@ -10,6 +10,8 @@
 #   HEADERS: none | ietf | ratelimit-limit | x-ratelimit (the simulator states its limit).
 #   Environment: LATENCY_MS (50), KIND (sliding | fixed | bucket), SHARDS (1), LIVE (live requests/s,
 #   0), CONCURRENCY (32), RETRY_AFTER (1, seconds on the limiter's 429s).
+#   KEEP=DIR keeps each run's journals in DIR/run-N; TRACE=1 prints each run's trace (what each
+#   process was accepted and refused, second by second: bench/pacing_trace.py).
 #   BOTSI_BIN: the binary whose `run` is measured (default: build the release one); SIM_BIN: the
 #   binary whose `simulate` serves (default BOTSI_BIN; set it to a current build to measure an
 #   older client against the limiter kinds and live traffic it lacks).
@@ -117,4 +119,11 @@ if shards > 1:
     line += f"; shares {lowest:.2f}-{highest:.2f} of the mean, spread {min(durations) / max(durations):.2f}"
 print(line + f"; load {load}")
 PY
+    journals=()
+    for shard in $(seq 0 $((shards - 1))); do journals+=("$work/j-$shard.sqlite"); done
+    [ "${TRACE:-0}" = 1 ] && python3 bench/pacing_trace.py "${journals[@]}"
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP/run-$run"
+        cp "$work"/j-*.sqlite* "$work/sim.out" "$KEEP/run-$run/"
+    fi
 done

@@ -119,9 +119,11 @@ if shards > 1:
     line += f"; shares {lowest:.2f}-{highest:.2f} of the mean, spread {min(durations) / max(durations):.2f}"
 print(line + f"; load {load}")
 PY
-    journals=()
-    for shard in $(seq 0 $((shards - 1))); do journals+=("$work/j-$shard.sqlite"); done
-    [ "${TRACE:-0}" = 1 ] && python3 bench/pacing_trace.py "${journals[@]}"
+    if [ "${TRACE:-0}" = 1 ]; then
+        journals=()
+        for shard in $(seq 0 $((shards - 1))); do journals+=("$work/j-$shard.sqlite"); done
+        python3 bench/pacing_trace.py "${journals[@]}"
+    fi
     if [ -n "${KEEP:-}" ]; then
         mkdir -p "$KEEP/run-$run"
         cp "$work"/j-*.sqlite* "$work/sim.out" "$KEEP/run-$run/"

@@ -14,8 +14,9 @@ public struct ClientConfiguration: Sendable {
     /// request is handed to libcurl.
     public var requestTimeout: Double = 30
     public var connectTimeout: Double = 10
-    /// Connection cap for the multi handle, total and per host; the runner sets it to its
-    /// concurrency so a request never waits for a connection behind another one.
+    /// Connection cap for the multi handle, total and per host, and so the transfers in flight at
+    /// once; the runner sets it to its concurrency. Requests submitted beyond it wait in the client,
+    /// first in first out, for the next connection a transfer frees.
     public var maxConnections: Int = 8
     /// A PEM bundle for a private CA (`--cacert`).
     public var caCertificatePath: String? = nil

@@ -20,6 +20,13 @@ final class MultiDriver {
     private var watched = WatchedSockets()
     private var idle: [Transfer] = []
     private let idleLimit: Int
+    /// Requests submitted while every connection was busy, oldest first from `queuedHead`: each
+    /// starts on this thread as soon as a transfer finishes, without waiting for the run's thread.
+    private var queued: [RestoreRequest] = []
+    private var queuedHead = 0
+    /// Transfers in the multi handle at most: the connection cap, so a request never waits in curl
+    /// for a connection behind another one.
+    private let transferLimit: Int
     /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
     private var timerDeadline: UInt64?
     private let redactor: KeyRedactor
@@ -55,6 +62,7 @@ final class MultiDriver {
         self.template = template
         self.onResult = onResult
         idleLimit = max(template.configuration.maxConnections * 2, 64)
+        transferLimit = core.transferLimit
         redactor = KeyRedactor(key: template.configuration.apiKey)
     }
 
@@ -112,7 +120,10 @@ final class MultiDriver {
         tearDown()
     }
 
-    /// Starts every request submitted since the last look; false once the client is stopping.
+    /// Starts the requests submitted since the last look, while a connection is free; the rest
+    /// queue, and start here, first in first out, when the round's finished transfers free their
+    /// connections: curl sends them on its next timer, within the round, where a request submitted
+    /// only then would wait for the run's thread. False once the client is stopping.
     private func startSubmitted() -> Bool {
         let (batch, stopping) = core.state.withLock { state in
             var batch: [RestoreRequest] = []
@@ -121,8 +132,21 @@ final class MultiDriver {
             return (batch, state.stopping)
         }
         if stopping { return false }
-        for request in batch { start(request) }
+        queued.append(contentsOf: batch)
+        startQueued()
         return true
+    }
+
+    private func startQueued() {
+        while active.count < transferLimit, queuedHead < queued.count {
+            let request = queued[queuedHead]
+            queuedHead += 1
+            start(request)
+        }
+        if queuedHead == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            queuedHead = 0
+        }
     }
 
     /// The round's length now: nothing before a transfer finished, then a share of their typical time.
@@ -356,6 +380,7 @@ final class MultiDriver {
         }
         active.removeAll()
         idle.removeAll()
+        queued.removeAll()
         core.state.withLock { state in
             state.wakeupClosed = true
             state.pending.removeAll()

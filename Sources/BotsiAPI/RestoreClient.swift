@@ -42,12 +42,13 @@ public final class RestoreClient: Sendable {
             throw ClientError(
                 "libcurl could not create its multi handle; the machine may be out of memory.", kind: .localResource)
         }
-        let core = ClientCore(wakeupDescriptor: descriptors.wakeup)
+        let core = ClientCore(
+            wakeupDescriptor: descriptors.wakeup, transferLimit: min(max(configuration.maxConnections, 1), 65_535))
         let driver = MultiDriver(
             core: core, handles: DriverHandles(multi: multi, epoll: descriptors.epoll), template: template,
             onResult: onResult)
         do throws(ClientError) {
-            let connections = min(max(configuration.maxConnections, 1), 65_535)
+            let connections = core.transferLimit
             try checkMulti(
                 ccurl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, connections), "the connection limit")
             try checkMulti(
@@ -89,13 +90,18 @@ public final class RestoreClient: Sendable {
         shutdown()
     }
 
-    /// Queues a request; never blocks on the network. Ignored after `shutdown()`.
+    /// Queues a request; never blocks on the network. Ignored after `shutdown()`. Beyond
+    /// `maxConnections` in flight, a request waits in the client and starts on the driver's thread
+    /// the moment a transfer finishes: a caller that keeps a few more submitted than it has
+    /// connections keeps every connection busy between its own turns.
     public func submit(_ request: RestoreRequest) {
         core.state.withLock { state in
             guard !state.stopping else { return }
             state.pending.append(request)
             state.inFlight += 1
-            core.wakeDriver(&state)
+            // With every connection busy the driver takes the request when a transfer ends; waking
+            // it now would cost a wake-up for nothing.
+            if state.inFlight <= core.transferLimit { core.wakeDriver(&state) }
         }
     }
 
@@ -247,9 +253,12 @@ final class ClientCore: Sendable {
     /// An eventfd in the driver's epoll set. Other threads only write to it, under the state lock
     /// while `wakeupClosed` is false; the driver sets that flag under the lock before closing it.
     let wakeupDescriptor: Int32
+    /// Transfers in curl at once: the connection cap. Submissions beyond it queue in the driver.
+    let transferLimit: Int
 
-    init(wakeupDescriptor: Int32) {
+    init(wakeupDescriptor: Int32, transferLimit: Int) {
         self.wakeupDescriptor = wakeupDescriptor
+        self.transferLimit = transferLimit
     }
 
     /// Call with the lock held. One wakeup per batch is enough: the driver takes the whole queue.

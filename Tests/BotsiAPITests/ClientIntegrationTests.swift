@@ -270,6 +270,47 @@ struct ClientIntegrationTests {
             "\(rounds) rounds in \(milliseconds) ms: replies were collected more often than once every 2 ms")
     }
 
+    /// Requests beyond the connection cap wait in the client and start, first in first out, on the
+    /// driver's thread when a transfer ends: the submitter need not be woken to refill a connection,
+    /// and its submissions while every connection is busy do not wake the driver. A queued request's
+    /// time is counted from when it starts, not from when it was submitted: the pacer reads the
+    /// server's latency from it.
+    @Test func requestsBeyondTheConnectionCapQueueInTheClientAndStartInOrder() async throws {
+        let simulator = try startSimulator { $0.latencyMilliseconds = 150 }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 2
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+        let request = { (index: Int) in
+            RestoreRequest(tag: Int64(index), profileId: "p\(index)", originalTransactionId: "\(index)1")
+        }
+        client.submit(request(0))
+        client.submit(request(1))
+        try await Task.sleep(for: .milliseconds(30))
+        let wakeUpsBefore = client.wakeUps
+        for index in 2..<8 {
+            client.submit(request(index))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let queuedWakeUps = client.wakeUps - wakeUpsBefore
+        #expect(client.inFlight == 8)
+        try await collector.wait(for: 8)
+        client.shutdown()
+        let results = collector.all
+        #expect(results.count == 8)
+        #expect(results.allSatisfy { if case .restored = $0.reply { true } else { false } })
+        // Two connections, 150 ms each: the requests finish two by two, in the order submitted.
+        #expect(
+            results.map { $0.tag / 2 } == [0, 0, 1, 1, 2, 2, 3, 3], "\(results.map(\.tag)): not first in, first out")
+        let longest = results.map(\.duration).max() ?? 0
+        #expect(longest < 0.3, "a transfer took \(longest) s: the queued time was counted as the server's")
+        let stats = simulator.stats()
+        #expect(stats.maxInFlight == 2)
+        #expect(stats.connectionsAccepted == 2)
+        #expect(queuedWakeUps <= 1, "six submissions to a busy client woke its driver \(queuedWakeUps) times")
+    }
+
     /// Between requests the driver sleeps in epoll_wait and curl drops the idle connection from the
     /// epoll set; each submit must wake the driver and curl must get the same connection back.
     @Test func requestsOneAtATimeReuseOneConnection() async throws {

@@ -31,6 +31,15 @@ import Testing
         return sent
     }
 
+    /// The same for a client that queues beyond its connections (`RestoreClient`), as the run does.
+    private static func sendAllQueueing(_ scheduler: inout Scheduler, now: Double) -> [String] {
+        while scheduler.nextSend(now: now) != nil {}
+        scheduler.marksCommitted()
+        var sent: [String] = []
+        while let entry = scheduler.nextLaunch(queueAt: now) { sent.append(entry.payload) }
+        return sent
+    }
+
     private static func marked(_ scheduler: inout Scheduler, now: Double = 0) -> [String] {
         var marked: [String] = []
         while let entry = scheduler.nextSend(now: now) { marked.append(entry.payload) }
@@ -101,6 +110,53 @@ import Testing
             wanted.append(scheduler.wantsCommit(now: 0))
         }
         #expect(wanted == [false, false, true], "3, 2, then 1 committed row left of a reserve of 4")
+    }
+
+    @Test func aQueueingClientGetsASixteenthMoreThanTheConcurrencyWhileNothingPacesTheSends() {
+        var unpaced = Self.scheduler(concurrency: 64)
+        #expect(unpaced.queueLimit == 4)
+        for index in 0..<100 { unpaced.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAll(&unpaced).count == 64, "a client that does not queue gets the concurrency")
+        #expect(Self.sendAllQueueing(&unpaced, now: 0) == ["64", "65", "66", "67"])
+        #expect(unpaced.counts.inFlight == 64, "at most the concurrency is on the wire; the rest waits in the client")
+        _ = unpaced.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        #expect(Self.sendAllQueueing(&unpaced, now: 0) == ["68"], "a reply frees one place in the client's queue")
+
+        var paced = Self.scheduler(concurrency: 64, rate: 10)
+        for index in 0..<10 { paced.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAllQueueing(&paced, now: 5) == ["0"], "a paced row goes when the pacer says")
+    }
+
+    @Test func aConcurrencyCutByOverloadIsNotExceededByTheClientsQueue() {
+        // A start held at 500/s; a burst of 503s cuts the rate and the concurrency to what that rate
+        // needs at the latency seen, well under 64.
+        var pacing = PacingConfiguration(concurrency: 64)
+        pacing.tuning.startRate = 500
+        pacing.tuning.startGrowth = 1
+        var scheduler = Scheduler(pacing: pacing)
+        for index in 0..<400 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        var now = 10.0
+        while now < 10.1 {
+            _ = Self.sendAllQueueing(&scheduler, now: now)
+            now += 0.001
+        }
+        // Ten accepted over a second, then ten 503s at once: a burst.
+        for step in 0..<10 {
+            _ = scheduler.replied(Self.ok, duration: 0.02, rateLimit: nil, now: 10.5 + Double(step) / 10)
+        }
+        now = 11.5
+        let unavailable = RestoreReply.retryable(code: "http_503", httpStatus: 503, retryAfter: nil, message: nil)
+        for _ in 0..<10 { _ = scheduler.replied(unavailable, duration: 0.02, rateLimit: nil, now: now) }
+        let cut = scheduler.counts.concurrencyLimit
+        #expect(cut < 64, "the burst cut the concurrency to \(cut)")
+        // Replies slow down to a second each: the cut concurrency binds again, not the rate.
+        for _ in 0..<40 { _ = scheduler.replied(Self.ok, duration: 1, rateLimit: nil, now: now) }
+        var launchedMost = 0
+        for step in 0..<200 {
+            _ = Self.sendAllQueueing(&scheduler, now: now + Double(step) * 0.005)
+            launchedMost = max(launchedMost, scheduler.counts.inFlight)
+        }
+        #expect(launchedMost == cut, "\(launchedMost) in flight under a concurrency cut to \(cut)")
     }
 
     @Test func aPacedRunMarksNothingAheadOfTheNextSlot() {

@@ -189,8 +189,9 @@ actor ActiveRun {
     /// Sends committed rows while the scheduler has free slots.
     private func sendCommitted() {
         guard case .client(let client, _) = sender else { return }
-        while let entry = scheduler.nextLaunch() {
-            waits.sent(entry.sequence, at: monotonicSeconds())
+        let now = monotonicSeconds()
+        while let entry = scheduler.nextLaunch(queueAt: now) {
+            waits.sent(entry.sequence, at: now)
             feeder.noteFirstSend(of: entry.payload)
             writer.sent(entry.payload)
             client.submit(

@@ -55,12 +55,17 @@ struct SendScheduler<Payload> {
     /// for the replies that arrive while one batch commits, and for a batch to gather the writes
     /// of half a reserve of replies before the sends want it on disk (`wantsCommit`).
     let reserveLimit: Int
+    /// Requests handed to a queueing client beyond the concurrency at most (`nextLaunch(queueAt:)`):
+    /// a sixteenth of the concurrency (at least 1, at most 32), about the replies of a round or two
+    /// of the client's (at 256 and 50 ms, 16 went 1.5% faster than none and 32 no faster).
+    let queueLimit: Int
 
     init(pacing: PacingConfiguration) {
         let concurrency = pacing.concurrency
         controller = RateController(pacing: pacing, tuning: pacing.tuning)
         windowLimit = max(concurrency * 16, 1024)
         reserveLimit = max(2, min(128, concurrency / 2))
+        queueLimit = max(1, min(32, concurrency / 16))
     }
 
     /// What the pacing did, for the run's summary.
@@ -83,7 +88,7 @@ struct SendScheduler<Payload> {
 
     var counts: SendCounts {
         SendCounts(
-            inFlight: launched, waitingToRetry: waiting.count,
+            inFlight: min(launched, controller.concurrencyCap), waitingToRetry: waiting.count,
             throttledRate: controller.isThrottled ? controller.effectiveRate : nil,
             concurrencyLimit: controller.concurrency, throttleEvents: controller.summary.throttleEvents,
             rateLimit: controller.effectiveRate, outstanding: window.count)
@@ -140,8 +145,13 @@ struct SendScheduler<Payload> {
     }
 
     /// The oldest committed row, counted on the wire, while a slot is free; nil after a stop.
-    mutating func nextLaunch() -> OrderingWindow<Payload>.Entry? {
-        guard !isStopped, launched < controller.concurrency, unsentCommitted > 0 else { return nil }
+    /// Given `queueAt`, for a client that queues what it cannot start yet and starts it the moment
+    /// a transfer ends (`RestoreClient`), up to `queueLimit` more go while nothing paces the sends
+    /// and overload has not cut the concurrency: a reply's freed connection is then refilled on the
+    /// client's thread, without waiting for this one's turn.
+    mutating func nextLaunch(queueAt now: Double? = nil) -> OrderingWindow<Payload>.Entry? {
+        let queue = now.map { queueAllowed(now: $0) } ?? 0
+        guard !isStopped, launched < controller.concurrency + queue, unsentCommitted > 0 else { return nil }
         let sequence = unsent[unsentHead]
         unsentHead += 1
         unsentCommitted -= 1
@@ -173,6 +183,10 @@ struct SendScheduler<Payload> {
     /// sends back: a paced row goes when the pacer says, never early from a reserve.
     private func reserveAllowed(now: Double) -> Int {
         controller.concurrencyBound && now >= pacer.nextSendAt ? reserveLimit : 0
+    }
+
+    private func queueAllowed(now: Double) -> Int {
+        reserveAllowed(now: now) > 0 && controller.concurrency >= controller.concurrencyCap ? queueLimit : 0
     }
 
     /// A reply arrived: its row is no longer in flight, and what it says about the service's

@@ -5,6 +5,7 @@
 # 10,000 requests, ROUNDS times each (default 5), then the medians and their ratios.
 #
 #   bash bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]
+#   RUN_FLAGS=--no-adaptive bash bench/compare.sh ...   (flags added to both runs)
 #
 # Build the old one from its commit in a worktree outside the project, e.g.
 #   git worktree add /tmp/base c6f06ff && (cd /tmp/base && swift build -c release)
@@ -14,6 +15,7 @@ old=${1:?usage: bash bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]}
 new=${2:?usage: bash bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]}
 rounds=${3:-5}
 rows=${THROUGHPUT_ROWS:-100000}
+read -r -a run_flags <<<"${RUN_FLAGS:-}"
 work=$(mktemp -d /tmp/botsi-compare.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export BENCH_KEY=bench-key
@@ -25,7 +27,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 [ -n "$url" ] || { echo "simulator did not start" >&2; exit 1; }
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $rows rows, $rounds rounds"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $rows rows, $rounds rounds${RUN_FLAGS:+, $RUN_FLAGS}"
 for round in $(seq "$rounds"); do
     for which in old new; do
         bin=$old
@@ -33,7 +35,7 @@ for round in $(seq "$rounds"); do
         rm -f "$work/j.sqlite"*
         sync
         /usr/bin/time -f "%e %U %S" -o "$work/time" "$bin" run "$work/in.csv" --journal "$work/j.sqlite" \
-            --base-url "$url" --key-env BENCH_KEY --concurrency 256 --quiet >/dev/null 2>"$work/err" ||
+            --base-url "$url" --key-env BENCH_KEY --concurrency 256 --quiet "${run_flags[@]}" >/dev/null 2>"$work/err" ||
             { cat "$work/err" >&2; exit 1; }
         read -r elapsed user sys <"$work/time"
         python3 -c "print('$which', round($rows/$elapsed), round(($user+$sys)*10000/$rows, 3))" >>"$work/results"

@@ -20,12 +20,9 @@ final class MultiDriver {
     private var watched = WatchedSockets()
     private var idle: [Transfer] = []
     private let idleLimit: Int
-    /// Requests submitted while every connection was busy, oldest first from `queuedHead`: each
-    /// starts on this thread as soon as a transfer finishes, without waiting for the run's thread.
-    private var queued: [RestoreRequest] = []
-    private var queuedHead = 0
     /// Transfers in the multi handle at most: the connection cap, so a request never waits in curl
-    /// for a connection behind another one.
+    /// for a connection behind another one. Requests submitted beyond it stay queued in the
+    /// client's state, where `RestoreClient.withdrawQueued` can still take them back.
     private let transferLimit: Int
     /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
     private var timerDeadline: UInt64?
@@ -120,33 +117,27 @@ final class MultiDriver {
         tearDown()
     }
 
-    /// Starts the requests submitted since the last look, while a connection is free; the rest
-    /// queue, and start here, first in first out, when the round's finished transfers free their
-    /// connections: curl sends them on its next timer, within the round, where a request submitted
-    /// only then would wait for the run's thread. False once the client is stopping.
+    /// Starts the requests submitted since the last look, oldest first, while a connection is
+    /// free; the rest stay queued and start at the next look after transfers finish, in the same
+    /// round (curl sends them on its next timer), where a request submitted only then would wait
+    /// for the run's thread. False once the client is stopping.
     private func startSubmitted() -> Bool {
+        let free = transferLimit - active.count
         let (batch, stopping) = core.state.withLock { state in
-            var batch: [RestoreRequest] = []
-            swap(&batch, &state.pending)
             state.wakeupSent = false
-            return (batch, state.stopping)
+            guard !state.stopping else { return ([RestoreRequest](), true) }
+            guard free < state.pending.count else {
+                var batch: [RestoreRequest] = []
+                swap(&batch, &state.pending)
+                return (batch, false)
+            }
+            let batch = Array(state.pending.prefix(max(free, 0)))
+            state.pending.removeFirst(batch.count)
+            return (batch, false)
         }
         if stopping { return false }
-        queued.append(contentsOf: batch)
-        startQueued()
+        for request in batch { start(request) }
         return true
-    }
-
-    private func startQueued() {
-        while active.count < transferLimit, queuedHead < queued.count {
-            let request = queued[queuedHead]
-            queuedHead += 1
-            start(request)
-        }
-        if queuedHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-        }
     }
 
     /// The round's length now: nothing before a transfer finished, then a share of their typical time.
@@ -380,7 +371,6 @@ final class MultiDriver {
         }
         active.removeAll()
         idle.removeAll()
-        queued.removeAll()
         core.state.withLock { state in
             state.wakeupClosed = true
             state.pending.removeAll()

@@ -93,7 +93,8 @@ public final class RestoreClient: Sendable {
     /// Queues a request; never blocks on the network. Ignored after `shutdown()`. Beyond
     /// `maxConnections` in flight, a request waits in the client and starts on the driver's thread
     /// the moment a transfer finishes: a caller that keeps a few more submitted than it has
-    /// connections keeps every connection busy between its own turns.
+    /// connections keeps every connection busy between its own turns, and may take them back
+    /// before they start (`withdrawQueued`).
     public func submit(_ request: RestoreRequest) {
         core.state.withLock { state in
             guard !state.stopping else { return }
@@ -102,6 +103,17 @@ public final class RestoreClient: Sendable {
             // With every connection busy the driver takes the request when a transfer ends; waking
             // it now would cost a wake-up for nothing.
             if state.inFlight <= core.transferLimit { core.wakeDriver(&state) }
+        }
+    }
+
+    /// Takes back the requests submitted and not started yet (every connection was busy): no result
+    /// comes for them. Returns their tags, oldest first.
+    public func withdrawQueued() -> [Int64] {
+        core.state.withLock { state in
+            let tags = state.pending.map(\.tag)
+            state.pending.removeAll()
+            state.inFlight -= tags.count
+            return tags
         }
     }
 
@@ -175,6 +187,7 @@ private func checkConfiguration(_ configuration: ClientConfiguration) throws(Cli
 
 /// What submitters and the driver share, always under `state`'s lock.
 struct ClientState {
+    /// Submitted and not started, oldest first: the driver takes them while a connection is free.
     var pending: [RestoreRequest] = []
     var inFlight = 0
     var stopping = false

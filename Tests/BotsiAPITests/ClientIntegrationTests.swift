@@ -311,6 +311,28 @@ struct ClientIntegrationTests {
         #expect(queuedWakeUps <= 1, "six submissions to a busy client woke its driver \(queuedWakeUps) times")
     }
 
+    /// What waits behind busy connections can be taken back before it starts: no result comes for
+    /// it and the server never sees it.
+    @Test func queuedRequestsAreWithdrawnUnsent() async throws {
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        var configuration = configuration(for: simulator)
+        configuration.maxConnections = 1
+        let collector = ResultCollector()
+        let client = try RestoreClient(configuration: configuration) { collector.add($0) }
+        for index in 0..<4 {
+            client.submit(RestoreRequest(tag: Int64(index), profileId: "p\(index)", originalTransactionId: "\(index)1"))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(client.withdrawQueued() == [1, 2, 3])
+        #expect(client.inFlight == 1)
+        try await collector.wait(for: 1)
+        try await Task.sleep(for: .milliseconds(300))
+        client.shutdown()
+        #expect(collector.all.map(\.tag) == [0])
+        #expect(simulator.stats().requests == 1)
+    }
+
     /// Between requests the driver sleeps in epoll_wait and curl drops the idle connection from the
     /// epoll set; each submit must wake the driver and curl must get the same connection back.
     @Test func requestsOneAtATimeReuseOneConnection() async throws {

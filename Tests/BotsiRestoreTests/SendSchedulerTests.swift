@@ -127,6 +127,31 @@ import Testing
         #expect(Self.sendAllQueueing(&paced, now: 5) == ["0"], "a paced row goes when the pacer says")
     }
 
+    @Test func rowsTheClientGivesBackUnsentAreReadyAgainFirstInTheirOrder() {
+        var scheduler = Self.scheduler(concurrency: 32)
+        #expect(scheduler.queueLimit == 2)
+        for index in 0..<40 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        #expect(Self.sendAllQueueing(&scheduler, now: 0).count == 34)
+        let launched = scheduler.inFlight
+        #expect(scheduler.withdrawLaunched([32, 33]) == ["33", "32"], "newest first, for the journal to unmark")
+        #expect(scheduler.inFlight == launched - 2)
+        #expect(scheduler.counts.inFlight == 32)
+        _ = scheduler.stop()
+        #expect(Self.marked(&scheduler).isEmpty, "stopped: nothing more goes")
+        #expect(scheduler.count == 40, "every row still held: the 32 on the wire until their replies, the rest unsent")
+    }
+
+    @Test func rowsTheClientGivesBackGoAgainBeforeLaterOnes() {
+        var scheduler = Self.scheduler(concurrency: 32)
+        for index in 0..<40 { scheduler.add(profileId: "p\(index)", transactionId: "t\(index)", payload: "\(index)") }
+        _ = Self.sendAllQueueing(&scheduler, now: 0)
+        let reserve = scheduler.reserved
+        _ = scheduler.withdrawLaunched([32, 33])
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        let next = Self.marked(&scheduler)
+        #expect(Array(next.prefix(2)) == ["32", "33"], "\(next) after a reserve of \(reserve)")
+    }
+
     @Test func aConcurrencyCutByOverloadIsNotExceededByTheClientsQueue() {
         // A start held at 500/s; a burst of 503s cuts the rate and the concurrency to what that rate
         // needs at the latency seen, well under 64.

@@ -31,6 +31,9 @@ struct StopAtAnyMomentTests {
         let owedFirst: Bool
         let stdinDelay: Int
         let latency: Int
+        /// `--no-adaptive`: nothing paces the sends, so the client also holds requests queued behind
+        /// its busy connections, which a stop takes back unsent.
+        let unpaced: Bool
 
         init(seed: UInt64) {
             var random = SplitMix64(seed: seed)
@@ -47,12 +50,15 @@ struct StopAtAnyMomentTests {
             let sending = scenario == .slowServer ? rows * latency / 4 : rows / 2
             let likelyEnd = 150 + sending + (scenario == .lateStdin ? stdinDelay : 0)
             moment = Int.random(in: 0...(likelyEnd * 6 / 5), using: &random)
+            // Drawn last, so that each seed's other choices stay what they were.
+            unpaced = Bool.random(using: &random)
         }
 
         var description: String {
             "seed \(seed): \(signal == SIGINT ? "SIGINT" : "SIGTERM") at \(moment) ms, \(scenario), \(rows) rows"
                 + (owedFirst ? ", journal owing rows" : "")
                 + (scenario == .lateStdin ? ", stdin after \(stdinDelay) ms" : ", latency \(latency) ms")
+                + (unpaced ? ", --no-adaptive" : "")
         }
     }
 
@@ -106,7 +112,7 @@ struct StopAtAnyMomentTests {
         let child = try Child(
             runArguments(
                 late ? [input, "--format", "csv"] : [input], workspace, simulator,
-                ["--concurrency", "4", "--log-format", "json"]),
+                ["--concurrency", "4", "--log-format", "json"] + (trial.unpaced ? ["--no-adaptive"] : [])),
             key: Simulator.defaultKey, in: workspace, holdStdin: late)
         let started = Date()
         if late {
@@ -162,6 +168,10 @@ struct StopAtAnyMomentTests {
             return (problems, "stopped before it began, exit \(finished.status)")
         }
         if newRuns.count != 1 { problems.append("the run added \(newRuns.count) run records") }
+        // A run that ended by itself, stopped or not, leaves no row marked in flight: what was on the
+        // wire has its reply, and what was marked or queued and not sent goes back as it was.
+        let leftInFlight = after.items.values.filter { $0.status == "in_flight" }.count
+        if leftInFlight > 0 { problems.append("\(leftInFlight) rows are left in flight") }
         if record.exitCode != Int64(finished.status) {
             problems.append(
                 "run \(record.id) is recorded with exit \(record.exitCode ?? -1), exited \(finished.status)")
@@ -203,6 +213,16 @@ struct StopAtAnyMomentTests {
         if let count = lateAttempts.first?[0], count != "0" {
             problems.append(
                 "\(count) attempts of run \(record.id) started after the stop was decided at \(stoppedText)")
+        }
+        // Stopped before any reply came back, the run could not have freed a connection: no more
+        // went out than it had (`--concurrency 4`), whatever it had queued in the client.
+        let firstReply = try JournalTables.rows(
+            workspace.journal,
+            "SELECT min(started_at + duration_us / 1000) FROM attempts WHERE run_id = \(record.id)"
+        ).first?[0].flatMap { $0 }.flatMap(Double.init)
+        if let firstReply, firstReply > stoppedAt.timeIntervalSince1970 * 1000 + 5, simulator.stats().requests > 4 {
+            problems.append(
+                "\(simulator.stats().requests) requests reached the server though the stop came before any reply")
         }
         return (problems, outcome + String(format: ", stop decided %.0f ms after the signal", delay * 1000))
     }

@@ -193,7 +193,6 @@ actor ActiveRun {
         while let entry = scheduler.nextLaunch(queueAt: now) {
             waits.sent(entry.sequence, at: now)
             feeder.noteFirstSend(of: entry.payload)
-            writer.sent(entry.payload)
             client.submit(
                 RestoreRequest(
                     tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
@@ -236,6 +235,9 @@ actor ActiveRun {
     /// The table decides, the writer records, then the row leaves the window or waits to be retried.
     private func record(_ result: RestoreResult) {
         guard var row = scheduler[payloadOf: result.tag] else { return }
+        // Its request left (the client may hold one back until a connection frees, and a stop
+        // takes those back unsent): what its mark replaced is not needed any more.
+        writer.sent(row)
         summary.requests += 1
         summary.note(result.reply, duration: result.duration, timeout: options.timeout)
         row.attemptsThisRun += 1
@@ -284,7 +286,15 @@ actor ActiveRun {
         // Rows marked and not sent go back as they were. Rows waiting out a backoff, and those
         // of them that had been marked again, are done for this run; the table says what a stop
         // writes to them (nothing: their last error is on record, a final row keeps its status).
-        let (unsent, waiting) = scheduler.stop()
+        var (unsent, waiting) = scheduler.stop()
+        // Requests the client queued behind busy connections have not left: they are unsent too.
+        if case .client(let client, _) = sender {
+            let queued = client.withdrawQueued()
+            for tag in queued { waits.replied(tag) }
+            let withdrawn = scheduler.withdrawLaunched(queued)
+            for row in withdrawn { feeder.noteWithdrawn(row) }
+            unsent += withdrawn
+        }
         do {
             try unmark(unsent)
             for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {

@@ -262,6 +262,12 @@ struct InputFeeder {
         rowsSentByInput[input] += 1
     }
 
+    /// A first send the client gave back unsent (a stop).
+    mutating func noteWithdrawn(_ row: RunRow) {
+        guard row.attemptsThisRun == 0, let input = row.readerIndex else { return }
+        rowsSentByInput[input] -= 1
+    }
+
     /// The run's `inputs` record: each input with the SHA-256 and size of what was read, and
     /// whether it was read to its end.
     var inputsRecord: [RunInput] {

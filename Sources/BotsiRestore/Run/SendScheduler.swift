@@ -179,6 +179,21 @@ struct SendScheduler<Payload> {
         return withdrawn
     }
 
+    /// Rows handed to the client that it had not started (`RestoreClient.withdrawQueued`, oldest
+    /// first) are not on the wire after all: each goes back to the front of the ready rows, in the
+    /// order they were taken, before any the reserve gave back. Returns their payloads, for the
+    /// journal to unmark.
+    mutating func withdrawLaunched(_ sequences: [Int64]) -> [Payload] {
+        var withdrawn: [Payload] = []
+        for sequence in sequences.reversed() where window[sequence] != nil {
+            inFlight -= 1
+            launched -= 1
+            window.putBack(sequence)
+            if let payload = window[sequence]?.payload { withdrawn.append(payload) }
+        }
+        return withdrawn
+    }
+
     /// Rows may be marked ahead of need only while the concurrency limit, not the rate, holds the
     /// sends back: a paced row goes when the pacer says, never early from a reserve.
     private func reserveAllowed(now: Double) -> Int {

@@ -214,13 +214,14 @@ struct StopAtAnyMomentTests {
             problems.append(
                 "\(count) attempts of run \(record.id) started after the stop was decided at \(stoppedText)")
         }
-        // Stopped before any reply came back, the run could not have freed a connection: no more
-        // went out than it had (`--concurrency 4`), whatever it had queued in the client.
+        // Stopped before any reply came back (by 50 ms: the run's thread may be descheduled between
+        // deciding the stop and taking the queue back), the run could not have freed a connection:
+        // no more went out than it had (`--concurrency 4`), whatever it had queued in the client.
         let firstReply = try JournalTables.rows(
             workspace.journal,
             "SELECT min(started_at + duration_us / 1000) FROM attempts WHERE run_id = \(record.id)"
         ).first?[0].flatMap { $0 }.flatMap(Double.init)
-        if let firstReply, firstReply > stoppedAt.timeIntervalSince1970 * 1000 + 5, simulator.stats().requests > 4 {
+        if let firstReply, firstReply > stoppedAt.timeIntervalSince1970 * 1000 + 50, simulator.stats().requests > 4 {
             problems.append(
                 "\(simulator.stats().requests) requests reached the server though the stop came before any reply")
         }

@@ -266,7 +266,7 @@ final class ClientCore: Sendable {
     /// An eventfd in the driver's epoll set. Other threads only write to it, under the state lock
     /// while `wakeupClosed` is false; the driver sets that flag under the lock before closing it.
     let wakeupDescriptor: Int32
-    /// Transfers in curl at once: the connection cap. Submissions beyond it queue in the driver.
+    /// Transfers in curl at once: the connection cap. Submissions beyond it wait in `ClientState.pending`.
     let transferLimit: Int
 
     init(wakeupDescriptor: Int32, transferLimit: Int) {
@@ -274,7 +274,7 @@ final class ClientCore: Sendable {
         self.transferLimit = transferLimit
     }
 
-    /// Call with the lock held. One wakeup per batch is enough: the driver takes the whole queue.
+    /// Call with the lock held. One wakeup per batch is enough: the driver looks at the whole queue.
     func wakeDriver(_ state: inout ClientState) {
         guard !state.wakeupSent, !state.wakeupClosed else { return }
         state.wakeupSent = true

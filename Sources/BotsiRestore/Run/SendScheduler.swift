@@ -57,7 +57,7 @@ struct SendScheduler<Payload> {
     let reserveLimit: Int
     /// Requests handed to a queueing client beyond the concurrency at most (`nextLaunch(queueAt:)`):
     /// a sixteenth of the concurrency (at least 1, at most 32), about the replies of a round or two
-    /// of the client's (at 256 and 50 ms, 16 went 1.5% faster than none and 32 no faster).
+    /// of the client's (at 256 and 50 ms, 16 went about 1% faster than none, and 32 no faster).
     let queueLimit: Int
 
     init(pacing: PacingConfiguration) {

@@ -147,7 +147,10 @@ actor ActiveRun {
         }
         switch slice.end {
         case .sliceFull: scheduleStep()
-        case .damaged(let message): stop(.inputDamaged(message: message))
+        case .damaged(let input, let reason):
+            // Its message counts the rows sent: the client's queue goes back first.
+            let withdrawn = takeBackQueued()
+            stop(.inputDamaged(message: feeder.damagedMessage(input: input, reason: reason)), withdrawn: withdrawn)
         case .inputDone, .noRoom, .waitingForInput: break
         }
     }
@@ -275,8 +278,23 @@ actor ActiveRun {
 
     // MARK: Stopping and finishing
 
-    private func stop(_ reason: RunStop) {
-        guard phase == .running else { return }
+    /// Requests the client queued behind busy connections have not left: they are unsent rows,
+    /// returned for the journal to unmark.
+    private func takeBackQueued() -> [RunRow] {
+        guard case .client(let client, _) = sender else { return [] }
+        let queued = client.withdrawQueued()
+        for tag in queued { waits.replied(tag) }
+        let withdrawn = scheduler.withdrawLaunched(queued)
+        for row in withdrawn { feeder.noteWithdrawn(row) }
+        return withdrawn
+    }
+
+    /// `withdrawn`: rows already taken back from the client's queue (`takeBackQueued`).
+    private func stop(_ reason: RunStop, withdrawn: [RunRow] = []) {
+        guard phase == .running else {
+            do { try unmark(withdrawn) } catch { failJournal(error) }
+            return
+        }
         phase = .stopping(reason)
         summary.stopMessage = reason.message
         summary.stopCause = reason.cause
@@ -287,14 +305,7 @@ actor ActiveRun {
         // of them that had been marked again, are done for this run; the table says what a stop
         // writes to them (nothing: their last error is on record, a final row keeps its status).
         var (unsent, waiting) = scheduler.stop()
-        // Requests the client queued behind busy connections have not left: they are unsent too.
-        if case .client(let client, _) = sender {
-            let queued = client.withdrawQueued()
-            for tag in queued { waits.replied(tag) }
-            let withdrawn = scheduler.withdrawLaunched(queued)
-            for row in withdrawn { feeder.noteWithdrawn(row) }
-            unsent += withdrawn
-        }
+        unsent += withdrawn + takeBackQueued()
         do {
             try unmark(unsent)
             for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {

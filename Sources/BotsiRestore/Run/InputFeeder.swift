@@ -82,8 +82,8 @@ struct InputFeeder {
             case noRoom
             /// The input thread has handed over nothing more yet: read on when it does.
             case waitingForInput
-            /// An input is damaged: the run stops; the message says where and what to do.
-            case damaged(message: String)
+            /// An input is damaged: the run stops; `damagedMessage` says where and what to do.
+            case damaged(input: Int, reason: String)
         }
     }
 
@@ -175,10 +175,7 @@ struct InputFeeder {
                     }
                 case .damaged(let input, let message):
                     try admit(rows, now: now, writer: &writer, slice: &slice)
-                    slice.end = .damaged(
-                        message: RunAdvice.damagedInput(
-                            message, file: names[input], rowsRead: rowsReadByInput[input],
-                            rowsSent: rowsSentByInput[input]))
+                    slice.end = .damaged(input: input, reason: message)
                     return slice
                 }
             }
@@ -260,6 +257,13 @@ struct InputFeeder {
     mutating func noteFirstSend(of row: RunRow) {
         guard row.attemptsThisRun == 0, let input = row.readerIndex else { return }
         rowsSentByInput[input] += 1
+    }
+
+    /// What a damaged input's stop says: where, what to do, and how many of its rows were read
+    /// and sent. Asked once the client's queue is taken back, so that sent means sent.
+    func damagedMessage(input: Int, reason: String) -> String {
+        RunAdvice.damagedInput(
+            reason, file: names[input], rowsRead: rowsReadByInput[input], rowsSent: rowsSentByInput[input])
     }
 
     /// A first send the client gave back unsent (a stop).

@@ -181,8 +181,7 @@ struct SendScheduler<Payload> {
 
     /// Rows handed to the client that it had not started (`RestoreClient.withdrawQueued`, oldest
     /// first) are not on the wire after all: each goes back to the front of the ready rows, in the
-    /// order they were taken, before any the reserve gave back. Returns their payloads, for the
-    /// journal to unmark.
+    /// order they were taken. Returns their payloads, newest first, for the journal to unmark.
     mutating func withdrawLaunched(_ sequences: [Int64]) -> [Payload] {
         var withdrawn: [Payload] = []
         for sequence in sequences.reversed() where window[sequence] != nil {

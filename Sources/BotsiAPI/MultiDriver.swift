@@ -20,10 +20,6 @@ final class MultiDriver {
     private var watched = WatchedSockets()
     private var idle: [Transfer] = []
     private let idleLimit: Int
-    /// Transfers in the multi handle at most: the connection cap, so a request never waits in curl
-    /// for a connection behind another one. Requests submitted beyond it stay queued in the
-    /// client's state, where `RestoreClient.withdrawQueued` can still take them back.
-    private let transferLimit: Int
     /// When curl wants `CURL_SOCKET_TIMEOUT`, in `DispatchTime` nanoseconds; nil when it has no timer.
     private var timerDeadline: UInt64?
     private let redactor: KeyRedactor
@@ -59,7 +55,6 @@ final class MultiDriver {
         self.template = template
         self.onResult = onResult
         idleLimit = max(template.configuration.maxConnections * 2, 64)
-        transferLimit = core.transferLimit
         redactor = KeyRedactor(key: template.configuration.apiKey)
     }
 
@@ -120,9 +115,12 @@ final class MultiDriver {
     /// Starts the requests submitted since the last look, oldest first, while a connection is
     /// free; the rest stay queued and start at the next look after transfers finish, in the same
     /// round (curl sends them on its next timer), where a request submitted only then would wait
-    /// for the run's thread. False once the client is stopping.
+    /// for the run's thread. No more than `core.transferLimit` (the connection cap) are in curl at
+    /// once, so a request never waits there behind another one; what waits stays in the client's
+    /// state, where `RestoreClient.withdrawQueued` can still take it back. False once the client is
+    /// stopping.
     private func startSubmitted() -> Bool {
-        let free = transferLimit - active.count
+        let free = core.transferLimit - active.count
         let (batch, stopping) = core.state.withLock { state in
             state.wakeupSent = false
             guard !state.stopping else { return ([RestoreRequest](), true) }

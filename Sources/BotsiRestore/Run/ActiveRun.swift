@@ -148,9 +148,7 @@ actor ActiveRun {
         switch slice.end {
         case .sliceFull: scheduleStep()
         case .damaged(let input, let reason):
-            // Its message counts the rows sent: the client's queue goes back first.
-            let withdrawn = takeBackQueued()
-            stop(.inputDamaged(message: feeder.damagedMessage(input: input, reason: reason)), withdrawn: withdrawn)
+            stop(.inputDamaged(message: feeder.damagedMessage(input: input, reason: reason)))
         case .inputDone, .noRoom, .waitingForInput: break
         }
     }
@@ -289,12 +287,12 @@ actor ActiveRun {
         return withdrawn
     }
 
-    /// `withdrawn`: rows already taken back from the client's queue (`takeBackQueued`).
-    private func stop(_ reason: RunStop, withdrawn: [RunRow] = []) {
-        guard phase == .running else {
-            do { try unmark(withdrawn) } catch { failJournal(error) }
-            return
-        }
+    /// The reason is made once the client's queue is taken back, so that what it counts as sent
+    /// (a damaged input's message) was sent.
+    private func stop(_ makeReason: @autoclosure () -> RunStop) {
+        guard phase == .running else { return }
+        let withdrawn = takeBackQueued()
+        let reason = makeReason()
         phase = .stopping(reason)
         summary.stopMessage = reason.message
         summary.stopCause = reason.cause
@@ -305,7 +303,7 @@ actor ActiveRun {
         // of them that had been marked again, are done for this run; the table says what a stop
         // writes to them (nothing: their last error is on record, a final row keeps its status).
         var (unsent, waiting) = scheduler.stop()
-        unsent += withdrawn + takeBackQueued()
+        unsent += withdrawn
         do {
             try unmark(unsent)
             for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {

@@ -30,6 +30,7 @@ import Testing
             case "recutShare": tuning.recutShare = value!
             case "recutCount": tuning.recutCount = Int(value!)
             case "closedShare": tuning.closedShare = value!
+            case "openingWindows": tuning.openingWindows = value!
             case "lowRemaining": tuning.lowRemaining = value!
             default: Issue.record("unknown constant \(parts[0])")
             }
@@ -68,6 +69,7 @@ import Testing
                     line += String(format: " | shares %.2f–%.2f", fair.lowest, fair.highest)
                 }
                 print(line)
+                if Self.environment["BOTSI_PACING_TRACE"] != nil { print(outcome.trace) }
             }
         }
     }

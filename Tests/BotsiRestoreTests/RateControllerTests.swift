@@ -241,9 +241,36 @@ import Testing
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
         let cut = controller.effectiveRate!
         Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
-        #expect(Self.close(controller.effectiveRate, cut * Self.tuning.trickle), "all of 5 refused since the cut")
+        // During the start's replay the trickle is a share of the start's ceiling (100/s accepted),
+        // not of the replay's low rate, which found the opening up to half a second late.
+        #expect(Self.close(controller.effectiveRate, 100 * Self.tuning.trickle), "all of 5 refused since the cut")
         controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 1.3)
         #expect(controller.effectiveRate == cut, "open again: back to the rate")
+    }
+
+    /// A fixed window opens at the same moment of every window: once a trickle has seen it open, a
+    /// cut counts what the window gave since its edge, not a second that holds the end of the
+    /// window before too (which read 131/s on a 100/s window).
+    @Test func aCutAfterAClosedWindowOpenedCountsWhatTheWindowGaveSinceItsEdge() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
+        // The trickle: refused reaching the service at 1.945, accepted at 2.055: it opened at 2.0.
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.95)
+        controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 2.06)
+        Self.ticks(&controller, from: 2.25, to: 4.5)
+        // The windows of [2, 3) and [3, 4) give 100, the third 60 by 4.6 and then refuses: the cut
+        // the real binary's start makes, about 2.4 s after the opening.
+        Self.replies(&controller, count: 99, from: 2.1, to: 3, latency: 0.01)
+        Self.replies(&controller, count: 100, from: 3.005, to: 4, latency: 0.01)
+        Self.replies(&controller, count: 60, from: 4.01, to: 4.6, latency: 0.01)
+        let before = controller.effectiveRate!
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 4.6)
+        // The last second's count and the last two seconds' both read 100/s; since the edge at 4.0: 60.
+        let expected = max(60, before * 0.5) * Self.tuning.backoff
+        let cut = controller.effectiveRate!
+        #expect(Self.close(cut, expected, within: 1), "\(cut) vs \(expected)")
     }
 
     @Test func aCutTooSmallForWhatTheWindowRefusesIsCutAgain() {

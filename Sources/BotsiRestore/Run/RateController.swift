@@ -40,6 +40,10 @@ struct RateController {
         /// `trickle` × the rate until it accepts again.
         var closedShare = 0.9
         var trickle = 0.05
+        /// A closed window's opening dates this many windows after it: a fixed window opens at the
+        /// same moment of every window, and a cut there measures what the window gave since it
+        /// opened.
+        var openingWindows = 3.0
         /// Since a cut, refusing this share (at least `recutCount` refusals): the cut was too small.
         var recutShare = 0.3
         var recutCount = 10
@@ -164,6 +168,14 @@ struct RateController {
     private var lowestRate: Double?
 
     private var acceptedMeter = SendMeter()
+    /// When each accepted request reached the service (half its duration before its reply), over
+    /// the last two windows: what a window gave this process since it opened.
+    private var admissions = OrderedTimes()
+    /// When a closed window last opened again (between the arrivals of the last refused and the
+    /// first accepted trickle): a fixed window's edge, until another is seen.
+    private var openedAt: Double?
+    /// When the last refused request reached the service: a closed window opened after it.
+    private var lastRefusedArrival: Double?
     /// Typical request duration (exponentially weighted).
     private(set) var latency = 0.05
 
@@ -230,6 +242,7 @@ struct RateController {
             recentRefused.removeAll { now - $0 > 1 }
         }
         countBackground(refused: refusal, sentAt: now - duration, now: now)
+        noteWindow(signal, arrival: now - duration / 2)
         if signal == .accepted, let resume = resumeRate {
             // The window opened again: back to the rate it was closed on.
             rate = resume
@@ -306,7 +319,11 @@ struct RateController {
         // nearly used up refused nothing yet: the last second is the rate (the longer measure would
         // reach back to before a cut, or into a second the window was closed).
         var measured =
-            stated ? accepted : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
+            stated
+            ? accepted
+            : min(
+                accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver),
+                givenSinceOpening(refusedAt: (sentAt + now) / 2))
         if stated {
             // A window still falling from one window to the next is spent faster than it refills:
             // by that much less.
@@ -315,6 +332,34 @@ struct RateController {
         ceiling = min(current, max(measured, current * 0.5))
         cut(now: now, to: ceiling! * tuning.backoff)
         phase = .recovering
+    }
+
+    /// Keeps what a cut measures a fixed window by: accepted arrivals, and a closed window's opening.
+    private mutating func noteWindow(_ signal: PacingSignal, arrival: Double) {
+        guard enabled else { return }
+        if signal == .accepted {
+            admissions.insert(arrival)
+            admissions.drop(through: arrival - 2 * window.length)
+        }
+        if case .tooManyRequests = signal { lastRefusedArrival = arrival }
+        if signal == .accepted, resumeRate != nil {
+            openedAt = lastRefusedArrival.map { ($0 + arrival) / 2 } ?? arrival
+        }
+    }
+
+    /// What the window gave this process from its opening to a refusal at `refusedAt`, per second:
+    /// a fixed window opens at the same moment of every window, so for `openingWindows` after an
+    /// opening seen its windows' edges are known, and the count since the edge is exactly the
+    /// share it gives (a second's count holds the end of the window before as well, and read 131/s
+    /// on a 100/s window). Infinite when no opening dates the window.
+    private func givenSinceOpening(refusedAt: Double) -> Double {
+        guard let openedAt else { return .infinity }
+        let length = window.length
+        let since = refusedAt - openedAt
+        let edge = openedAt + (since / length).rounded(.down) * length
+        guard since >= 0, since < tuning.openingWindows * length else { return .infinity }
+        let given = Double(admissions.count(after: edge, through: refusedAt)) / length
+        return given >= 1 ? given : .infinity
     }
 
     /// Within a window of a cut, what the window still holds refuses a little of what was sent since.
@@ -328,7 +373,11 @@ struct RateController {
         let share = Double(fresh.refused) / Double(fresh.replies)
         if share >= tuning.closedShare {
             resumeRate = rate
-            rate = max(0.5, current * tuning.trickle)
+            // During the start's replay the rate is a fraction of the limit: a trickle on it found
+            // the opening up to half a second late. On the ceiling, a tenth of that.
+            var trickleOn = current
+            if case .replaying = phase, let ceiling { trickleOn = max(current, ceiling) }
+            rate = max(0.5, trickleOn * tuning.trickle)
         } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
             ceiling = current * (1 - share)
             cut(now: now, to: ceiling! * plateau)

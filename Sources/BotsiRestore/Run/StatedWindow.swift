@@ -150,7 +150,7 @@ struct StatedWindow {
 /// Instants kept in order, oldest first, for counting those within a span: they arrive nearly in
 /// order (an admission is half a reply's duration before it), so an insertion moves few, and the
 /// old ones leave from the front.
-private struct OrderedTimes {
+struct OrderedTimes {
     private var times: [Double] = []
     private var head = 0
 

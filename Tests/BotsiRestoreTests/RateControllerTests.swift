@@ -273,6 +273,18 @@ import Testing
         #expect(Self.close(cut, expected, within: 1), "\(cut) vs \(expected)")
     }
 
+    /// A stated window may be an hour long, and two of them of admissions were millions of instants
+    /// at a bulk API's pace: under a stated limit none are kept (its remaining count says more).
+    @Test func admissionsAreKeptForTwoWindowsAndNotUnderAStatedLimit() {
+        var probing = Self.controller(startRate: 100)
+        Self.replies(&probing, count: 3000, from: 0, to: 3, latency: 0.01)
+        #expect(probing.keptAdmissions == 2000, "the last two one-second windows' admissions")
+        var stated = Self.controller(startRate: 100)
+        let hourly = RateLimitInfo(quota: 3_600_000, windowSeconds: 3600, remaining: 3_000_000, resetSeconds: 1800)
+        Self.replies(&stated, count: 3000, from: 0, to: 3, latency: 0.01, rateLimit: hourly)
+        #expect(stated.keptAdmissions <= 1, "the first reply's, before its fields were read")
+    }
+
     @Test func aCutTooSmallForWhatTheWindowRefusesIsCutAgain() {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)

@@ -171,6 +171,8 @@ struct RateController {
     /// When each accepted request reached the service (half its duration before its reply), over
     /// the last two windows: what a window gave this process since it opened.
     private var admissions = OrderedTimes()
+    /// How many admissions are kept: a memory bound the tests hold.
+    var keptAdmissions: Int { admissions.count }
     /// When a closed window last opened again (between the arrivals of the last refused and the
     /// first accepted trickle): a fixed window's edge, until another is seen.
     private var openedAt: Double?
@@ -335,8 +337,10 @@ struct RateController {
     }
 
     /// Keeps what a cut measures a fixed window by: accepted arrivals, and a closed window's opening.
+    /// Not under a stated limit, whose window may be an hour long: two of them of admissions would
+    /// be millions of instants, and its remaining count says more than an opening seen.
     private mutating func noteWindow(_ signal: PacingSignal, arrival: Double) {
-        guard enabled else { return }
+        guard enabled, stated == nil else { return }
         if signal == .accepted {
             admissions.insert(arrival)
             admissions.drop(through: arrival - 2 * window.length)

@@ -154,6 +154,8 @@ struct OrderedTimes {
     private var times: [Double] = []
     private var head = 0
 
+    var count: Int { times.count - head }
+
     mutating func insert(_ time: Double) {
         var index = times.count
         while index > head, times[index - 1] > time { index -= 1 }

@@ -273,6 +273,26 @@ import Testing
         #expect(Self.close(cut, expected, within: 1), "\(cut) vs \(expected)")
     }
 
+    /// Where the edge is dated its count is the measure, not the lowest of it and the longer ones:
+    /// two seconds that reach back into the time the window was closed read half of what it gives
+    /// (the real binary's start was cut to 85/s on a 100/s window and took five seconds to return).
+    @Test func aCutSoonAfterAClosedWindowOpenedIsNotLoweredByTheClosedTime() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.95)
+        controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 2.06)
+        Self.ticks(&controller, from: 2.25, to: 2.75)
+        // The window of [2, 3) gives 95 by 2.96 and refuses; the last two seconds read about 50/s.
+        Self.replies(&controller, count: 94, from: 2.1, to: 2.95, latency: 0.01)
+        let before = controller.effectiveRate!
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 2.96)
+        let expected = min(before, 95) * Self.tuning.backoff
+        let cut = controller.effectiveRate!
+        #expect(Self.close(cut, expected, within: 1), "\(cut) vs \(expected)")
+    }
+
     /// A stated window may be an hour long, and two of them of admissions were millions of instants
     /// at a bulk API's pace: under a stated limit none are kept (its remaining count says more).
     @Test func admissionsAreKeptForTwoWindowsAndNotUnderAStatedLimit() {

@@ -319,13 +319,16 @@ struct RateController {
         // What the limiter accepted from this process over the last window(s), while refusing some
         // of it, is this process's share of the limit now; never more than halve at once. A window
         // nearly used up refused nothing yet: the last second is the rate (the longer measure would
-        // reach back to before a cut, or into a second the window was closed).
-        var measured =
-            stated
-            ? accepted
-            : min(
-                accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver),
-                givenSinceOpening(refusedAt: (sentAt + now) / 2))
+        // reach back to before a cut, or into a second the window was closed). Where a fixed
+        // window's edge is dated, the count since it is exact and is the measure: the longer one
+        // reaching into a closed second cut the real binary's start to 85/s on a 100/s window.
+        let sinceEdge = givenSinceOpening(refusedAt: (sentAt + now) / 2)
+        var measured = accepted
+        if !stated {
+            measured =
+                sinceEdge.isFinite
+                ? sinceEdge : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
+        }
         if stated {
             // A window still falling from one window to the next is spent faster than it refills:
             // by that much less.

@@ -248,17 +248,23 @@ import Testing
         #expect(controller.effectiveRate == cut, "open again: back to the rate")
     }
 
-    /// A fixed window opens at the same moment of every window: once a trickle has seen it open, a
-    /// cut counts what the window gave since its edge, not a second that holds the end of the
-    /// window before too (which read 131/s on a 100/s window).
-    @Test func aCutAfterAClosedWindowOpenedCountsWhatTheWindowGaveSinceItsEdge() {
+    /// A start overshoots at 1.0, its window closes and is trickled; a request refused reaching the
+    /// service at 1.945 and one accepted at 2.055 show it opening at 2.0.
+    private static func reopenedAtTwo() -> Controller {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
         Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
-        // The trickle: refused reaching the service at 1.945, accepted at 2.055: it opened at 2.0.
         controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.95)
         controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 2.06)
+        return controller
+    }
+
+    /// A fixed window opens at the same moment of every window: once a trickle has seen it open, a
+    /// cut counts what the window gave since its edge, not a second that holds the end of the
+    /// window before too (which read 131/s on a 100/s window).
+    @Test func aCutAfterAClosedWindowOpenedCountsWhatTheWindowGaveSinceItsEdge() {
+        var controller = Self.reopenedAtTwo()
         Self.ticks(&controller, from: 2.25, to: 4.5)
         // The windows of [2, 3) and [3, 4) give 100, the third 60 by 4.6 and then refuses: the cut
         // the real binary's start makes, about 2.4 s after the opening.
@@ -277,12 +283,7 @@ import Testing
     /// two seconds that reach back into the time the window was closed read half of what it gives
     /// (the real binary's start was cut to 85/s on a 100/s window and took five seconds to return).
     @Test func aCutSoonAfterAClosedWindowOpenedIsNotLoweredByTheClosedTime() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
-        Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
-        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.95)
-        controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 2.06)
+        var controller = Self.reopenedAtTwo()
         Self.ticks(&controller, from: 2.25, to: 2.75)
         // The window of [2, 3) gives 95 by 2.96 and refuses; the last two seconds read about 50/s.
         Self.replies(&controller, count: 94, from: 2.1, to: 2.95, latency: 0.01)

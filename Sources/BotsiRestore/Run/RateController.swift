@@ -41,8 +41,8 @@ struct RateController {
         var closedShare = 0.9
         var trickle = 0.05
         /// A closed window's opening dates this many windows after it: a fixed window opens at the
-        /// same moment of every window, and a cut there measures what the window gave since it
-        /// opened.
+        /// same moment of every window, and a cut there measures what the window gave since its
+        /// edge.
         var openingWindows = 3.0
         /// Since a cut, refusing this share (at least `recutCount` refusals): the cut was too small.
         var recutShare = 0.3
@@ -322,17 +322,16 @@ struct RateController {
         // reach back to before a cut, or into a second the window was closed). Where a fixed
         // window's edge is dated, the count since it is exact and is the measure: the longer one
         // reaching into a closed second cut the real binary's start to 85/s on a 100/s window.
-        let sinceEdge = givenSinceOpening(refusedAt: (sentAt + now) / 2)
         var measured = accepted
-        if !stated {
-            measured =
-                sinceEdge.isFinite
-                ? sinceEdge : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
-        }
         if stated {
             // A window still falling from one window to the next is spent faster than it refills:
             // by that much less.
             measured -= excessShare(of: accepted)
+        } else {
+            let sinceEdge = givenSinceOpening(refusedAt: (sentAt + now) / 2)
+            measured =
+                sinceEdge.isFinite
+                ? sinceEdge : min(accepted, acceptedMeter.ratePerSecond(now: now, over: tuning.measureOver))
         }
         ceiling = min(current, max(measured, current * 0.5))
         cut(now: now, to: ceiling! * tuning.backoff)

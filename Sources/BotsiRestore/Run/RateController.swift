@@ -380,7 +380,7 @@ struct RateController {
         if share >= tuning.closedShare {
             resumeRate = rate
             // During the start's replay the rate is a fraction of the limit: a trickle on it found
-            // the opening up to half a second late. On the ceiling, a tenth of that.
+            // the opening up to half a second late. On the ceiling (5/s of 100/s), within 0.2 s.
             var trickleOn = current
             if case .replaying = phase, let ceiling { trickleOn = max(current, ceiling) }
             rate = max(0.5, trickleOn * tuning.trickle)

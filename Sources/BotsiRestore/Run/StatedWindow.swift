@@ -20,8 +20,11 @@ struct StatedWindow {
     private var lastRemaining: Int?
     private(set) var typicalFall = 0.0
     /// When this process's accepted requests reached the limiter (half their duration after they
-    /// left), over the last window.
-    private var ownAdmitted = OrderedTimes()
+    /// left), over the last window and a half, by thousandths of the window: a stated window may
+    /// be an hour, and its instants at a bulk API's pace were millions.
+    private var ownAdmitted = BinnedTimes()
+    /// How many thousandths of the window hold admissions: a memory bound the tests hold.
+    var keptOwnAdmissions: Int { ownAdmitted.binCount }
     /// Others' use of the window (quota − remaining − this process's own admissions over the
     /// window) at its highest in the current window-long period, the last period's, and the mean
     /// square of the change from one period's to the next (exponentially weighted, less the
@@ -71,6 +74,7 @@ struct StatedWindow {
         remaining: Int, admittedAt: Double, accepted: Bool, now: Double, countsChangesFrom: Double?,
         tuning: RateController.Tuning
     ) {
+        ownAdmitted.binWidth = length / 1000
         if accepted { ownAdmitted.insert(admittedAt) }
         ownAdmitted.drop(through: admittedAt - length * 1.5)
         let own = ownAdmitted.count(after: admittedAt - length, through: admittedAt)
@@ -144,6 +148,85 @@ struct StatedWindow {
         var count = 0
         for slot in slots where slot.highest == 0 && Double(slot.slot) * length / 10 >= from { count += 1 }
         return count
+    }
+}
+
+/// Instants counted by bins of `binWidth`, oldest first: a count over a span is exact but for the
+/// bins its two ends fall in, and the memory is one bin per width that holds any, however many
+/// instants each holds. Each bin keeps the running total through it, so a count is two binary
+/// searches, as `OrderedTimes`' is.
+struct BinnedTimes {
+    private var bins: [(index: Int64, total: Int)] = []
+    private var head = 0
+    /// The running total through the last bin dropped.
+    private var droppedTotal = 0
+
+    /// Changing it regroups what is kept into bins of the new width.
+    var binWidth = 0.001 {
+        didSet {
+            guard binWidth != oldValue, head < bins.count else { return }
+            var regrouped: [(index: Int64, total: Int)] = []
+            for bin in bins[head...] {
+                let index = self.index(Double(bin.index) * oldValue + oldValue / 2)
+                if let last = regrouped.last, last.index == index {
+                    regrouped[regrouped.count - 1].total = bin.total
+                } else {
+                    regrouped.append((index, bin.total))
+                }
+            }
+            bins = regrouped
+            head = 0
+        }
+    }
+
+    var binCount: Int { bins.count - head }
+
+    private func index(_ time: Double) -> Int64 { Int64((time / binWidth).rounded(.down)) }
+
+    mutating func insert(_ time: Double) {
+        let index = self.index(time)
+        // Nearly in order: the bins after it (few) each count one more.
+        var position = bins.count
+        while position > head, bins[position - 1].index > index {
+            position -= 1
+            bins[position].total += 1
+        }
+        if position > head, bins[position - 1].index == index {
+            bins[position - 1].total += 1
+        } else {
+            let before = position > head ? bins[position - 1].total : droppedTotal
+            bins.insert((index, before + 1), at: position)
+        }
+    }
+
+    /// Drops the bins that end at or before `time`.
+    mutating func drop(through time: Double) {
+        let index = self.index(time)
+        while head < bins.count, bins[head].index < index {
+            droppedTotal = bins[head].total
+            head += 1
+        }
+        if head >= 1024, head * 2 >= bins.count {
+            bins.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// How many lie in the bins after `start`'s, through `end`'s.
+    func count(after start: Double, through end: Double) -> Int {
+        max(0, total(through: index(end)) - total(through: index(start)))
+    }
+
+    /// The running total through the last kept bin at or before `index` (through the dropped ones,
+    /// if none is).
+    private func total(through index: Int64) -> Int {
+        var low = head
+        var high = bins.count
+        while low < high {
+            let middle = (low + high) / 2
+            if bins[middle].index <= index { low = middle + 1 } else { high = middle }
+        }
+        return low > head ? bins[low - 1].total : droppedTotal
     }
 }
 

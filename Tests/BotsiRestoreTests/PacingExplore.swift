@@ -62,7 +62,11 @@ import Testing
                     outcome.utilization(from: from == outcome.firstStart ? nil : from),
                     outcome.refusedShare(from: from) * 100)
                 if scenario.liveRate > 0 {
-                    line += String(format: " | live 429s %.2f%%", outcome.liveRefusedShare * 100)
+                    // And from 10 s after the job started: what its start costs the users, apart.
+                    let settled = (scenario.starts.min() ?? 0) + 10
+                    line += String(
+                        format: " | live 429s %.2f%% (%.2f%% from 10 s in)", outcome.liveRefusedShare * 100,
+                        outcome.liveRefusedShare(from: settled) * 100)
                 }
                 if scenario.processes > 1 {
                     let fair = outcome.fairness(from: from)

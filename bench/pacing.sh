@@ -9,7 +9,9 @@
 #   bash bench/pacing.sh [LIMIT] [ROWS] [HEADERS] [RUNS]   (defaults 100 6000 none 1)
 #   HEADERS: none | ietf | ratelimit-limit | x-ratelimit (the simulator states its limit).
 #   Environment: LATENCY_MS (50), KIND (sliding | fixed | bucket), SHARDS (1), LIVE (live requests/s,
-#   0), CONCURRENCY (32), RETRY_AFTER (1, seconds on the limiter's 429s).
+#   0), CONCURRENCY (32), RETRY_AFTER (1, seconds on the limiter's 429s), WINDOW (1: the limiter's
+#   window in seconds, LIMIT × WINDOW a window; with a longer one each line also gives the figures
+#   from the third window on, once the pacer can have learnt the window's length).
 #   KEEP=DIR keeps each run's journals in DIR/run-N; TRACE=1 prints each run's trace (what each
 #   process was accepted and refused, second by second: bench/pacing_trace.py).
 #   BOTSI_BIN: the binary whose `run` is measured (default: build the release one); SIM_BIN: the
@@ -31,6 +33,7 @@ shards=${SHARDS:-1}
 live=${LIVE:-0}
 concurrency=${CONCURRENCY:-32}
 retry_after=${RETRY_AFTER:-1}
+window=${WINDOW:-1}
 work=$(mktemp -d /tmp/botsi-pacing.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -46,6 +49,7 @@ sim_flags=(--limit-rate "$limit" --retry-after "$retry_after")
 [ "$headers" != none ] && sim_flags+=(--rate-limit-headers "$headers")
 [ "$kind" != sliding ] && sim_flags+=(--limit-kind "$kind")
 [ "$live" != 0 ] && sim_flags+=(--live-rate "$live")
+[ "$window" != 1 ] && sim_flags+=(--limit-window "${window}s")
 
 for run in $(seq "$runs"); do
     "$sim_bin" simulate --port 0 --latency "$latency" --key bench-key "${sim_flags[@]}" >"$work/sim.out" 2>&1 &
@@ -62,6 +66,10 @@ for run in $(seq "$runs"); do
     rm -f "$work"/j-*.sqlite*
     load=$(cut -d' ' -f1 /proc/loadavg)
     before=$(curl -s "$sim_url/__simulator/stats")
+    rm -f "$work/settled.json"
+    if [ "$window" != 1 ]; then
+        (sleep $((3 * window)) && curl -s "$sim_url/__simulator/stats" >"$work/settled.json") &
+    fi
     pids=()
     for shard in $(seq 0 $((shards - 1))); do
         shard_flags=()
@@ -78,10 +86,10 @@ for run in $(seq "$runs"); do
     for pid in "${pids[@]}"; do wait "$pid"; done
     after=$(curl -s "$sim_url/__simulator/stats")
     kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
-    python3 - "$work" "$shards" "$limit" "$live" "$headers" "$kind" "$latency" "$load" "$before" "$after" <<'PY'
-import json, sqlite3, sys, datetime
-work, shards, limit, live, headers, kind, latency, load, before, after = sys.argv[1:]
-shards, limit, live = int(shards), float(limit), float(live)
+    python3 - "$work" "$shards" "$limit" "$live" "$headers" "$kind" "$latency" "$load" "$before" "$after" "$window" <<'PY'
+import json, os, sqlite3, sys, datetime
+work, shards, limit, live, headers, kind, latency, load, before, after, window = sys.argv[1:]
+shards, limit, live, window = int(shards), float(limit), float(live), int(window)
 before, after = json.loads(before), json.loads(after)
 starts = [float(open(f"{work}/start-{i}").read()) for i in range(shards)]
 ends = [float(open(f"{work}/end-{i}").read()) for i in range(shards)]
@@ -90,12 +98,14 @@ wall = max(ends) - min(starts)
 def epoch(text):
     return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
-accepted, answered = [], 0
+accepted, refused_at, answered = [], [], 0
 for i in range(shards):
     db = sqlite3.connect(f"file:{work}/j-{i}.sqlite?mode=ro", uri=True)
     answered += db.execute("SELECT count(*) FROM items_readable WHERE status = 'restored'").fetchone()[0]
     accepted.append([epoch(t) + (d or 0) / 1000 for t, d in
                      db.execute("SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 200")])
+    refused_at += [epoch(t) + (d or 0) / 1000 for t, d in
+                   db.execute("SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 429")]
     db.close()
 requests = after["requests"] - before["requests"]
 refused = after.get("rateLimited", 0) - before.get("rateLimited", 0)
@@ -117,6 +127,19 @@ if shards > 1:
         t += 5
     durations = [e - s for s, e in zip(starts, ends)]
     line += f"; shares {lowest:.2f}-{highest:.2f} of the mean, spread {min(durations) / max(durations):.2f}"
+if window > 1 and os.path.exists(f"{work}/settled.json"):
+    # From the third window on: the first is spent before its length can show, the second is the
+    # first one paced.
+    settled = json.load(open(f"{work}/settled.json"))
+    since = min(starts) + 3 * window
+    taken = sum(1 for times in accepted for a in times if a >= since)
+    refused_late = sum(1 for r in refused_at if r >= since)
+    line += (f"; from the third window: {taken / max(max(ends) - since, 1e-9) / (limit - live):.3f} of the "
+             f"{'room' if live else 'limit'}, {100 * refused_late / max(taken + refused_late, 1):.2f}% 429s")
+    if live:
+        live_late = after["liveRequests"] - settled["liveRequests"]
+        live_refused_late = after["liveRefused"] - settled["liveRefused"]
+        line += f", live {live_refused_late} of {live_late} refused ({100 * live_refused_late / max(live_late, 1):.2f}%)"
 print(line + f"; load {load}")
 PY
     if [ "${TRACE:-0}" = 1 ]; then

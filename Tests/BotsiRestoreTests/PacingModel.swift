@@ -16,8 +16,11 @@ import Foundation
 /// a real timer does. The live client sends at random (Poisson) times and never retries.
 struct PacingScenario: CustomStringConvertible {
     var kind = RateLimiterKind.sliding
-    /// Requests per second (the window is one second); changes at the given times.
+    /// Requests per second; changes at the given times.
     var limit = 100
+    /// The limiter's window in seconds: it admits `limit` × `window` per window (Apple's limit is
+    /// per second but enforced over an hour).
+    var window = 1
     var limitChanges: [(at: Double, limit: Int)] = []
     var processes = 1
     var rowsPerProcess = 3000
@@ -47,6 +50,7 @@ struct PacingScenario: CustomStringConvertible {
             text += " then " + limitChanges.map { "\($0.limit)/s at \($0.at)s" }.joined(separator: ", ")
         }
         text += ", latency \(Int(latency * 1000))+\(Int(jitter * 1000)) ms"
+        if window != 1 { text += ", window \(window) s" }
         if liveRate > 0 { text += ", live \(liveRate)/s" + (livePoisson ? " (Poisson)" : "") }
         if statesLimit { text += ", limit stated" }
         if randomRefusals > 0 { text += ", \(randomRefusals * 100)% refused at random" }
@@ -257,8 +261,9 @@ struct PacingModel {
         self.scenario = scenario
         random = SplitMix64(seed: scenario.seed)
         var phaseRandom = SplitMix64(seed: scenario.seed ^ 0x5851_F42D_4C95_7F2D)
-        limiterPhase = phaseRandom.nextUnit()
-        limiter = RateLimiter(kind: scenario.kind, quota: scenario.limit, windowSeconds: 1)
+        limiterPhase = phaseRandom.nextUnit() * Double(scenario.window)
+        limiter = RateLimiter(
+            kind: scenario.kind, quota: scenario.limit * scenario.window, windowSeconds: scenario.window)
         processes = (0..<scenario.processes).map { _ in Process(scheduler: SendScheduler(pacing: scenario.pacing)) }
     }
 
@@ -321,7 +326,7 @@ struct PacingModel {
             let info =
                 scenario.statesLimit
                 ? RateLimitInfo(
-                    quota: limiter.quota, windowSeconds: 1, remaining: outcome.remaining,
+                    quota: limiter.quota, windowSeconds: Double(scenario.window), remaining: outcome.remaining,
                     resetSeconds: (Double(outcome.resetNanoseconds) / 1e9).rounded(.up))
                 : nil
             push(
@@ -337,7 +342,7 @@ struct PacingModel {
             }
             push(.live, at: now + nextLiveInterval())
         case .limitChange(let index):
-            limiter.setQuota(scenario.limitChanges[index].limit, now: nanoseconds(now))
+            limiter.setQuota(scenario.limitChanges[index].limit * scenario.window, now: nanoseconds(now))
         }
     }
 

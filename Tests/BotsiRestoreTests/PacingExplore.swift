@@ -32,6 +32,7 @@ import Testing
             case "closedShare": tuning.closedShare = value!
             case "openingWindows": tuning.openingWindows = value!
             case "lowRemaining": tuning.lowRemaining = value!
+            case "longClosed": tuning.longClosed = value!
             default: Issue.record("unknown constant \(parts[0])")
             }
         }
@@ -159,6 +160,50 @@ import Testing
                     format: "  fairness %.2f–%.2f over %d windows, finish spread %.2f", fair.lowest, fair.highest,
                     fair.windows, outcome.finishSpread))
             print("  " + (outcome.failures.isEmpty ? "OK" : "FAIL " + outcome.failures.joined(separator: "; ")))
+        }
+    }
+}
+
+extension PacingExplore {
+    /// BOTSI_PACING_LONG=1: a limit enforced over a long window (BOTSI_PACING_WINDOW seconds, 60 by
+    /// default: Apple's hour scaled down), alone and beside users at 30% of it; the whole run's
+    /// figures and those from the third window on. BOTSI_PACING_TRACE=1 adds, for every 10 s:
+    /// accepted / refused / the users' refusals @ the rate at its end.
+    @Test(.enabled(if: environment["BOTSI_PACING_LONG"] != nil))
+    func longWindow() {
+        let seeds = (Self.environment["BOTSI_PACING_SEEDS"] ?? "1").split(separator: ",").compactMap { UInt64($0) }
+        let window = Int(Self.environment["BOTSI_PACING_WINDOW"] ?? "60") ?? 60
+        for seed in seeds {
+            for kind in RateLimiterKind.allCases {
+                for users in [false, true] {
+                    var scenario = PacingLongWindowTests.scenario(kind, users: users, seed: seed)
+                    scenario.window = window
+                    scenario.rowsPerProcess = 50 * window * 6
+                    scenario.giveUpAt = Double(window * 12)
+                    scenario.pacing.tuning = Self.tuning()
+                    let outcome = PacingModel.run(scenario)
+                    let settled = Double(3 * window)
+                    var line = String(
+                        format: "%@: utilization %.3f, 429s %.2f%%, users refused %.2f%%", scenario.description,
+                        outcome.utilization(), outcome.refusedShare * 100, outcome.liveRefusedShare * 100)
+                    line += String(
+                        format: "; from %.0f s: %.3f of the room, 429s %.2f%%, users refused %.2f%%", settled,
+                        outcome.utilization(from: settled), outcome.refusedShare(from: settled) * 100,
+                        outcome.liveRefusedShare(from: settled) * 100)
+                    print(line)
+                    guard Self.environment["BOTSI_PACING_TRACE"] != nil else { continue }
+                    let process = outcome.processes[0]
+                    var trace = ""
+                    for from in stride(from: 0.0, to: outcome.end, by: 10) {
+                        let within = { (time: Double) in time >= from && time < from + 10 }
+                        let rate = process.timeline.last { $0.time <= from + 10 }?.rate ?? 0
+                        trace += String(
+                            format: " %3.0f:%d/%d/%d@%.0f", from, process.accepted.filter(within).count,
+                            process.refusedAt.filter(within).count, outcome.liveRefusedAt.filter(within).count, rate)
+                    }
+                    print(trace)
+                }
+            }
         }
     }
 }

@@ -98,6 +98,10 @@ struct RateController {
         /// too, however much of the window's use is this process's own (a bucket's remaining
         /// is not a window's count).
         var fallShare = 0.05
+        /// A window closed this long (seconds) is not a one-second window: the limit is enforced
+        /// over a longer one (Apple's over an hour), which this process spent early. At each
+        /// opening the rate becomes what the window gave it over the last cycle, spread evenly.
+        var longClosed = 3.0
     }
 
     private enum Phase: Equatable {
@@ -138,6 +142,21 @@ struct RateController {
     private var fresh = (replies: 0, refused: 0)
     /// While a closed window is probed at a trickle: the rate to go back to when it accepts again.
     private var resumeRate: Double?
+    /// When the window was found closed (the trickle began), until it accepts again.
+    private var closedAt: Double?
+    /// Until a long window is known: since when the window has been open (the first acceptance,
+    /// or the last opening after a closed window), and how many of this process's requests it
+    /// accepted since.
+    private var openSince: Double?
+    private var acceptedSinceOpen = 0
+    /// A limit enforced over a long window: opening to opening, as last seen. The probe grows on
+    /// this time scale, since the window shows an overshoot only when it closes.
+    private var cycle: Double?
+    /// When the long window was found, and when it last opened after a long closure.
+    private var longSince: Double?
+    private var longOpenedAt: Double?
+    /// This process's acceptances over the last two cycles, once a long window is known.
+    private var longAccepted = BinnedTimes()
     private var climbedAt: Double?
     /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
     private var startCeiling: Double?
@@ -250,6 +269,7 @@ struct RateController {
             rate = resume
             resumeRate = nil
         }
+        if signal == .accepted { opened(now: now) }
         if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, accepted: signal == .accepted, now: now) }
         switch signal {
         case .accepted: break
@@ -276,6 +296,15 @@ struct RateController {
         // A 429 to a request sent before the last cut is that overshoot's echo, already answered.
         if now - cutAt < tuning.holdoff {
             withinHoldoff(current: current, now: now)
+            return
+        }
+        if cycle != nil, !stated {
+            // A long window: what it accepted over the last second or two says nothing of its
+            // limit, so the rate backs off by a step; when the window opens again after closing,
+            // `opened` sets the pace from the whole cycle.
+            ceiling = min(ceiling ?? current, current) * tuning.backoff
+            cut(now: now, to: ceiling! * plateau)
+            phase = .recovering
             return
         }
         let accepted = acceptedMeter.ratePerSecond(now: now, over: 1)
@@ -379,12 +408,14 @@ struct RateController {
         let share = Double(fresh.refused) / Double(fresh.replies)
         if share >= tuning.closedShare {
             resumeRate = rate
+            if closedAt == nil { closedAt = now }
             // During the start's replay the rate is a fraction of the limit: a trickle on it found
             // the opening up to half a second late. On the ceiling (5/s of 100/s), within 0.2 s.
             var trickleOn = current
             if case .replaying = phase, let ceiling { trickleOn = max(current, ceiling) }
             rate = max(0.5, trickleOn * tuning.trickle)
-        } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount {
+        } else if share >= tuning.recutShare, fresh.refused >= tuning.recutCount, cycle == nil {
+            // (A long window's share refused since a cut measures its closing, not the cut.)
             ceiling = current * (1 - share)
             cut(now: now, to: ceiling! * plateau)
             phase = .recovering
@@ -478,7 +509,8 @@ struct RateController {
     private var noiseKnown: Bool { background.refused >= tuning.noiseEvidence }
 
     private mutating func countBackground(refused: Bool, sentAt: Double, now: Double) {
-        guard enabled, phase != .starting, sentAt >= cutAt + tuning.holdoff, let ceiling,
+        // A long window's refusals are its own closing, not noise.
+        guard enabled, phase != .starting, cycle == nil, sentAt >= cutAt + tuning.holdoff, let ceiling,
             (effectiveRate ?? .infinity) <= ceiling
         else { return }
         let known = noiseKnown
@@ -491,6 +523,52 @@ struct RateController {
             climbedAt = now
         }
         if background.replies >= 20_000 { background = (background.replies / 2, background.refused / 2) }
+    }
+
+    /// An accepted reply. After a window closed for `longClosed` or more, the limit is enforced over
+    /// a long window that this process spent early (a one-second window opens within a second):
+    /// what it was accepted since the last opening, over the time from then to now, is the rate that
+    /// lasts the whole window; the probe then grows on that window's scale.
+    private mutating func opened(now: Double) {
+        guard enabled, stated == nil else { return }
+        if let cycle {
+            longAccepted.insert(now)
+            // Never what came since the last long opening: a first cycle can be short.
+            longAccepted.drop(through: now - 2 * max(cycle, now - (longOpenedAt ?? now)))
+        } else {
+            acceptedSinceOpen += 1
+            if openSince == nil { openSince = now }
+        }
+        guard let closed = closedAt else { return }
+        closedAt = nil
+        let long = now - closed >= tuning.longClosed
+        if let known = cycle, let detected = longSince {
+            if long, let last = longOpenedAt, now - last >= known / 2 {
+                // Opening to opening, for a start that fell late in its first window.
+                cycle = now - last
+                longAccepted.binWidth = cycle! / 1000
+            }
+            if long { longOpenedAt = now }
+            // What the window gave over its last cycle (the acceptances since the long window
+            // was found, if that is less), spread over that time.
+            let span = min(cycle!, now - detected)
+            guard span > 0 else { return }
+            ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
+        } else {
+            guard long, let since = openSince, now > since else {
+                (openSince, acceptedSinceOpen) = (now, 1)
+                return
+            }
+            cycle = now - since
+            (longSince, longOpenedAt) = (now, now)
+            longAccepted.binWidth = cycle! / 1000
+            longAccepted.insert(now)
+            ceiling = Double(acceptedSinceOpen - 1) / cycle!
+        }
+        // The start's one-second climb says nothing of this scale.
+        startCeiling = ceiling
+        cut(now: now, to: ceiling! * plateau)
+        phase = .probing(since: now)
     }
 
     /// `settlesAt`: where the rate goes back to at once, when the cut is a step on the way there.
@@ -543,7 +621,7 @@ struct RateController {
             if next >= target * 0.995 { phase = .probing(since: now) }
         case .probing(let since):
             let target = (ceiling ?? current) * plateau
-            let probing = now - since
+            let probing = (now - since) / (cycle ?? 1)
             let scale = max(target, (startCeiling ?? 0) * plateau * tuning.probeScale)
             next = max(current, target + scale * tuning.probe * probing * probing * probing)
         }

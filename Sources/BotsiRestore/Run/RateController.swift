@@ -152,11 +152,14 @@ struct RateController {
     /// A limit enforced over a long window: opening to opening, as last seen. The probe grows on
     /// this time scale, since the window shows an overshoot only when it closes.
     private var cycle: Double?
-    /// When the long window was found, and when it last opened after a long closure.
-    private var longSince: Double?
+    /// When the long window last opened after a long closure, and how many of this process's
+    /// requests it accepted since.
     private var longOpenedAt: Double?
-    /// This process's acceptances over the last two cycles, once a long window is known.
+    private var acceptedSinceLongOpening = 0
+    /// This process's acceptances over the last two cycles, once a long window is known (in
+    /// thousandths of a cycle), complete from `longKeptFrom` on.
     private var longAccepted = BinnedTimes()
+    private var longKeptFrom = 0.0
     private var climbedAt: Double?
     /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
     private var startCeiling: Double?
@@ -533,8 +536,9 @@ struct RateController {
         guard enabled, stated == nil else { return }
         if let cycle {
             longAccepted.insert(now)
-            // Never what came since the last long opening: a first cycle can be short.
-            longAccepted.drop(through: now - 2 * max(cycle, now - (longOpenedAt ?? now)))
+            longAccepted.drop(through: now - 2 * cycle)
+            longKeptFrom = max(longKeptFrom, now - 2 * cycle)
+            acceptedSinceLongOpening += 1
         } else {
             acceptedSinceOpen += 1
             if openSince == nil { openSince = now }
@@ -542,25 +546,28 @@ struct RateController {
         guard let closed = closedAt else { return }
         closedAt = nil
         let long = now - closed >= tuning.longClosed
-        if let known = cycle, let detected = longSince {
-            if long, let last = longOpenedAt, now - last >= known / 2 {
-                // Opening to opening, for a start that fell late in its first window.
+        if let known = cycle, let last = longOpenedAt {
+            if long, now - last >= known / 2 {
+                // Opening to opening: all the window gave since the last long opening, over that
+                // time (a job that started late in its first window measured a short cycle).
                 cycle = now - last
                 longAccepted.binWidth = cycle! / 1000
+                ceiling = Double(acceptedSinceLongOpening - 1) / cycle!
+            } else {
+                // What the window gave over its last cycle (as much of it as is kept), spread over
+                // that time: a sliding log opens a little at a time as its oldest admissions leave.
+                let span = min(known, now - longKeptFrom)
+                guard span > 0 else { return }
+                ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
             }
-            if long { longOpenedAt = now }
-            // What the window gave over its last cycle (the acceptances since the long window
-            // was found, if that is less), spread over that time.
-            let span = min(cycle!, now - detected)
-            guard span > 0 else { return }
-            ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
+            if long { (longOpenedAt, acceptedSinceLongOpening) = (now, 1) }
         } else {
             guard long, let since = openSince, now > since else {
                 (openSince, acceptedSinceOpen) = (now, 1)
                 return
             }
             cycle = now - since
-            (longSince, longOpenedAt) = (now, now)
+            (longOpenedAt, longKeptFrom, acceptedSinceLongOpening) = (now, now, 1)
             longAccepted.binWidth = cycle! / 1000
             longAccepted.insert(now)
             ceiling = Double(acceptedSinceOpen - 1) / cycle!

@@ -528,10 +528,10 @@ struct RateController {
         if background.replies >= 20_000 { background = (background.replies / 2, background.refused / 2) }
     }
 
-    /// An accepted reply. After a window closed for `longClosed` or more, the limit is enforced over
-    /// a long window that this process spent early (a one-second window opens within a second):
-    /// what it was accepted since the last opening, over the time from then to now, is the rate that
-    /// lasts the whole window; the probe then grows on that window's scale.
+    /// An accepted reply. A window closed for `longClosed` or more is a long one that this process
+    /// spent early (a one-second window opens within a second). At each opening after a closure
+    /// the rate becomes what the window gave this process over its last cycle, spread evenly over
+    /// it: the rate that makes the window last; the probe then grows on the cycle's scale.
     private mutating func opened(now: Double) {
         guard enabled, stated == nil else { return }
         if let cycle {

@@ -66,9 +66,11 @@ for run in $(seq "$runs"); do
     rm -f "$work"/j-*.sqlite*
     load=$(cut -d' ' -f1 /proc/loadavg)
     before=$(curl -s "$sim_url/__simulator/stats")
-    rm -f "$work/settled.json"
+    # The simulator's counts at the third window, for this run only (a run shorter than that has
+    # none: its sleeper finds the simulator gone and writes nothing).
+    settled="$work/settled-$run.json"
     if [ "$window" != 1 ]; then
-        (sleep $((3 * window)) && curl -s "$sim_url/__simulator/stats" >"$work/settled.json") &
+        (sleep $((3 * window)) && curl -sf "$sim_url/__simulator/stats" >"$settled.tmp" && mv "$settled.tmp" "$settled") &
     fi
     pids=()
     for shard in $(seq 0 $((shards - 1))); do
@@ -86,9 +88,9 @@ for run in $(seq "$runs"); do
     for pid in "${pids[@]}"; do wait "$pid"; done
     after=$(curl -s "$sim_url/__simulator/stats")
     kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
-    python3 - "$work" "$shards" "$limit" "$live" "$headers" "$kind" "$latency" "$load" "$before" "$after" "$window" <<'PY'
+    python3 - "$work" "$shards" "$limit" "$live" "$headers" "$kind" "$latency" "$load" "$before" "$after" "$window" "$settled" <<'PY'
 import json, os, sqlite3, sys, datetime
-work, shards, limit, live, headers, kind, latency, load, before, after, window = sys.argv[1:]
+work, shards, limit, live, headers, kind, latency, load, before, after, window, settled_path = sys.argv[1:]
 shards, limit, live, window = int(shards), float(limit), float(live), int(window)
 before, after = json.loads(before), json.loads(after)
 starts = [float(open(f"{work}/start-{i}").read()) for i in range(shards)]
@@ -127,10 +129,10 @@ if shards > 1:
         t += 5
     durations = [e - s for s, e in zip(starts, ends)]
     line += f"; shares {lowest:.2f}-{highest:.2f} of the mean, spread {min(durations) / max(durations):.2f}"
-if window > 1 and os.path.exists(f"{work}/settled.json"):
+if window > 1 and os.path.exists(settled_path):
     # From the third window on: the first is spent before its length can show, the second is the
     # first one paced.
-    settled = json.load(open(f"{work}/settled.json"))
+    settled = json.load(open(settled_path))
     since = min(starts) + 3 * window
     taken = sum(1 for times in accepted for a in times if a >= since)
     refused_late = sum(1 for r in refused_at if r >= since)

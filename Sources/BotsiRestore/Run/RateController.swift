@@ -512,8 +512,7 @@ struct RateController {
     private var noiseKnown: Bool { background.refused >= tuning.noiseEvidence }
 
     private mutating func countBackground(refused: Bool, sentAt: Double, now: Double) {
-        // A long window's refusals are its own closing, not noise.
-        guard enabled, phase != .starting, cycle == nil, sentAt >= cutAt + tuning.holdoff, let ceiling,
+        guard enabled, phase != .starting, sentAt >= cutAt + tuning.holdoff, let ceiling,
             (effectiveRate ?? .infinity) <= ceiling
         else { return }
         let known = noiseKnown

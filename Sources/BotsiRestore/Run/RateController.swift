@@ -144,18 +144,13 @@ struct RateController {
     private var resumeRate: Double?
     /// When the window was found closed (the trickle began), until it accepts again.
     private var closedAt: Double?
-    /// Until a long window is known: since when the window has been open (the first acceptance,
-    /// or the last opening after a closed window), and how many of this process's requests it
-    /// accepted since.
-    private var openSince: Double?
-    private var acceptedSinceOpen = 0
+    /// Since when the window has been open, and how many of this process's requests it accepted
+    /// since: from the first acceptance or the last opening until a long window is known, then
+    /// from its last long opening.
+    private var opening: (at: Double, accepted: Int)?
     /// A limit enforced over a long window: opening to opening, as last seen. The probe grows on
     /// this time scale, since the window shows an overshoot only when it closes.
     private var cycle: Double?
-    /// When the long window last opened after a long closure, and how many of this process's
-    /// requests it accepted since.
-    private var longOpenedAt: Double?
-    private var acceptedSinceLongOpening = 0
     /// This process's acceptances over the last two cycles, once a long window is known (in
     /// thousandths of a cycle), complete from `longKeptFrom` on.
     private var longAccepted = BinnedTimes()
@@ -537,40 +532,35 @@ struct RateController {
             longAccepted.insert(now)
             longAccepted.drop(through: now - 2 * cycle)
             longKeptFrom = max(longKeptFrom, now - 2 * cycle)
-            acceptedSinceLongOpening += 1
-        } else {
-            acceptedSinceOpen += 1
-            if openSince == nil { openSince = now }
         }
-        guard let closed = closedAt else { return }
+        opening = opening.map { ($0.at, $0.accepted + 1) } ?? (now, 1)
+        guard let closed = closedAt, let since = opening else { return }
         closedAt = nil
         let long = now - closed >= tuning.longClosed
-        if let known = cycle, let last = longOpenedAt {
-            if long, now - last >= known / 2 {
-                // Opening to opening: all the window gave since the last long opening, over that
-                // time (a job that started late in its first window measured a short cycle).
-                cycle = now - last
-                longAccepted.binWidth = cycle! / 1000
-                ceiling = Double(acceptedSinceLongOpening - 1) / cycle!
-            } else {
-                // What the window gave over its last cycle (as much of it as is kept), spread over
-                // that time: a sliding log opens a little at a time as its oldest admissions leave.
-                let span = min(known, now - longKeptFrom)
-                guard span > 0 else { return }
-                ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
+        let length = now - since.at
+        if long, length > 0, length >= (cycle ?? 0) / 2 {
+            // Opening to opening: all the window gave since the last long opening (the first time,
+            // since the first acceptance), over that time; measured again at each long opening a
+            // half cycle or more on (a job that started late in its first window measured a short
+            // cycle).
+            longAccepted.binWidth = length / 1000
+            if cycle == nil {
+                longKeptFrom = now
+                longAccepted.insert(now)
             }
-            if long { (longOpenedAt, acceptedSinceLongOpening) = (now, 1) }
+            cycle = length
+            ceiling = Double(since.accepted - 1) / length
+        } else if let known = cycle {
+            // What the window gave over its last cycle (as much of it as is kept), spread over
+            // that time: a sliding log opens a little at a time as its oldest admissions leave.
+            let span = min(known, now - longKeptFrom)
+            guard span > 0 else { return }
+            ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
         } else {
-            guard long, let since = openSince, now > since else {
-                (openSince, acceptedSinceOpen) = (now, 1)
-                return
-            }
-            cycle = now - since
-            (longOpenedAt, longKeptFrom, acceptedSinceLongOpening) = (now, now, 1)
-            longAccepted.binWidth = cycle! / 1000
-            longAccepted.insert(now)
-            ceiling = Double(acceptedSinceOpen - 1) / cycle!
+            opening = (now, 1)
+            return
         }
+        if long { opening = (now, 1) }
         // The start's one-second climb says nothing of this scale.
         startCeiling = ceiling
         cut(now: now, to: ceiling! * plateau)

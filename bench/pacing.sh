@@ -12,6 +12,8 @@
 #   0), CONCURRENCY (32), RETRY_AFTER (1, seconds on the limiter's 429s), WINDOW (1: the limiter's
 #   window in seconds, LIMIT × WINDOW a window; with a longer one each line also gives the figures
 #   from the third window on, once the pacer can have learnt the window's length).
+#   CARRY=1 runs every run on the same journals, each on ROWS new rows: from the second run on,
+#   the pacing starts from the long window the last run found (docs/pacing.md).
 #   KEEP=DIR keeps each run's journals in DIR/run-N; TRACE=1 prints each run's trace (what each
 #   process was accepted and refused, second by second: bench/pacing_trace.py).
 #   BOTSI_BIN: the binary whose `run` is measured (default: build the release one); SIM_BIN: the
@@ -34,6 +36,7 @@ live=${LIVE:-0}
 concurrency=${CONCURRENCY:-32}
 retry_after=${RETRY_AFTER:-1}
 window=${WINDOW:-1}
+carry=${CARRY:-0}
 work=$(mktemp -d /tmp/botsi-pacing.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -63,7 +66,11 @@ for run in $(seq "$runs"); do
     [ -n "$sim_url" ] || { echo "simulator did not start" >&2; exit 1; }
     # The live traffic runs before the batch starts, as an app's does.
     [ "$live" != 0 ] && sleep 2
-    rm -f "$work"/j-*.sqlite*
+    if [ "$carry" = 1 ]; then
+        python3 bench/make_input.py "$rows" $(((run - 1) * rows)) >"$work/in.csv"
+    else
+        rm -f "$work"/j-*.sqlite*
+    fi
     load=$(cut -d' ' -f1 /proc/loadavg)
     before=$(curl -s "$sim_url/__simulator/stats")
     # The simulator's counts at the third window, for this run only (a run shorter than that has
@@ -103,11 +110,13 @@ def epoch(text):
 accepted, refused_at, answered = [], [], 0
 for i in range(shards):
     db = sqlite3.connect(f"file:{work}/j-{i}.sqlite?mode=ro", uri=True)
-    answered += db.execute("SELECT count(*) FROM items_readable WHERE status = 'restored'").fetchone()[0]
-    accepted.append([epoch(t) + (d or 0) / 1000 for t, d in
-                     db.execute("SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 200")])
-    refused_at += [epoch(t) + (d or 0) / 1000 for t, d in
-                   db.execute("SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 429")]
+    # This run's rows and attempts (with CARRY=1 the journal holds earlier runs' too).
+    last = "(SELECT max(id) FROM runs)"
+    answered += db.execute(f"SELECT count(*) FROM items_readable WHERE status = 'restored' AND last_run = {last}").fetchone()[0]
+    accepted.append([epoch(t) + (d or 0) / 1000 for t, d in db.execute(
+        f"SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 200 AND run_id = {last}")])
+    refused_at += [epoch(t) + (d or 0) / 1000 for t, d in db.execute(
+        f"SELECT started_at, duration_ms FROM attempts_readable WHERE http_status = 429 AND run_id = {last}")]
     db.close()
 requests = after["requests"] - before["requests"]
 refused = after.get("rateLimited", 0) - before.get("rateLimited", 0)

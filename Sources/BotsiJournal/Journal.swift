@@ -385,6 +385,23 @@ public final class Journal {
         }
     }
 
+    /// The long window the latest run before `runID` knew (recorded with its progress), if any:
+    /// what the pacing of run `runID` starts from. A record this version cannot read is passed over.
+    public func lastLongWindow(before runID: Int64) throws(JournalError) -> (run: Int64, record: LongWindowRecord)? {
+        try wrap { () throws(SQLiteError) in
+            let runs = try connection.prepare(
+                "SELECT id, progress FROM runs WHERE id < ? AND progress LIKE '%\"longWindow\"%' ORDER BY id DESC")
+            try runs.bind(.int(runID), at: 1)
+            while try runs.step() {
+                let text = runs.text(1) ?? "{}"
+                if let record = try? JSONDecoder().decode(RunProgressRecord.self, from: Data(text.utf8)).longWindow {
+                    return (runs.int(0), record)
+                }
+            }
+            return nil
+        }
+    }
+
     /// No index holds status 1; the counts kept by run name the runs whose rows are in flight
     /// (none after a run that ended), and `items_last_run` finds their rows. A bare
     /// `WHERE status = 1` read every row at each run's start: 0.9 s at 10 million.

@@ -166,16 +166,36 @@ public struct RunProgressRecord: Sendable, Equatable, Codable {
     public var requests: Int?
     /// UTC ISO-8601 with milliseconds.
     public var updatedAt: String?
+    /// The limit enforced over a long window that the run's pacing knew; absent while none.
+    public var longWindow: LongWindowRecord?
 
     public init(
         rowsRead: Int? = nil, bytesRead: Int64? = nil, totalBytes: Int64? = nil, requests: Int? = nil,
-        updatedAt: String? = nil
+        updatedAt: String? = nil, longWindow: LongWindowRecord? = nil
     ) {
         self.rowsRead = rowsRead
         self.bytesRead = bytesRead
         self.totalBytes = totalBytes
         self.requests = requests
         self.updatedAt = updatedAt
+        self.longWindow = longWindow
+    }
+}
+
+/// A limit enforced over a long window (Apple's, over an hour), as a run's pacing knew it: the next
+/// run on the journal starts at this pace instead of spending the window's budget early.
+public struct LongWindowRecord: Sendable, Equatable, Codable {
+    /// Seconds from one opening of the window to the next.
+    public var cycleSeconds: Double
+    /// Requests per second the window gave the run over a cycle.
+    public var rate: Double
+    /// When a run last saw the window stay closed for long and open again (UTC ISO-8601).
+    public var seenAt: String
+
+    public init(cycleSeconds: Double, rate: Double, seenAt: String) {
+        self.cycleSeconds = cycleSeconds
+        self.rate = rate
+        self.seenAt = seenAt
     }
 }
 

@@ -181,7 +181,22 @@ extension PacingExplore {
                     scenario.rowsPerProcess = 50 * window * 6
                     scenario.giveUpAt = Double(window * 12)
                     scenario.pacing.tuning = Self.tuning()
-                    let outcome = PacingModel.run(scenario)
+                    var outcome = PacingModel.run(scenario)
+                    if let carry = Self.environment["BOTSI_PACING_CARRY"] {
+                        // Runs on one journal, each from what the last left (or the first from
+                        // CYCLE:RATE; BOTSI_PACING_CARRY_RUNS of them after the first, 1 by
+                        // default): the last one's figures.
+                        let given = carry.split(separator: ":").compactMap { Double($0) }
+                        let runs = Int(Self.environment["BOTSI_PACING_CARRY_RUNS"] ?? "1") ?? 1
+                        for run in 0..<runs {
+                            scenario.pacing.carried =
+                                given.count == 2 && run == 0
+                                ? LongWindowPace(cycle: given[0], rate: given[1]) : outcome.processes[0].longWindow
+                            scenario.seed += 1000
+                            print("carried: \(String(describing: scenario.pacing.carried))")
+                            outcome = PacingModel.run(scenario)
+                        }
+                    }
                     let settled = Double(3 * window)
                     var line = String(
                         format: "%@: utilization %.3f, 429s %.2f%%, users refused %.2f%%", scenario.description,

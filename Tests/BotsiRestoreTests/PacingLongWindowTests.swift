@@ -1,3 +1,4 @@
+import BotsiAPI
 import Testing
 
 @testable import BotsiRestore
@@ -60,6 +61,60 @@ import Testing
     }
 }
 
+/// A run on a journal whose last run found the long window starts at the pace it gave (the journal
+/// carries it): from its first request, not from the third window. The first run here is the model's
+/// own, beside the same users; the second runs on what it left, with another seed. Before a run
+/// carried the window, the users saw 14–16% of their requests refused over the whole of such a run
+/// (seeds 1–2), most of them in its first window.
+@Suite struct PacingCarriedWindowTests {
+    @Test(arguments: [RateLimiterKind.fixed, .sliding])
+    func besideUsersTheFirstWindowIsPacedToo(_ kind: RateLimiterKind) throws {
+        for seed in PacingSharingTests.seeds {
+            var scenario = PacingLongWindowTests.scenario(kind, users: true, seed: seed)
+            scenario.rowsPerProcess = 50 * 60 * 3
+            let learned = PacingModel.run(scenario).processes[0].longWindow
+            let carried = try #require(learned, "seed \(seed): the first run found no long window")
+            scenario.pacing.carried = carried
+            scenario.seed += 1000
+            let outcome = PacingModel.run(scenario)
+            let replay = "\(scenario), carrying \(carried) (replay: BOTSI_PACING_SEED=\(seed))"
+            #expect(outcome.allEnded, "\(replay): not finished")
+            let users = outcome.liveRefusedShare
+            #expect(users <= 0.02, "\(replay): the users saw \(users * 100)% refused over the run")
+            let used = outcome.utilization()
+            #expect(used >= 0.85, "\(replay): \(used) of the room the users leave, over the run")
+            let refused = outcome.refusedShare
+            #expect(refused <= 0.01, "\(replay): \(refused * 100)% of its requests refused over the run")
+        }
+    }
+}
+
+extension PacingCarriedWindowTests {
+    /// Night after night on one journal, alone: each run starts from what the last one left, and
+    /// the pace must not drift down. Before a 429 backed off from the pace in force (it backed off
+    /// from the last measure, below a probe that had grown past it, and only an opening measures
+    /// again), each run handed the next 2–3% less: 0.89 of the limit by the sixth.
+    @Test(arguments: [RateLimiterKind.fixed, .sliding])
+    func aloneThePaceHoldsRunAfterRun(_ kind: RateLimiterKind) throws {
+        for seed in PacingSharingTests.seeds {
+            var scenario = PacingLongWindowTests.scenario(kind, users: false, seed: seed)
+            var outcome = PacingModel.run(scenario)
+            var paces: [Double] = []
+            for _ in 0..<6 {
+                let carried = try #require(outcome.processes[0].longWindow, "seed \(seed): no long window found")
+                paces.append(carried.rate)
+                scenario.pacing.carried = carried
+                scenario.seed += 1000
+                outcome = PacingModel.run(scenario)
+            }
+            let replay = "\(scenario), six runs on, carrying \(paces) (replay: BOTSI_PACING_SEED=\(seed))"
+            #expect(outcome.allEnded, "\(replay): not finished")
+            let used = outcome.utilization()
+            #expect(used >= 0.95, "\(replay): \(used) of the limit over the sixth run")
+        }
+    }
+}
+
 /// The long-window rule on one controller, on a clock the test holds: what each opening sets.
 @Suite struct LongWindowControllerTests {
     private static let refused = PacingSignal.tooManyRequests(retryAfter: 1)
@@ -73,6 +128,44 @@ import Testing
             controller.tick(now: now, paceLimited: true)
             controller.replied(signal, duration: 0.05, rateLimit: nil, now: now)
         }
+    }
+
+    @Test func aCarriedWindowPacesFromTheFirstRequestUntilAnOpeningSaysOtherwise() throws {
+        var pacing = PacingConfiguration(concurrency: 32)
+        pacing.carried = LongWindowPace(cycle: 10, rate: 40)
+        var controller = RateController(pacing: pacing, tuning: pacing.tuning)
+        let plateau = pacing.tuning.plateau
+        #expect(controller.effectiveRate == 40 * plateau, "at the plateau under it before anything is sent")
+        let carried = try #require(controller.longWindow)
+        #expect(carried.cycle == 10 && abs(carried.rate - 40) < 1e-9 && !carried.seen, "\(carried)")
+        // A monotonic clock is far from zero: the probe counts from the first instant seen, and
+        // a second into a 10 s cycle it has added a millionth.
+        Self.replies(&controller, count: 40, from: 100, to: 101)
+        let paced = try #require(controller.effectiveRate)
+        #expect(abs(paced - 40 * plateau) < 0.01, "\(paced)")
+        // The window has less to give now: it closes for 5 s, and its opening sets the pace from
+        // what it gave since the first request (40 over 6 s), as for a window this run found.
+        Self.replies(&controller, Self.refused, count: 50, from: 101, to: 106)
+        #expect(controller.longWindow?.seen == false, "carried, not seen yet")
+        controller.replied(.accepted, duration: 0.05, rateLimit: nil, now: 106)
+        #expect(controller.longWindow?.seen == true)
+        let found = try #require(controller.effectiveRate)
+        #expect(abs(found - 40.0 / 6 * plateau) < 0.01, "\(found)")
+    }
+
+    @Test func aServerThatStatesItsLimitOverridesACarriedWindow() throws {
+        var pacing = PacingConfiguration(concurrency: 32)
+        pacing.carried = LongWindowPace(cycle: 3_600, rate: 20)
+        var controller = RateController(pacing: pacing, tuning: pacing.tuning)
+        let fields = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 90, resetSeconds: 1)
+        for step in 0..<100 {
+            let now = 10 + Double(step) * 0.01
+            controller.tick(now: now, paceLimited: true)
+            controller.replied(.accepted, duration: 0.02, rateLimit: fields, now: now)
+        }
+        #expect(controller.longWindow == nil)
+        let rate = try #require(controller.effectiveRate)
+        #expect(rate > 90, "climbed to the stated cap, not held at the carried 20/s: \(rate)")
     }
 
     @Test func eachOpeningSpreadsWhatTheWindowGaveOverTheTimeItWasCounted() throws {

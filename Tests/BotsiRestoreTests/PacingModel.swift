@@ -87,6 +87,8 @@ struct ModelProcessRecord {
     var refusedAt: [Double] = []
     var rowsLeftUnanswered = 0
     var summary: PacingSummary?
+    /// The long window its pacing knew at the end: what a next run would carry.
+    var longWindow: LongWindowPace?
     /// At every tick, after it: the send-rate limit in force (0 for none) and the concurrency.
     var timeline: [(time: Double, rate: Double, concurrency: Int)] = []
 }
@@ -291,6 +293,7 @@ struct PacingModel {
                 var record = process.record
                 record.rowsLeftUnanswered = scenario.rowsPerProcess - record.accepted.count
                 record.summary = process.scheduler.pacingSummary
+                record.longWindow = process.scheduler.longWindow
                 return record
             },
             liveRequests: liveRequests, liveRefused: liveRefused, liveRefusedAt: liveRefusedAt,

@@ -58,7 +58,9 @@ actor ActiveRun {
         sender = parts.sender
         totalBytes = parts.totalBytes
         feeder = parts.feeder
-        scheduler = SendScheduler(pacing: PacingConfiguration(options))
+        var pacing = PacingConfiguration(options)
+        pacing.carried = parts.writer.carriedPace(now: startedAt)
+        scheduler = SendScheduler(pacing: pacing)
         decider = ReplyDecider(options: options)
         threshold = FailureThreshold(maxFailureRate: options.maxFailureRate, minSample: options.minSample)
         progress = ProgressTracker(
@@ -66,6 +68,12 @@ actor ActiveRun {
         summary.dryRun = options.dryRun
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
+        if options.adaptive, !options.dryRun, let carried = pacing.carried,
+            let earlier = parts.writer.earlierLongWindow
+        {
+            summary.carriedLongWindow = CarriedLongWindow(
+                run: earlier.run, rate: carried.rate, cycleSeconds: carried.cycle, seenAt: earlier.record.seenAt)
+        }
         housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
         // Idle until the run starts; a source must be resumed before it may be released.
         housekeeping.schedule(deadline: .distantFuture)
@@ -425,7 +433,7 @@ actor ActiveRun {
     /// The next batch commit carries it.
     private func journalProgress() {
         do {
-            try writer.recordProgress(snapshot(), at: Date())
+            try writer.recordProgress(snapshot(), longWindow: scheduler.longWindow, at: Date())
             scheduleStep()
         } catch {
             failJournal(error)

@@ -11,6 +11,9 @@ struct PacingConfiguration: Sendable, Equatable {
     var headroom: Double
     /// The controller's constants (docs/pacing.md); tests try others.
     var tuning = RateController.Tuning()
+    /// A long window an earlier run on this journal learned: the pace to start from, instead of a
+    /// climb that would spend the window's budget in its first minutes. Nil: climb.
+    var carried: LongWindowPace?
 
     init(concurrency: Int, rateCap: Double? = nil, adaptive: Bool = true, headroom: Double = 0) {
         self.concurrency = max(1, concurrency)
@@ -25,6 +28,17 @@ struct PacingConfiguration: Sendable, Equatable {
         let cap = [options.rate, share].compactMap { $0 }.min().map { $0 * (1 - headroom) }
         self.init(concurrency: options.concurrency, rateCap: cap, adaptive: options.adaptive, headroom: headroom)
     }
+}
+
+/// A limit enforced over a long window (Apple's, over an hour), as a run learned it: how long the
+/// window takes from one opening to the next, and the pace that made it last that long.
+struct LongWindowPace: Sendable, Equatable {
+    /// Seconds, opening to opening.
+    var cycle: Double
+    /// Requests per second the window gave this process over a cycle.
+    var rate: Double
+    /// This process saw the window stay closed for long and open again (not only carried it).
+    var seen = false
 }
 
 /// What the pacing did over a run, for its summary.

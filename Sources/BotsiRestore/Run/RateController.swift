@@ -155,6 +155,10 @@ struct RateController {
     /// thousandths of a cycle), complete from `longKeptFrom` on.
     private var longAccepted = BinnedTimes()
     private var longKeptFrom = 0.0
+    /// A long window carried from an earlier run, until the first instant this controller sees:
+    /// its probe and its memory of the cycle start there.
+    private var carriedPending = false
+    private var longWindowSeen = false
     private var climbedAt: Double?
     /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
     private var startCeiling: Double?
@@ -206,6 +210,37 @@ struct RateController {
         headroom = pacing.headroom
         concurrency = pacing.concurrency
         if enabled { rate = min(tuning.startRate, pacing.rateCap ?? .infinity) }
+        if enabled, let carried = pacing.carried, carried.cycle > 0, carried.rate > 0 {
+            // The pace the window gave last time, from the first request: the climb would spend
+            // the window early and close it to everyone for the rest of it. If the window has less
+            // to give now, it closes sooner, and its opening sets the pace as it does for a window
+            // this run found.
+            cycle = carried.cycle
+            longAccepted.binWidth = carried.cycle / 1000
+            ceiling = carried.rate
+            startCeiling = ceiling
+            rate = min(ceiling! * plateau, pacing.rateCap ?? .infinity)
+            phase = .probing(since: 0)
+            carriedPending = true
+        }
+    }
+
+    /// The long window this controller paces by, for the next run: nil until one is known.
+    var longWindow: LongWindowPace? {
+        guard let cycle, let ceiling else { return nil }
+        // Where the pace stands (the rate a closed window goes back to, not the trickle that
+        // probes it), as the measure it rests on: with the probe's growth since the last opening,
+        // so that a 429's step back, which only an opening undoes, does not lower every next run.
+        let pace = (resumeRate ?? rate).map { $0 / plateau } ?? ceiling
+        return LongWindowPace(cycle: cycle, rate: max(ceiling, pace), seen: longWindowSeen)
+    }
+
+    /// Dates a carried window's probe and memory from the first instant seen.
+    private mutating func anchorCarried(now: Double) {
+        guard carriedPending else { return }
+        carriedPending = false
+        phase = .probing(since: now)
+        longKeptFrom = now
     }
 
     /// The send-rate limit in force: the lowest of the controller's, the stated one and the cap.
@@ -244,6 +279,7 @@ struct RateController {
 
     /// A reply: what it says, how long it took, its rate-limit fields.
     mutating func replied(_ signal: PacingSignal, duration: Double, rateLimit: RateLimitInfo?, now: Double) {
+        anchorCarried(now: now)
         if signal == .accepted {
             acceptedMeter.record(now: now)
             if firstAcceptedAt == nil { firstAcceptedAt = now }
@@ -300,7 +336,7 @@ struct RateController {
             // A long window: what it accepted over the last second or two says nothing of its
             // limit, so the rate backs off by a step; when the window opens again after closing,
             // `opened` sets the pace from the whole cycle.
-            ceiling = min(ceiling ?? current, current) * tuning.backoff
+            ceiling = current * tuning.backoff
             cut(now: now, to: ceiling! * plateau)
             phase = .recovering
             return
@@ -450,6 +486,14 @@ struct RateController {
         guard let quota = info.quota, quota > 0 else { return }
         let length = info.windowSeconds ?? max(1, longestReset)
         stated = max(Double(quota) / length, 0.01)
+        if cycle != nil, !longWindowSeen {
+            // The fields say the window: a pace carried from a run that had none would only hold
+            // this one below the stated rate. The climb goes on to the stated cap.
+            cycle = nil
+            ceiling = nil
+            startCeiling = nil
+            phase = .starting
+        }
         guard let remaining = info.remaining else { return }
         window.observe(
             quota: quota, window: length, remaining: remaining, admittedAt: (sentAt + now) / 2, accepted: accepted,
@@ -560,7 +604,10 @@ struct RateController {
             opening = (now, 1)
             return
         }
-        if long { opening = (now, 1) }
+        if long {
+            opening = (now, 1)
+            longWindowSeen = true
+        }
         // The start's one-second climb says nothing of this scale.
         startCeiling = ceiling
         cut(now: now, to: ceiling! * plateau)
@@ -592,6 +639,7 @@ struct RateController {
     /// were ready and the rate held them back since the last tick; otherwise the rate is not in
     /// use, proves nothing, and does not grow.
     mutating func tick(now: Double, paceLimited: Bool) {
+        anchorCarried(now: now)
         let elapsed = lastTick.map { now - $0 } ?? 0
         lastTick = now
         inUse = paceLimited

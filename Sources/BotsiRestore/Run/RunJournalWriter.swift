@@ -24,6 +24,12 @@ struct RunJournalWriter {
     let runID: Int64
     /// A dry run's writes stay in its open transaction and are rolled back at the end.
     let dryRun: Bool
+    /// The long window the latest earlier run knew, and that run: what this run's pacing starts
+    /// from, if it is recent enough (`carriedPace`).
+    let earlierLongWindow: (run: Int64, record: LongWindowRecord)?
+    /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
+    /// may have changed, and a pace found anew costs one window spent early.
+    static let longWindowKeptFor: TimeInterval = 7 * 86_400
     /// Rows whose columns as they stand without this run's mark are known without reading them:
     /// a row just admitted (what the INSERT wrote), a row marked and not sent yet (what the mark
     /// replaced), a row put back. A reply or a send ends it: the row is not as it was any more.
@@ -46,14 +52,29 @@ struct RunJournalWriter {
             let runID = try journal.startRun(
                 startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
                 pid: getpid(), optionsJSON: optionsJSON(options))
-            return (RunJournalWriter(journal: journal, runID: runID, dryRun: options.dryRun), recovery)
+            let earlier = try journal.lastLongWindow(before: runID)
+            let writer = RunJournalWriter(
+                journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier)
+            return (writer, recovery)
         }
     }
 
-    private init(journal: Journal, runID: Int64, dryRun: Bool) {
+    private init(
+        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: (run: Int64, record: LongWindowRecord)?
+    ) {
         self.journal = journal
         self.runID = runID
         self.dryRun = dryRun
+        self.earlierLongWindow = earlierLongWindow
+    }
+
+    /// The pace an earlier run found on a long window, for this run's pacing to start from: nil
+    /// when none did, or when it was last seen more than `longWindowKeptFor` before `now`.
+    func carriedPace(now: Date) -> LongWindowPace? {
+        guard let record = earlierLongWindow?.record, record.cycleSeconds > 0, record.rate > 0,
+            let seen = Timestamp.date(record.seenAt), now.timeIntervalSince(seen) <= Self.longWindowKeptFor
+        else { return nil }
+        return LongWindowPace(cycle: record.cycleSeconds, rate: record.rate)
     }
 
     // MARK: Batches
@@ -220,10 +241,17 @@ struct RunJournalWriter {
     // MARK: The run's record
 
     /// Writes how far the run has read into its `runs` row; the next batch commit carries it.
-    func recordProgress(_ progress: RunProgress, at now: Date) throws(JournalError) {
+    /// `longWindow`: the one the pacing knows, for the next run; when this run has not seen it
+    /// itself (only carried it), it keeps the time an earlier run saw it.
+    func recordProgress(_ progress: RunProgress, longWindow: LongWindowPace?, at now: Date) throws(JournalError) {
+        let window = longWindow.map { pace in
+            LongWindowRecord(
+                cycleSeconds: pace.cycle, rate: pace.rate,
+                seenAt: pace.seen ? Timestamp.string(now) : earlierLongWindow?.record.seenAt ?? Timestamp.string(now))
+        }
         let record = RunProgressRecord(
             rowsRead: progress.rowsRead, bytesRead: progress.bytesRead, totalBytes: progress.totalBytes,
-            requests: progress.requests, updatedAt: Timestamp.string(now))
+            requests: progress.requests, updatedAt: Timestamp.string(now), longWindow: window)
         try beginBatch()
         try journal.recordProgress(runID, record)
         // And a sample of the pacing, a few rows per interval: what the HTML report draws over time.

@@ -70,6 +70,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var throttleEvents = 0
     public var lowestThrottledRate: Double?
     public var finalThrottledRate: Double?
+    /// The pace the run started at, found by an earlier run on a limit counted over a long window.
+    public var carriedLongWindow: CarriedLongWindow?
     /// Replies that came without HTTP (refused, reset, timed out, DNS), counted by message.
     public var transportErrors = TransportErrorTally()
     /// Requests that hit `--timeout` (`requestTimeout` seconds), and the seconds the slots spent on
@@ -203,6 +205,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "  throttled \(throttleEvents) times by 429/503 replies: slowed to \(lowest) requests/s at the lowest, \(final) at the end"
             )
         }
+        if let carried = carriedLongWindow {
+            lines.append(
+                String(format: "  pacing started from %.1f requests/s", carried.rate)
+                    + ", the pace a limit counted over \(Int(carried.cycleSeconds.rounded())) s gave run \(carried.run)"
+                    + " (seen \(carried.seenAt)), instead of climbing")
+        }
         if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete {
             // Only an input that held no row leaves a note: with one, the inputs were named.
             lines.append(
@@ -298,4 +306,15 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         return lines
     }
+}
+
+/// An earlier run's long-window pace that a run started from (docs/pacing.md).
+public struct CarriedLongWindow: Sendable, Codable, Equatable {
+    /// The run that found it (or carried it last).
+    public var run: Int64
+    /// Requests per second the window gave over a cycle.
+    public var rate: Double
+    public var cycleSeconds: Double
+    /// When a run last saw the window stay closed for long and open again (UTC ISO-8601).
+    public var seenAt: String
 }

@@ -71,6 +71,9 @@ struct SendScheduler<Payload> {
     /// What the pacing did, for the run's summary.
     var pacingSummary: PacingSummary { controller.summary }
 
+    /// The long window the pacing found or carried, for the next run: nil while none is known.
+    var longWindow: LongWindowPace? { controller.longWindow }
+
     /// What `Runner.finish` reads until it takes `pacingSummary` instead (the runner's rewrite
     /// makes that change); then this goes.
     var throttle: (events: Int, lowestRate: Double?, isThrottled: Bool, effectiveRate: Double?) {

@@ -1,0 +1,114 @@
+import BotsiSimulator
+import BotsiTestSupport
+import Foundation
+import Testing
+
+@testable import BotsiJournal
+@testable import BotsiRestore
+
+/// A run on a journal whose earlier run found a limit counted over a long window starts at the
+/// pace that window gave (docs/pacing.md): a climb would spend the new window's budget in its first
+/// minutes, and the app's users would be refused for the rest of it. Real journal, real runner,
+/// real HTTP against the simulator.
+@Suite struct CarriedLongWindowTests {
+    /// A journal whose only run knew a long window: `rate` over a `cycle`-second window, seen at `seenAt`.
+    private static func seed(_ path: String, rate: Double, cycle: Double, seenAt: Date) throws {
+        let journal = try Journal(path: path)
+        defer { journal.close() }
+        try journal.transaction { () throws(JournalError) in
+            let run = try journal.startRun(startedAt: seenAt, toolVersion: "t", host: "h", pid: 1, optionsJSON: "{}")
+            let window = LongWindowRecord(cycleSeconds: cycle, rate: rate, seenAt: Timestamp.string(seenAt))
+            try journal.recordProgress(run, RunProgressRecord(requests: 10, longWindow: window))
+            try journal.finishRun(
+                run, endedAt: seenAt, state: .finished, exitCode: 0, inputs: [], counts: RunCounts())
+        }
+    }
+
+    private static func rows(_ count: Int) -> [(String, String)] {
+        (0..<count).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10)) }
+    }
+
+    @Test func aRunStartsAtThePaceTheLastRunsLongWindowGave() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let seenAt = Date(timeIntervalSinceNow: -3_600)
+        try Self.seed(harness.journalPath, rate: 400, cycle: 3_600, seenAt: seenAt)
+        let summary = try harness.run([harness.scratch.csv(rows: Self.rows(200))])
+        #expect(summary.exitCode == 0)
+        #expect(
+            summary.carriedLongWindow
+                == CarriedLongWindow(run: 1, rate: 400, cycleSeconds: 3_600, seenAt: Timestamp.string(seenAt)))
+        // Paced from the first request at the plateau under it, not climbing from the start rate
+        // (a climb that met no limit ends unthrottled): over a second of an hour's cycle the probe
+        // has added nothing.
+        let pace = try #require(summary.finalThrottledRate, "the run ended paced")
+        #expect(abs(pace - 400 * RateController.Tuning().plateau) < 0.5, "\(pace)")
+        #expect(summary.render(journalPath: "j").contains("pacing started from 400.0 requests/s"))
+    }
+
+    @Test func aLongWindowLastSeenOverAWeekAgoIsFoundAnew() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        try Self.seed(harness.journalPath, rate: 400, cycle: 3_600, seenAt: Date(timeIntervalSinceNow: -8 * 86_400))
+        let summary = try harness.run([harness.scratch.csv(rows: Self.rows(50))])
+        #expect(summary.exitCode == 0)
+        #expect(summary.carriedLongWindow == nil)
+        #expect(summary.finalThrottledRate == nil, "a climb that met no limit")
+    }
+
+    @Test func withoutAdaptivePacingOrSendingNothingIsCarried() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        try Self.seed(harness.journalPath, rate: 5, cycle: 3_600, seenAt: Date())
+        let input = harness.scratch.csv(rows: Self.rows(50))
+        let dry = try harness.run([input]) { $0.dryRun = true }
+        #expect(dry.exitCode == 0)
+        #expect(dry.carriedLongWindow == nil, "a dry run paces nothing")
+        let summary = try harness.run([input]) { $0.adaptive = false }
+        #expect(summary.exitCode == 0)
+        #expect(summary.carriedLongWindow == nil)
+    }
+
+    /// What the progress record passes on: the window as the pacing knows it, with the time a run
+    /// last saw it; the latest run that knew one is the one carried, past runs that did not and
+    /// a record this version cannot read.
+    @Test func theRecordPassesOnWhenTheWindowWasLastSeen() throws {
+        let workspace = Workspace()
+        let seenAt = Date(timeIntervalSinceNow: -7_200)
+        try Self.seed(workspace.journal, rate: 30, cycle: 3_600, seenAt: seenAt)
+        let journal = try Journal.openForRun(path: workspace.journal)
+        defer { journal.close() }
+        try journal.transaction { () throws(JournalError) in
+            let none = try journal.startRun(startedAt: Date(), toolVersion: "t", host: "h", pid: 2, optionsJSON: "{}")
+            try journal.recordProgress(none, RunProgressRecord(requests: 3))
+        }
+        try journal.connection.execute(
+            #"INSERT INTO runs (uid, started_at, tool_version, host, pid, options, progress) "#
+                + #"VALUES ('x', '2026-01-01T00:00:00.000Z', 't', 'h', 3, '{}', '{"longWindow": "unreadable"}')"#)
+        var options = RunOptions()
+        options.journalPath = workspace.journal
+        let (writer, _) = try RunJournalWriter.startRun(
+            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        #expect(writer.earlierLongWindow?.run == 1)
+        #expect(writer.carriedPace(now: Date()) == LongWindowPace(cycle: 3_600, rate: 30))
+        #expect(writer.carriedPace(now: seenAt.addingTimeInterval(7 * 86_400 + 1)) == nil, "a week on")
+
+        func written(_ pace: LongWindowPace, at now: Date) throws -> LongWindowRecord? {
+            try writer.recordProgress(progress, longWindow: pace, at: now)
+            try writer.commitBatch()
+            return try journal.lastLongWindow(before: writer.runID + 1)?.record
+        }
+        let now = Date()
+        let carried = try written(LongWindowPace(cycle: 3_600, rate: 28), at: now)
+        #expect(carried == LongWindowRecord(cycleSeconds: 3_600, rate: 28, seenAt: Timestamp.string(seenAt)))
+        let seen = try written(LongWindowPace(cycle: 3_500, rate: 31, seen: true), at: now)
+        #expect(seen == LongWindowRecord(cycleSeconds: 3_500, rate: 31, seenAt: Timestamp.string(now)))
+    }
+
+    private var progress: RunProgress {
+        RunProgress(
+            elapsed: 1, rowsRead: 0, bytesRead: 0, totalBytes: nil, finished: 0, inFlight: 0, waitingToRetry: 0,
+            requests: 0, retries: 0, statuses: [:], rejected: 0, skipped: 0, duplicates: 0, recentRate: 0,
+            stopping: nil, throttledRate: nil, concurrencyLimit: 1)
+    }
+}

@@ -386,8 +386,8 @@ public final class Journal {
     }
 
     /// The long window the latest run before `runID` knew (recorded with its progress), if any:
-    /// what the pacing of run `runID` starts from. A record this version cannot read is passed over.
-    public func lastLongWindow(before runID: Int64) throws(JournalError) -> (run: Int64, record: LongWindowRecord)? {
+    /// what the pacing of run `runID` starts from (with no `runID`, the next run's). A record this version cannot read is passed over.
+    public func lastLongWindow(before runID: Int64 = .max) throws(JournalError) -> RecordedLongWindow? {
         try wrap { () throws(SQLiteError) in
             let runs = try connection.prepare(
                 "SELECT id, progress FROM runs WHERE id < ? AND progress LIKE '%\"longWindow\"%' ORDER BY id DESC")
@@ -395,7 +395,7 @@ public final class Journal {
             while try runs.step() {
                 let text = runs.text(1) ?? "{}"
                 if let record = try? JSONDecoder().decode(RunProgressRecord.self, from: Data(text.utf8)).longWindow {
-                    return (runs.int(0), record)
+                    return RecordedLongWindow(run: runs.int(0), record: record)
                 }
             }
             return nil

@@ -199,6 +199,17 @@ public struct LongWindowRecord: Sendable, Equatable, Codable {
     }
 }
 
+/// A long window as the journal holds it, and the run that recorded it.
+public struct RecordedLongWindow: Sendable, Equatable {
+    public var run: Int64
+    public var record: LongWindowRecord
+
+    public init(run: Int64, record: LongWindowRecord) {
+        self.run = run
+        self.record = record
+    }
+}
+
 /// A moment of a run for the charts of the HTML report (`run_samples`): how far it had got, and
 /// the pacing in force. Written with the progress, every few seconds.
 public struct RunSample: Sendable, Equatable {

@@ -36,6 +36,8 @@ public struct JournalSnapshot: Sendable, Equatable {
     public var rejections: [String: Int] = [:]
     /// The latest run's attempts.
     public var activity = RunActivity()
+    /// The long window the next run's pacing starts from, if a run recorded one.
+    public var longWindow: RecordedLongWindow?
 
     public init() {}
 
@@ -55,6 +57,7 @@ extension Journal {
         snapshot.runCount = Int(
             try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)
         snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
+        snapshot.longWindow = try lastLongWindow()
         // Kept as the rows change (`run_counts`): read at once, however large the journal.
         let items = try wrap { () throws(SQLiteError) in
             try connection.prepare(

@@ -105,6 +105,27 @@ import Testing
         #expect(seen == LongWindowRecord(cycleSeconds: 3_500, rate: 31, seenAt: Timestamp.string(now)))
     }
 
+    @Test func statusSaysWhatTheNextRunStartsFrom() throws {
+        let workspace = Workspace()
+        let seenAt = Date(timeIntervalSinceNow: -3_600)
+        try Self.seed(workspace.journal, rate: 34.71, cycle: 3_600.2, seenAt: seenAt)
+        func status(now: Date) throws -> StatusReport {
+            let journal = try Journal(path: workspace.journal, create: false, readOnly: true)
+            defer { journal.close() }
+            return StatusReport(
+                journalPath: workspace.journal, snapshot: try journal.snapshot(recentSince: now), holder: nil, now: now)
+        }
+        let seen = Timestamp.string(seenAt)
+        let fresh = try status(now: Date())
+        let line = "pacing    a limit counted over 3600 s: the next run starts at 34.7 requests/s"
+        #expect(fresh.renderText().contains("\(line) (run 1, last seen \(seen))"))
+        let json = #""longWindow":{"carried":true,"cycleSeconds":3600.2,"rate":34.71,"run":1"#
+        #expect(fresh.renderJSON().contains(json))
+        let stale = try status(now: seenAt.addingTimeInterval(8 * 86_400))
+        #expect(stale.renderText().contains("seen over 7 days ago: the next run finds it anew (run 1"))
+        #expect(stale.renderJSON().contains(#""longWindow":{"carried":false"#))
+    }
+
     private var progress: RunProgress {
         RunProgress(
             elapsed: 1, rowsRead: 0, bytesRead: 0, totalBytes: nil, finished: 0, inFlight: 0, waitingToRetry: 0,

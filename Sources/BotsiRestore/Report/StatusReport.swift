@@ -127,6 +127,7 @@ public struct StatusReport: Sendable {
             lines.append(
                 String(format: "rate      %.1f/s ", rate) + (isAlive ? "over the last minute" : "over the run"))
         }
+        if let line = longWindowLine() { lines.append(line) }
         lines.append("rows      \(statusLine())")
         let explained: Set<ItemStatus> = [.pending, .inFlight, .failed, .rejected]
         for count in snapshot.items where count.code != nil && explained.contains(count.status) {
@@ -196,7 +197,28 @@ public struct StatusReport: Sendable {
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
         object["pageCommand"] = HTMLReportAdvice.command(journalPath: journalPath)
+        if let known = snapshot.longWindow {
+            let window: [String: Any] = [
+                "run": known.run, "cycleSeconds": known.record.cycleSeconds, "rate": known.record.rate,
+                "seenAt": known.record.seenAt, "carried": RunJournalWriter.isCarried(known.record, now: now),
+            ]
+            object["longWindow"] = window
+        } else {
+            object["longWindow"] = NSNull()
+        }
         return Self.json(object)
+    }
+
+    /// The long window the next run's pacing starts from (docs/pacing.md), or that it finds anew.
+    private func longWindowLine() -> String? {
+        guard let known = snapshot.longWindow else { return nil }
+        let record = known.record
+        let start =
+            RunJournalWriter.isCarried(record, now: now)
+            ? String(format: "the next run starts at %.1f requests/s", record.rate)
+            : "seen over \(Int(RunJournalWriter.longWindowKeptFor / 86_400)) days ago: the next run finds it anew"
+        return "pacing    a limit counted over \(Int(record.cycleSeconds.rounded())) s: \(start) "
+            + "(run \(known.run), last seen \(record.seenAt))"
     }
 
     /// One JSON object as scripts read it: sorted keys, and `/` as itself (`\/` is valid JSON, but

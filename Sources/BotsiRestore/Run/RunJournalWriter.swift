@@ -26,7 +26,7 @@ struct RunJournalWriter {
     let dryRun: Bool
     /// The long window the latest earlier run knew, and that run: what this run's pacing starts
     /// from, if it is recent enough (`carriedPace`).
-    let earlierLongWindow: (run: Int64, record: LongWindowRecord)?
+    let earlierLongWindow: RecordedLongWindow?
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
     /// may have changed, and a pace found anew costs one window spent early.
     static let longWindowKeptFor: TimeInterval = 7 * 86_400
@@ -60,7 +60,7 @@ struct RunJournalWriter {
     }
 
     private init(
-        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: (run: Int64, record: LongWindowRecord)?
+        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?
     ) {
         self.journal = journal
         self.runID = runID
@@ -71,10 +71,14 @@ struct RunJournalWriter {
     /// The pace an earlier run found on a long window, for this run's pacing to start from: nil
     /// when none did, or when it was last seen more than `longWindowKeptFor` before `now`.
     func carriedPace(now: Date) -> LongWindowPace? {
-        guard let record = earlierLongWindow?.record, record.cycleSeconds > 0, record.rate > 0,
-            let seen = Timestamp.date(record.seenAt), now.timeIntervalSince(seen) <= Self.longWindowKeptFor
-        else { return nil }
+        guard let record = earlierLongWindow?.record, Self.isCarried(record, now: now) else { return nil }
         return LongWindowPace(cycle: record.cycleSeconds, rate: record.rate)
+    }
+
+    /// Whether a run starting at `now` starts from `record`.
+    static func isCarried(_ record: LongWindowRecord, now: Date) -> Bool {
+        guard record.cycleSeconds > 0, record.rate > 0, let seen = Timestamp.date(record.seenAt) else { return false }
+        return now.timeIntervalSince(seen) <= longWindowKeptFor
     }
 
     // MARK: Batches

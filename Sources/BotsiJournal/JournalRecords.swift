@@ -180,6 +180,18 @@ public struct RunProgressRecord: Sendable, Equatable, Codable {
         self.updatedAt = updatedAt
         self.longWindow = longWindow
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        rowsRead = try container.decodeIfPresent(Int.self, forKey: .rowsRead)
+        bytesRead = try container.decodeIfPresent(Int64.self, forKey: .bytesRead)
+        totalBytes = try container.decodeIfPresent(Int64.self, forKey: .totalBytes)
+        requests = try container.decodeIfPresent(Int.self, forKey: .requests)
+        updatedAt = try container.decodeIfPresent(String.self, forKey: .updatedAt)
+        // Only the pacing of a next run reads it: one this version cannot read (a hand edit, a
+        // later version's shape) is left out, and must not make `status` or a report fail.
+        longWindow = try? container.decodeIfPresent(LongWindowRecord.self, forKey: .longWindow)
+    }
 }
 
 /// A limit enforced over a long window (Apple's, over an hour), as a run's pacing knew it: the next
@@ -191,11 +203,14 @@ public struct LongWindowRecord: Sendable, Equatable, Codable {
     public var rate: Double
     /// When a run last saw the window stay closed for long and open again (UTC ISO-8601).
     public var seenAt: String
+    /// The shard count of the run that recorded it (`--shard I/N`): the rate is one shard's share.
+    public var shardCount: Int
 
-    public init(cycleSeconds: Double, rate: Double, seenAt: String) {
+    public init(cycleSeconds: Double, rate: Double, seenAt: String, shardCount: Int = 1) {
         self.cycleSeconds = cycleSeconds
         self.rate = rate
         self.seenAt = seenAt
+        self.shardCount = shardCount
     }
 }
 

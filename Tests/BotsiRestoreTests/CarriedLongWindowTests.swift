@@ -35,15 +35,21 @@ import Testing
         try Self.seed(harness.journalPath, rate: 400, cycle: 3_600, seenAt: seenAt)
         let summary = try harness.run([harness.scratch.csv(rows: Self.rows(200))])
         #expect(summary.exitCode == 0)
+        let plateau = RateController.Tuning().plateau
         #expect(
             summary.carriedLongWindow
-                == CarriedLongWindow(run: 1, rate: 400, cycleSeconds: 3_600, seenAt: Timestamp.string(seenAt)))
+                == CarriedLongWindow(run: 1, rate: 400 * plateau, cycleSeconds: 3_600, seenAt: Timestamp.string(seenAt))
+        )
         // Paced from the first request at the plateau under it, not climbing from the start rate
         // (a climb that met no limit ends unthrottled): over a second of an hour's cycle the probe
         // has added nothing.
         let pace = try #require(summary.finalThrottledRate, "the run ended paced")
-        #expect(abs(pace - 400 * RateController.Tuning().plateau) < 0.5, "\(pace)")
-        #expect(summary.render(journalPath: "j").contains("pacing started from 400.0 requests/s"))
+        #expect(abs(pace - 400 * plateau) < 0.5, "\(pace)")
+        #expect(summary.render(journalPath: "j").contains("pacing started at 396.0 requests/s, from the pace a limit"))
+        // `--rate` still caps it, and the summary says the rate the run started at.
+        let rows = Self.rows(240).suffix(40).map { $0 }
+        let capped = try harness.run([harness.scratch.csv(rows: rows)]) { $0.rate = 50 }
+        #expect(capped.carriedLongWindow?.rate == 50)
     }
 
     @Test func aLongWindowLastSeenOverAWeekAgoIsFoundAnew() throws {
@@ -117,13 +123,49 @@ import Testing
         }
         let seen = Timestamp.string(seenAt)
         let fresh = try status(now: Date())
-        let line = "pacing    a limit counted over 3600 s: the next run starts at 34.7 requests/s"
+        let line = "pacing    a limit counted over 3600 s gave 34.7 requests/s; the next run starts from that pace"
         #expect(fresh.renderText().contains("\(line) (run 1, last seen \(seen))"))
         let json = #""longWindow":{"carried":true,"cycleSeconds":3600.2,"rate":34.71,"run":1"#
         #expect(fresh.renderJSON().contains(json))
         let stale = try status(now: seenAt.addingTimeInterval(8 * 86_400))
-        #expect(stale.renderText().contains("seen over 7 days ago: the next run finds it anew (run 1"))
+        #expect(stale.renderText().contains("seen over 7 days ago, the next run finds it anew (run 1"))
         #expect(stale.renderJSON().contains(#""longWindow":{"carried":false"#))
+    }
+
+    /// A record is carried only as a run could have written it, and to a run it fits.
+    @Test func onlyARecordARunCouldHaveWrittenIsCarried() {
+        let now = Date()
+        let seen = Timestamp.string(now.addingTimeInterval(-60))
+        func carried(_ cycle: Double, _ rate: Double, seenAt: String = seen, shards: Int = 1, to count: Int = 1) -> Bool
+        {
+            RunJournalWriter.isCarried(
+                LongWindowRecord(cycleSeconds: cycle, rate: rate, seenAt: seenAt, shardCount: shards), now: now,
+                shardCount: count)
+        }
+        #expect(carried(3_600, 30))
+        #expect(!carried(0.5, 30), "no window shorter than a long closure is long")
+        #expect(!carried(3_600, .infinity) && !carried(3_600, .nan) && !carried(.infinity, 30))
+        #expect(!carried(3_600, 30, seenAt: "yesterday"))
+        #expect(carried(3_600, 30, seenAt: Timestamp.string(now.addingTimeInterval(600))), "another host's clock")
+        #expect(!carried(3_600, 30, seenAt: Timestamp.string(now.addingTimeInterval(2 * 86_400))), "from the future")
+        #expect(carried(3_600, 7.5, shards: 4, to: 4))
+        #expect(!carried(3_600, 7.5, shards: 4, to: 2), "a quarter's share is not a half's")
+    }
+
+    /// Only the next run's pacing reads the record: one this version cannot read is left out, and
+    /// `status` reads the journal as before.
+    @Test func anUnreadableRecordFailsNothing() throws {
+        let workspace = Workspace()
+        try Self.seed(workspace.journal, rate: 30, cycle: 3_600, seenAt: Date())
+        let journal = try Journal(path: workspace.journal)
+        defer { journal.close() }
+        try journal.connection.execute(
+            #"INSERT INTO runs (uid, started_at, ended_at, state, tool_version, host, pid, options, progress) "#
+                + #"VALUES ('x', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:01.000Z', 'finished', 't', 'h', 3, "#
+                + #"'{}', '{"requests": 4, "longWindow": {"rate": 30, "cycleSeconds": 3600}}')"#)
+        let snapshot = try journal.snapshot(recentSince: Date())
+        #expect(snapshot.latestRun?.progress == RunProgressRecord(requests: 4))
+        #expect(snapshot.longWindow?.run == 1)
     }
 
     private var progress: RunProgress {

@@ -200,7 +200,8 @@ public struct StatusReport: Sendable {
         if let known = snapshot.longWindow {
             let window: [String: Any] = [
                 "run": known.run, "cycleSeconds": known.record.cycleSeconds, "rate": known.record.rate,
-                "seenAt": known.record.seenAt, "carried": RunJournalWriter.isCarried(known.record, now: now),
+                "seenAt": known.record.seenAt, "shardCount": known.record.shardCount,
+                "carried": RunJournalWriter.isCarried(known.record, now: now),
             ]
             object["longWindow"] = window
         } else {
@@ -213,12 +214,14 @@ public struct StatusReport: Sendable {
     private func longWindowLine() -> String? {
         guard let known = snapshot.longWindow else { return nil }
         let record = known.record
-        let start =
+        let shards = record.shardCount > 1 ? " of \(record.shardCount) shards" : ""
+        let next =
             RunJournalWriter.isCarried(record, now: now)
-            ? String(format: "the next run starts at %.1f requests/s", record.rate)
-            : "seen over \(Int(RunJournalWriter.longWindowKeptFor / 86_400)) days ago: the next run finds it anew"
-        return "pacing    a limit counted over \(Int(record.cycleSeconds.rounded())) s: \(start) "
-            + "(run \(known.run), last seen \(record.seenAt))"
+            ? "the next run\(shards) starts from that pace"
+            : "seen over \(Int(RunJournalWriter.longWindowKeptFor / 86_400)) days ago, the next run finds it anew"
+        return "pacing    a limit counted over \(Int(record.cycleSeconds.rounded())) s gave "
+            + String(format: "%.1f requests/s; ", record.rate)
+            + "\(next) (run \(known.run), last seen \(record.seenAt))"
     }
 
     /// One JSON object as scripts read it: sorted keys, and `/` as itself (`\/` is valid JSON, but

@@ -72,7 +72,8 @@ actor ActiveRun {
             let earlier = parts.writer.earlierLongWindow
         {
             summary.carriedLongWindow = CarriedLongWindow(
-                run: earlier.run, rate: carried.rate, cycleSeconds: carried.cycle, seenAt: earlier.record.seenAt)
+                run: earlier.run, rate: scheduler.counts.rateLimit ?? carried.rate, cycleSeconds: carried.cycle,
+                seenAt: earlier.record.seenAt)
         }
         housekeeping = DispatchSource.makeTimerSource(queue: executor.queue)
         // Idle until the run starts; a source must be resumed before it may be released.

@@ -159,6 +159,12 @@ struct RateController {
     /// its probe and its memory of the cycle start there.
     private var carriedPending = false
     private var longWindowSeen = false
+    /// `opening` dates from a long opening, not from this run's first acceptance: from it to the
+    /// next long opening is a cycle (for a window carried from an earlier run, not before one).
+    private var openingIsLong = false
+    /// What the window gave at its last opening (or the carried pace): the least the next run
+    /// starts from (`longWindow`).
+    private var longMeasure: Double?
     private var climbedAt: Double?
     /// The ceiling the start found, the scale a probe grows on at least (`probeScale`).
     private var startCeiling: Double?
@@ -219,6 +225,7 @@ struct RateController {
             longAccepted.binWidth = carried.cycle / 1000
             ceiling = carried.rate
             startCeiling = ceiling
+            longMeasure = ceiling
             rate = min(ceiling! * plateau, pacing.rateCap ?? .infinity)
             phase = .probing(since: 0)
             carriedPending = true
@@ -227,12 +234,11 @@ struct RateController {
 
     /// The long window this controller paces by, for the next run: nil until one is known.
     var longWindow: LongWindowPace? {
-        guard let cycle, let ceiling else { return nil }
-        // Where the pace stands (the rate a closed window goes back to, not the trickle that
-        // probes it), as the measure it rests on: with the probe's growth since the last opening,
-        // so that a 429's step back, which only an opening undoes, does not lower every next run.
-        let pace = (resumeRate ?? rate).map { $0 / plateau } ?? ceiling
-        return LongWindowPace(cycle: cycle, rate: max(ceiling, pace), seen: longWindowSeen)
+        guard let cycle, let measure = longMeasure, let rate else { return nil }
+        // Where the pace stands, as the measure it rests on (with the probe's growth since the
+        // last opening), and never below the last measure: a closed window's trickle, and a 429's
+        // or an overload's step back, which only an opening undoes, must not lower every next run.
+        return LongWindowPace(cycle: cycle, rate: max(measure, rate / plateau), seen: longWindowSeen)
     }
 
     /// Dates a carried window's probe and memory from the first instant seen.
@@ -492,6 +498,7 @@ struct RateController {
             cycle = nil
             ceiling = nil
             startCeiling = nil
+            longMeasure = nil
             phase = .starting
         }
         guard let remaining = info.remaining else { return }
@@ -582,11 +589,11 @@ struct RateController {
         closedAt = nil
         let long = now - closed >= tuning.longClosed
         let length = now - since.at
-        if long, length > 0, length >= (cycle ?? 0) / 2 {
+        if long, length > 0, cycle == nil || (openingIsLong && length >= cycle! / 2) {
             // Opening to opening: all the window gave since the last long opening (the first time,
             // since the first acceptance), over that time; measured again at each long opening a
             // half cycle or more on (a job that started late in its first window measured a short
-            // cycle).
+            // cycle). A cycle carried from an earlier run is not measured from this run's start.
             longAccepted.binWidth = length / 1000
             if cycle == nil {
                 longKeptFrom = now
@@ -606,8 +613,10 @@ struct RateController {
         }
         if long {
             opening = (now, 1)
+            openingIsLong = true
             longWindowSeen = true
         }
+        longMeasure = ceiling
         // The start's one-second climb says nothing of this scale.
         startCeiling = ceiling
         cut(now: now, to: ceiling! * plateau)

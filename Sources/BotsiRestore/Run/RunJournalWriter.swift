@@ -27,6 +27,8 @@ struct RunJournalWriter {
     /// The long window the latest earlier run knew, and that run: what this run's pacing starts
     /// from, if it is recent enough (`carriedPace`).
     let earlierLongWindow: RecordedLongWindow?
+    /// `--shard I/N`'s N: a long window's pace is one shard's share, carried only to runs of as many.
+    let shardCount: Int
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
     /// may have changed, and a pace found anew costs one window spent early.
     static let longWindowKeptFor: TimeInterval = 7 * 86_400
@@ -54,31 +56,41 @@ struct RunJournalWriter {
                 pid: getpid(), optionsJSON: optionsJSON(options))
             let earlier = try journal.lastLongWindow(before: runID)
             let writer = RunJournalWriter(
-                journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier)
+                journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier,
+                shardCount: options.shardCount)
             return (writer, recovery)
         }
     }
 
     private init(
-        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?
+        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?, shardCount: Int
     ) {
         self.journal = journal
         self.runID = runID
         self.dryRun = dryRun
         self.earlierLongWindow = earlierLongWindow
+        self.shardCount = shardCount
     }
 
     /// The pace an earlier run found on a long window, for this run's pacing to start from: nil
     /// when none did, or when it was last seen more than `longWindowKeptFor` before `now`.
     func carriedPace(now: Date) -> LongWindowPace? {
-        guard let record = earlierLongWindow?.record, Self.isCarried(record, now: now) else { return nil }
+        guard let record = earlierLongWindow?.record, Self.isCarried(record, now: now, shardCount: shardCount)
+        else { return nil }
         return LongWindowPace(cycle: record.cycleSeconds, rate: record.rate)
     }
 
-    /// Whether a run starting at `now` starts from `record`.
-    static func isCarried(_ record: LongWindowRecord, now: Date) -> Bool {
-        guard record.cycleSeconds > 0, record.rate > 0, let seen = Timestamp.date(record.seenAt) else { return false }
-        return now.timeIntervalSince(seen) <= longWindowKeptFor
+    /// Whether a run starting at `now` (with `shardCount` shards, when known) starts from `record`:
+    /// one a run could have written (a window longer than `longClosed`, a finite rate), seen at
+    /// most `longWindowKeptFor` before (and not a day after: another host's clock), by a run of
+    /// as many shards (a share of the limit is a share of it).
+    static func isCarried(_ record: LongWindowRecord, now: Date, shardCount: Int? = nil) -> Bool {
+        guard record.cycleSeconds >= RateController.Tuning().longClosed, record.cycleSeconds.isFinite,
+            record.rate > 0, record.rate.isFinite, let seen = Timestamp.date(record.seenAt)
+        else { return false }
+        if let shardCount, shardCount != record.shardCount { return false }
+        let age = now.timeIntervalSince(seen)
+        return age >= -86_400 && age <= longWindowKeptFor
     }
 
     // MARK: Batches
@@ -251,7 +263,8 @@ struct RunJournalWriter {
         let window = longWindow.map { pace in
             LongWindowRecord(
                 cycleSeconds: pace.cycle, rate: pace.rate,
-                seenAt: pace.seen ? Timestamp.string(now) : earlierLongWindow?.record.seenAt ?? Timestamp.string(now))
+                seenAt: pace.seen ? Timestamp.string(now) : earlierLongWindow?.record.seenAt ?? Timestamp.string(now),
+                shardCount: shardCount)
         }
         let record = RunProgressRecord(
             rowsRead: progress.rowsRead, bytesRead: progress.bytesRead, totalBytes: progress.totalBytes,

@@ -207,9 +207,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if let carried = carriedLongWindow {
             lines.append(
-                String(format: "  pacing started from %.1f requests/s", carried.rate)
-                    + ", the pace a limit counted over \(Int(carried.cycleSeconds.rounded())) s gave run \(carried.run)"
-                    + " (seen \(carried.seenAt)), instead of climbing")
+                String(format: "  pacing started at %.1f requests/s", carried.rate)
+                    + ", from the pace a limit counted over \(Int(carried.cycleSeconds.rounded())) s gave run"
+                    + " \(carried.run) (seen \(carried.seenAt))")
         }
         if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete {
             // Only an input that held no row leaves a note: with one, the inputs were named.
@@ -312,7 +312,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
 public struct CarriedLongWindow: Sendable, Codable, Equatable {
     /// The run that found it (or carried it last).
     public var run: Int64
-    /// Requests per second the window gave over a cycle.
+    /// The send rate the run started at, from the pace the window gave (`plateau` of it, less the
+    /// headroom, capped by `--rate` and `--job-rate`).
     public var rate: Double
     public var cycleSeconds: Double
     /// When a run last saw the window stay closed for long and open again (UTC ISO-8601).

@@ -173,6 +173,22 @@ extension PacingCarriedWindowTests {
         #expect(rate > 90, "climbed to the stated cap, not held at the carried 20/s: \(rate)")
     }
 
+    /// A request in flight as the window filled, accepted a moment after the first refusals, opens
+    /// the window for an instant: the first long opening still counts all the window gave.
+    @Test func aStragglerAfterTheFirstRefusalsDoesNotHideWhatTheWindowGave() throws {
+        let pacing = PacingConfiguration(concurrency: 32)
+        var controller = RateController(pacing: pacing, tuning: pacing.tuning)
+        Self.replies(&controller, count: 200, from: 0, to: 2)
+        Self.replies(&controller, Self.refused, count: 20, from: 2, to: 2.5)
+        // Sent at 1.9 s, before the first refusal: in flight while the window filled.
+        controller.replied(.accepted, duration: 0.6, rateLimit: nil, now: 2.5)
+        Self.replies(&controller, Self.refused, count: 100, from: 2.55, to: 19)
+        controller.replied(.accepted, duration: 0.05, rateLimit: nil, now: 19)
+        let found = try #require(controller.effectiveRate)
+        #expect(abs(found - 201.0 / 19 * pacing.tuning.plateau) < 0.01, "201 over the 19 s since the first: \(found)")
+        #expect(controller.longWindow?.cycle == 19)
+    }
+
     @Test func eachOpeningSpreadsWhatTheWindowGaveOverTheTimeItWasCounted() throws {
         let pacing = PacingConfiguration(concurrency: 32)
         var controller = RateController(pacing: pacing, tuning: pacing.tuning)

@@ -309,7 +309,7 @@ struct RateController {
             rate = resume
             resumeRate = nil
         }
-        if signal == .accepted { opened(now: now) }
+        if signal == .accepted { opened(now: now, sentAt: now - duration) }
         if let rateLimit { statedLimit(rateLimit, sentAt: now - duration, accepted: signal == .accepted, now: now) }
         switch signal {
         case .accepted: break
@@ -577,7 +577,7 @@ struct RateController {
     /// spent early (a one-second window opens within a second). At each opening after a closure
     /// the rate becomes what the window gave this process over its last cycle, spread evenly over
     /// it: the rate that makes the window last; the probe then grows on the cycle's scale.
-    private mutating func opened(now: Double) {
+    private mutating func opened(now: Double, sentAt: Double) {
         guard enabled, stated == nil else { return }
         if let cycle {
             longAccepted.insert(now)
@@ -585,7 +585,10 @@ struct RateController {
             longKeptFrom = max(longKeptFrom, now - 2 * cycle)
         }
         opening = opening.map { ($0.at, $0.accepted + 1) } ?? (now, 1)
-        guard let closed = closedAt, let since = opening else { return }
+        // A request sent before the window was found closed, accepted as it filled, does not open
+        // it: one such straggler among the first refusals made the opening-to-opening count
+        // start from it, and a window that had given 50/s was measured at 1/s.
+        guard let closed = closedAt, sentAt >= closed, let since = opening else { return }
         closedAt = nil
         let long = now - closed >= tuning.longClosed
         let length = now - since.at

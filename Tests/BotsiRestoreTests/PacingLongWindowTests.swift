@@ -200,13 +200,13 @@ extension PacingCarriedWindowTests {
         let found = try #require(controller.effectiveRate)
         #expect(abs(found - 200.0 / 7 * plateau) < 0.01, "the window's 200 over its 7 s cycle: \(found)")
         // Open again for 2 s, then closed for a second: a short closure 3 s after the long
-        // opening counts the 57 accepted since it (this one not included) over those 3 s, not
-        // over a whole cycle it has not yet seen.
+        // opening, less than half a cycle, measures nothing (a sliding log reopening a few slots
+        // at a time after the climb): the pace stays, one `backoff` step under it.
         Self.replies(&controller, count: 56, from: 7.05, to: 9)
         Self.replies(&controller, Self.refused, count: 20, from: 9, to: 10)
         controller.replied(.accepted, duration: 0.05, rateLimit: nil, now: 10)
         let short = try #require(controller.effectiveRate)
-        #expect(abs(short - 57.0 / 3 * plateau) < 0.5, "57 accepted over the 3 s counted: \(short)")
+        #expect(abs(short - found * pacing.tuning.backoff * plateau) < 0.01, "one step back: \(short)")
         // Then a long closure more than half a cycle after the long opening: the cycle is
         // measured again, opening to opening (10.5 s), and all it gave since (96) is the pace.
         Self.replies(&controller, count: 38, from: 10.05, to: 12)
@@ -214,5 +214,12 @@ extension PacingCarriedWindowTests {
         controller.replied(.accepted, duration: 0.05, rateLimit: nil, now: 17.5)
         let remeasured = try #require(controller.effectiveRate)
         #expect(abs(remeasured - 96.0 / 10.5 * plateau) < 0.01, "96 over the 10.5 s cycle: \(remeasured)")
+        // A short closure a whole cycle into what is kept counts what the window gave over the
+        // last cycle (the 61 since 12.5 s, this one not included) over it.
+        Self.replies(&controller, count: 60, from: 17.55, to: 22)
+        Self.replies(&controller, Self.refused, count: 20, from: 22, to: 23)
+        controller.replied(.accepted, duration: 0.05, rateLimit: nil, now: 23)
+        let trailing = try #require(controller.effectiveRate)
+        #expect(abs(trailing - 61.0 / 10.5 * plateau) < 0.05, "61 over the last 10.5 s: \(trailing)")
     }
 }

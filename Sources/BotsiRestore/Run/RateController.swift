@@ -607,8 +607,13 @@ struct RateController {
         } else if let known = cycle {
             // What the window gave over its last cycle (as much of it as is kept), spread over
             // that time: a sliding log opens a little at a time as its oldest admissions leave.
+            // Not for a short closure less than half a cycle into what is kept: right after the
+            // opening that found the window, a sliding log reopens a few slots at a time as the
+            // climb's admissions leave it, and a count over that moment measured 8/s where the
+            // window gave 50/s (the real binary crawled at a quarter of the room). Its refusals
+            // back the rate off by steps instead.
             let span = min(known, now - longKeptFrom)
-            guard span > 0 else { return }
+            guard span > 0, long || span >= known / 2 else { return }
             ceiling = Double(longAccepted.count(after: now - span, through: now) - 1) / span
         } else {
             opening = (now, 1)

@@ -386,7 +386,8 @@ public final class Journal {
     }
 
     /// The long window the latest run before `runID` knew (recorded with its progress), if any:
-    /// what the pacing of run `runID` starts from (with no `runID`, the next run's). A record this version cannot read is passed over.
+    /// what the pacing of run `runID` starts from (with no `runID`, the next run's). A record this
+    /// version cannot read is passed over.
     public func lastLongWindow(before runID: Int64 = .max) throws(JournalError) -> RecordedLongWindow? {
         try wrap { () throws(SQLiteError) in
             let runs = try connection.prepare(

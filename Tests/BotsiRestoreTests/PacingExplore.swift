@@ -33,6 +33,9 @@ import Testing
             case "openingWindows": tuning.openingWindows = value!
             case "lowRemaining": tuning.lowRemaining = value!
             case "longClosed": tuning.longClosed = value!
+            case "othersSteadyShare": tuning.othersSteadyShare = value!
+            case "othersSteadyGrowth": tuning.othersSteadyGrowth = value!
+            case "othersSteadySamples": tuning.othersSteadySamples = Int(value!)
             default: Issue.record("unknown constant \(parts[0])")
             }
         }

@@ -425,6 +425,57 @@ import Testing
             controller.effectiveRate! > 90, "0.97 of the ~100/s accepted, not rewound: \(controller.effectiveRate!)")
     }
 
+    /// A stated 100-a-second log shared with live traffic at `live` a second (evenly spread), for
+    /// `seconds`: the controller's own sends each reach it 10 ms after they leave and are answered
+    /// 10 ms later, with what remains. Returns the controller and how many of its requests were
+    /// refused.
+    private static func besideLiveTraffic(
+        _ live: Double, seconds: Double, _ controller: inout Controller
+    ) -> Int {
+        var ownAdmitted: [Double] = []
+        var inFlight: [(repliesAt: Double, accepted: Bool, remaining: Int)] = []
+        var credit = 0.0
+        var refused = 0
+        let step = 0.001
+        for index in 0..<Int(seconds / step) {
+            let now = Double(index) * step
+            for reply in inFlight where reply.repliesAt <= now {
+                let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: reply.remaining, resetSeconds: 1)
+                controller.replied(
+                    reply.accepted ? .accepted : Self.refused, duration: 0.02, rateLimit: info, now: now)
+            }
+            inFlight.removeAll { $0.repliesAt <= now }
+            if index % 250 == 0 { controller.tick(now: now, paceLimited: true) }
+            credit += (controller.effectiveRate ?? 0) * step
+            while credit >= 1 {
+                credit -= 1
+                let admittedAt = now + 0.01
+                ownAdmitted.removeAll { $0 <= admittedAt - 1 }
+                let used = ownAdmitted.count + Int(live.rounded())
+                if used < 100 { ownAdmitted.append(admittedAt) } else { refused += 1 }
+                inFlight.append((now + 0.02, used < 100, max(0, 100 - used - 1)))
+            }
+        }
+        return refused
+    }
+
+    /// The live app was in a stated window before the job started: the job's climb stops at the
+    /// room it leaves, less two of its count's standard deviations (99 − 30 − 2√30 ≈ 58 a second),
+    /// instead of climbing to the stated 99 and refusing the users' requests until the window shows
+    /// it; a window later the start is over, so a 429 then is an episode, not the climb's rewind.
+    @Test func aStartBesideTheLiveAppInAStatedWindowStopsAtTheRoomItLeaves() {
+        var beside = Self.controller()
+        let refused = Self.besideLiveTraffic(30, seconds: 3, &beside)
+        let room = 99 - 30 - 2 * 30.0.squareRoot()
+        #expect(Self.close(beside.effectiveRate, room, within: 3), "\(beside.effectiveRate ?? 0)")
+        #expect(refused == 0 && beside.summary.throttleEvents == 0)
+        beside.replied(Self.refused, duration: 0.02, rateLimit: nil, now: 3)
+        #expect(beside.effectiveRate! > room / 2, "an episode's cut, not a rewind: \(beside.effectiveRate!)")
+        var alone = Self.controller()
+        _ = Self.besideLiveTraffic(0, seconds: 3, &alone)
+        #expect(Self.close(alone.effectiveRate, 99), "alone, the climb ends at the stated cap")
+    }
+
     @Test func withoutAStatedWindowTheLongestResetIsTheWindow() {
         var controller = Self.controller(startRate: 1000)
         controller.replied(

@@ -1,4 +1,5 @@
 import BotsiBasics
+import Foundation
 import Testing
 
 @testable import BotsiRestore
@@ -81,5 +82,60 @@ struct StatedWindowTests {
         }
         #expect(window.keptOwnAdmissions <= 1502, "\(window.keptOwnAdmissions) kept (the two end bins with them)")
         #expect(window.keptOwnAdmissions >= 1499, "the last window and a half: \(window.keptOwnAdmissions)")
+    }
+
+    /// One process's view of a 100-a-second window used by others at `others(t)` a second and by
+    /// its own 20 requests a second, a reply every 0.05 s; counted over the last second, as a log
+    /// keeps it, or (`fixed`) from each whole second on.
+    private func watch(
+        until end: Double, fixed: Bool = false, others: (Double) -> Double
+    ) -> (rate: [Int: Double], steady: [Int: Double?]) {
+        var window = StatedWindow()
+        let tuning = RateController.Tuning()
+        var steady: [Int: Double?] = [:]
+        var rate: [Int: Double] = [:]
+        for step in 1...Int((end * 20).rounded()) {
+            let now = Double(step) / 20
+            let sinceEdge = Double(step % 20) / 20
+            let own = fixed ? step % 20 + 1 : min(step, 20)
+            let othersCount = fixed ? others(now) * sinceEdge : others(now)
+            window.observe(
+                quota: 100, window: 1, remaining: max(0, 100 - own - Int(othersCount.rounded())),
+                admittedAt: now - 0.01, accepted: true, now: now, countsChangesFrom: nil, tuning: tuning)
+            // By hundredths of a second.
+            steady[step * 5] = window.steadyOthersRate(tuning: tuning)
+            rate[step * 5] = window.othersRate
+        }
+        return (rate, steady)
+    }
+
+    /// Others' use that holds over three quarters of a window is the live app's, there before this
+    /// process: its rate is known. Use that grows as this process's climb does (shards starting
+    /// together), a window near full, or use too small to matter is not.
+    @Test func othersUseThatHoldsIsSteadyAndUseThatClimbsIsNot() {
+        let live = watch(until: 1.5) { _ in 30 }
+        #expect(live.steady[50]! == nil, "three samples a quarter window apart are needed first")
+        #expect(live.steady[100]!.map { abs($0 - 30) <= 1 } ?? false, "\(String(describing: live.steady[100]!))")
+        let climbing = watch(until: 1.5) { t in 5 * pow(8, t) }
+        #expect(climbing.steady.values.allSatisfy { $0 == nil }, "others growing ×8 a second are not steady")
+        let few = watch(until: 1.5) { _ in 8 }
+        #expect(few.steady.values.allSatisfy { $0 == nil }, "8 of 100 a second: under a tenth")
+        let full = watch(until: 1.5) { _ in 60 }
+        #expect(full.steady[150]! == nil, "a window with under a quarter left admits whoever sends")
+    }
+
+    /// In a fixed window others' count restarts at each edge, and early in a window it is a small
+    /// part of their rate: what remaining falls by between samples, less this process's own,
+    /// measures their arrivals, edges and all.
+    @Test func aFixedWindowsOthersAreMeasuredByWhatRemainingFalls() {
+        let live = watch(until: 2.5, fixed: true) { _ in 40 }
+        for at in [115, 215] {
+            // A sample that spans the edge misses what arrived between it and the next reply.
+            let rate = live.rate[at] ?? 0
+            #expect(rate >= 24 && rate <= 48, "others at 40 a second measured \(rate) just after an edge (\(at))")
+        }
+        let rate = live.rate[250] ?? 0
+        #expect(rate >= 32 && rate <= 48, "others at 40 a second measured \(rate) mid-window")
+        #expect(live.steady[250]! != nil, "and steady: \(String(describing: live.steady[250]!))")
     }
 }

@@ -102,6 +102,13 @@ struct RateController {
         /// over a longer one (Apple's over an hour), which this process spent early. At each
         /// opening the rate becomes what the window gave it over the last cycle, spread evenly.
         var longClosed = 3.0
+        /// Stated limits with a remaining count: others' use of the window that holds (grows by at
+        /// most `othersSteadyGrowth` from one quarter of a window to the next, over
+        /// `othersSteadySamples` quarters) and is at least `othersSteadyShare` of the stated rate was
+        /// there before this process: the live app. The start's climb stops at the room it leaves.
+        var othersSteadyShare = 0.1
+        var othersSteadyGrowth = 1.6
+        var othersSteadySamples = 3
     }
 
     private enum Phase: Equatable {
@@ -170,6 +177,10 @@ struct RateController {
     private var startCeiling: Double?
     /// Since when the start's climb has been held at a cap (the stated rate or `--rate`).
     private var cappedSince: Double?
+    /// Others' use of a stated window was seen steady during the start (`othersSteadyShare`), and
+    /// since when the start's climb has stopped at the room they leave.
+    private var othersSteadySeen = false
+    private var roomCappedSince: Double?
     /// The last tick found the rate in use (rows held back by it).
     private var inUse = true
     private var lastTick: Double?
@@ -650,6 +661,27 @@ struct RateController {
         let cap = min(statedCap ?? .infinity, rateCap ?? .infinity)
         rate = min(current * pow(tuning.startGrowth, now - climbedAt), cap)
         cappedSince = rate! >= cap ? (cappedSince ?? now) : nil
+        // Others already in a stated window when this process started (the live app) leave it only
+        // the room they do not use: the climb stops there, short by `othersDeviations` of their
+        // count's spread (as if they arrived at random: nothing is known yet of how they vary),
+        // instead of filling the window and refusing their requests until it shows. Held there for
+        // a window, the start is over and the room is probed as after any cut.
+        if window.steadyOthersRate(tuning: tuning) != nil { othersSteadySeen = true }
+        guard othersSteadySeen, let statedCap, let others = window.othersRate, others > 0 else { return }
+        let room = statedCap - others - tuning.othersDeviations * (others / window.length).squareRoot()
+        guard rate! >= room else {
+            roomCappedSince = nil
+            return
+        }
+        rate = max(room, min(current, tuning.startRate))
+        let since = roomCappedSince ?? now
+        roomCappedSince = since
+        if now - since >= window.length {
+            ceiling = rate! / plateau
+            startCeiling = ceiling
+            startEchoUntil = now + window.length
+            phase = .probing(since: now)
+        }
     }
 
     /// Called several times a second: the rate climbs while nothing refuses. `paceLimited`: rows

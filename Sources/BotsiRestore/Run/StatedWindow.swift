@@ -19,6 +19,21 @@ struct StatedWindow {
     /// (exponentially weighted; rises count as 0).
     private var lastRemaining: Int?
     private(set) var typicalFall = 0.0
+    /// Others' rate at the last reply, requests a second: the larger of their use of the window
+    /// over its length (in a fixed window whose reset was seen, since the reset over the time since,
+    /// from a third of a window in) and their arrivals over the last quarter of a window (what
+    /// remaining fell by, less this process's own admissions: a fixed window's count early in it is
+    /// a part of the window's). Nil before any reply with a remaining count.
+    private(set) var othersRate: Double?
+    private var othersArrivals = 0.0
+    /// What remaining fell by, reply to reply, since the last sample (its rises left out: a fixed
+    /// window's reset, a log's requests leaving it).
+    private var fallSinceSample = 0
+    /// Samples a quarter of a window apart, the last `othersSteadySamples`.
+    private var othersSamples: [(at: Double, admittedAt: Double, remaining: Int, rate: Double)] = []
+    /// When the last reset of a fixed window came: after the admission of the reply before it.
+    private var resetAt: Double?
+    private var lastAdmittedAt: Double?
     /// When this process's accepted requests reached the limiter (half their duration after they
     /// left), over the last window and a half, by thousandths of the window: a stated window may
     /// be an hour, and its instants at a bulk API's pace were millions.
@@ -50,9 +65,14 @@ struct StatedWindow {
             // A fixed window's reset: others' peak is taken over periods from the middle of one
             // window to the middle of the next, so that each holds one reset, away from its edges.
             periodOffset = (now + window / 2).truncatingRemainder(dividingBy: window)
+            resetAt = lastAdmittedAt ?? admittedAt
         }
-        if let lastRemaining { typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1 }
+        if let lastRemaining {
+            typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1
+            fallSinceSample += max(0, lastRemaining - remaining)
+        }
         lastRemaining = remaining
+        defer { lastAdmittedAt = admittedAt }
         measureOthers(
             remaining: remaining, admittedAt: admittedAt, accepted: accepted, now: now,
             countsChangesFrom: countsChangesFrom, tuning: tuning)
@@ -79,6 +99,22 @@ struct StatedWindow {
         ownAdmitted.drop(through: admittedAt - length * 1.5)
         let own = ownAdmitted.count(after: admittedAt - length, through: admittedAt)
         let others = Double(max(0, quota - remaining - own))
+        var rate = others / length
+        if let resetAt, admittedAt - resetAt < length, admittedAt - resetAt >= length / 3 {
+            let ownSince = ownAdmitted.count(after: resetAt, through: admittedAt)
+            rate = Double(max(0, quota - remaining - ownSince)) / (admittedAt - resetAt)
+        }
+        if othersSamples.last.map({ now - $0.at >= length / 4 }) ?? true {
+            othersArrivals = 0
+            if let last = othersSamples.last, admittedAt > last.admittedAt {
+                let ownBetween = ownAdmitted.count(after: last.admittedAt, through: admittedAt)
+                othersArrivals = Double(max(0, fallSinceSample - ownBetween)) / (admittedAt - last.admittedAt)
+            }
+            fallSinceSample = 0
+            othersSamples.append((now, admittedAt, remaining, max(rate, othersArrivals)))
+            if othersSamples.count > tuning.othersSteadySamples { othersSamples.removeFirst() }
+        }
+        othersRate = max(rate, othersArrivals)
         let period = Int64(((now - periodOffset) / length).rounded(.down))
         if let peak = othersPeak, peak.period >= period {
             // (A sample's period number can fall back by one when a later reset moves the offset.)
@@ -105,6 +141,24 @@ struct StatedWindow {
             lastOthersPeak = peak.value
         }
         othersPeak = (period, others)
+    }
+
+    /// Others' rate, when it has held over the last `othersSteadySamples` quarter-window samples and
+    /// now (grown by at most `othersSteadyGrowth` from each to the next) and is not small
+    /// (`othersSteadyShare` of the stated rate): the live app's traffic, not other processes that
+    /// climb as this one does. Nil while the window is near full at any of them.
+    func steadyOthersRate(tuning: RateController.Tuning) -> Double? {
+        guard let othersRate, othersSamples.count >= tuning.othersSteadySamples,
+            othersRate >= tuning.othersSteadyShare * Double(quota) / length
+        else { return nil }
+        // A window near full refuses the excess: what it admits then is whoever sends, not a rate.
+        let samples = othersSamples.suffix(tuning.othersSteadySamples)
+        guard (samples.map(\.remaining) + [lastRemaining ?? 0]).allSatisfy({ Double($0) >= Double(quota) / 4 }) else {
+            return nil
+        }
+        let rates = samples.map(\.rate) + [othersRate]
+        let grew = zip(rates, rates.dropFirst()).contains { $0.1 > $0.0 * tuning.othersSteadyGrowth + 1 / length }
+        return grew ? nil : othersRate
     }
 
     /// The share of the window to keep for others' use to fluctuate in: `othersDeviations`

@@ -116,8 +116,9 @@ struct StatedWindowTests {
         let live = watch(until: 1.5) { _ in 30 }
         #expect(live.steady[50]! == nil, "three samples a quarter window apart are needed first")
         #expect(live.steady[100]!.map { abs($0 - 30) <= 1 } ?? false, "\(String(describing: live.steady[100]!))")
-        let climbing = watch(until: 1.5) { t in 5 * pow(8, t) }
-        #expect(climbing.steady.values.allSatisfy { $0 == nil }, "others growing ×8 a second are not steady")
+        // Shards that started with this one climb as it does: ×32 a second, ×2.4 a quarter window.
+        let climbing = watch(until: 1.5) { t in 3 * pow(32, t) }
+        #expect(climbing.steady.values.allSatisfy { $0 == nil }, "others climbing ×32 a second are not steady")
         let few = watch(until: 1.5) { _ in 8 }
         #expect(few.steady.values.allSatisfy { $0 == nil }, "8 of 100 a second: under a tenth")
         let full = watch(until: 1.5) { _ in 60 }
@@ -137,5 +138,52 @@ struct StatedWindowTests {
         let rate = live.rate[250] ?? 0
         #expect(rate >= 32 && rate <= 48, "others at 40 a second measured \(rate) mid-window")
         #expect(live.steady[250]! != nil, "and steady: \(String(describing: live.steady[250]!))")
+    }
+
+    /// A process alone at 2,000 requests a second, its replies back 5–15 ms after their requests
+    /// reached the limiter, so out of order: remaining rises and falls again between them. Only new
+    /// lows are falls, so there are no others to see; each rise counted as a fall saw hundreds a
+    /// second of them.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func repliesOutOfOrderShowNoOthers(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var replies: [(at: Double, admittedAt: Double, remaining: Int)] = []
+        for index in 0..<3000 {
+            let admittedAt = Double(index) / 2000
+            let remaining = 10_000 - min(index + 1, 2000)
+            replies.append((admittedAt + Double.random(in: 0.005...0.015, using: &random), admittedAt, remaining))
+        }
+        var window = StatedWindow()
+        let tuning = RateController.Tuning()
+        var highest = 0.0
+        for reply in replies.sorted(by: { $0.at < $1.at }) {
+            window.observe(
+                quota: 10_000, window: 1, remaining: reply.remaining, admittedAt: reply.admittedAt, accepted: true,
+                now: reply.at, countsChangesFrom: nil, tuning: tuning)
+            highest = max(highest, window.othersRate ?? 0)
+        }
+        #expect(highest <= 100, "others seen at \(highest) a second (seed \(seed))")
+    }
+
+    /// A slow reply just after a sample's moment was admitted long before it: the arrivals since the
+    /// last sample are counted over the time since that sample, not over the few milliseconds
+    /// between the two admissions.
+    @Test func aSlowReplyDoesNotShortenTheSpanOthersAreCountedOver() {
+        var window = StatedWindow()
+        let tuning = RateController.Tuning()
+        // Others at 40 a second, no own requests: remaining falls by 4 each tenth of a second.
+        for step in 1...5 {
+            let now = Double(step) / 10
+            window.observe(
+                quota: 100, window: 1, remaining: 100 - 4 * step, admittedAt: now - 0.01, accepted: false, now: now,
+                countsChangesFrom: nil, tuning: tuning)
+        }
+        // The next sample's reply took 0.35 s: admitted at 0.4 s, 10 ms after the last sample's, it
+        // arrives at 0.75 s.
+        window.observe(
+            quota: 100, window: 1, remaining: 84, admittedAt: 0.4, accepted: false, now: 0.75,
+            countsChangesFrom: nil, tuning: tuning)
+        let rate = window.othersRate ?? 0
+        #expect(rate <= 60, "others at 40 a second read as \(rate)")
     }
 }

@@ -365,7 +365,11 @@ struct RateController {
         // any other, not the climb's overshoot (whose rewind sent a lone process back to a thirtieth
         // of the rate and cost it a second of sends). Beside others (a window shared, a bucket
         // falling), the rewind stays: it gives their traffic the room back at once.
-        let climbEnded = !sharing && window.fall == 0 && (cappedSince.map { now - $0 >= tuning.holdoff } ?? false)
+        // A climb stopped at the room others leave has not overshot either: a window running low
+        // then is their busier second, an episode.
+        let climbEnded =
+            roomCappedSince != nil
+            || (!sharing && window.fall == 0 && (cappedSince.map { now - $0 >= tuning.holdoff } ?? false))
         if phase == .starting, !climbEnded {
             // The climb overshot. The limiter still holds what this process sent over the last
             // window, so it sends again what it sent a window ago and climbs back at the same pace as
@@ -511,6 +515,8 @@ struct RateController {
             startCeiling = nil
             longMeasure = nil
             phase = .starting
+            othersSteadySeen = false
+            roomCappedSince = nil
         }
         guard let remaining = info.remaining else { return }
         window.observe(
@@ -580,6 +586,8 @@ struct RateController {
             // as at the start, whose end now waits for refusals that stand out.
             phase = .starting
             climbedAt = now
+            othersSteadySeen = false
+            roomCappedSince = nil
         }
         if background.replies >= 20_000 { background = (background.replies / 2, background.refused / 2) }
     }
@@ -666,14 +674,19 @@ struct RateController {
         // count's spread (as if they arrived at random: nothing is known yet of how they vary),
         // instead of filling the window and refusing their requests until it shows. Held there for
         // a window, the start is over and the room is probed as after any cut.
-        if window.steadyOthersRate(tuning: tuning) != nil { othersSteadySeen = true }
-        guard othersSteadySeen, let statedCap, let others = window.othersRate, others > 0 else { return }
-        let room = statedCap - others - tuning.othersDeviations * (others / window.length).squareRoot()
+        if !othersSteadySeen, window.steadyOthersRate(tuning: tuning) != nil { othersSteadySeen = true }
+        guard othersSteadySeen, let stated, let statedCap, let others = window.othersRate, others > 0 else {
+            roomCappedSince = nil
+            return
+        }
+        // `--headroom` already leaves its share of the stated rate unused for them.
+        let spread = tuning.othersDeviations * (others / window.length).squareRoot()
+        let room = statedCap - others - max(0, spread - headroom * stated)
         guard rate! >= room else {
             roomCappedSince = nil
             return
         }
-        rate = max(room, min(current, tuning.startRate))
+        rate = max(room, 0.5)
         let since = roomCappedSince ?? now
         roomCappedSince = since
         if now - since >= window.length {
@@ -681,6 +694,7 @@ struct RateController {
             startCeiling = ceiling
             startEchoUntil = now + window.length
             phase = .probing(since: now)
+            roomCappedSince = nil
         }
     }
 

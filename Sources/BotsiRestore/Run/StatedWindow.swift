@@ -6,6 +6,9 @@ struct StatedWindow {
     /// Remaining rising by this share of the quota between two replies is a fixed window's reset:
     /// a log or a bucket frees that much only over half a window.
     static let resetRise = 0.5
+    /// Remaining rising by this share of the quota between two replies is more than replies out of
+    /// order: a fall counted from a new low starts again from there.
+    static let restartRise = 0.1
 
     private(set) var quota = 0
     private(set) var length = 1.0
@@ -26,9 +29,10 @@ struct StatedWindow {
     /// a part of the window's). Nil before any reply with a remaining count.
     private(set) var othersRate: Double?
     private var othersArrivals = 0.0
-    /// What remaining fell by, reply to reply, since the last sample (its rises left out: a fixed
-    /// window's reset, a log's requests leaving it).
+    /// What remaining fell by since the last sample, counted at each new low (its rises left out:
+    /// replies out of order, a fixed window's reset, a log's requests leaving it), and that low.
     private var fallSinceSample = 0
+    private var lowestSinceSample: Int?
     /// Samples a quarter of a window apart, the last `othersSteadySamples`.
     private var othersSamples: [(at: Double, admittedAt: Double, remaining: Int, rate: Double)] = []
     /// When the last reset of a fixed window came: after the admission of the reply before it.
@@ -61,7 +65,8 @@ struct StatedWindow {
         self.quota = quota
         length = window
         let slot = Int64((now / window * 10).rounded(.down))
-        if let lastRemaining, Double(remaining - lastRemaining) >= Double(quota) * Self.resetRise {
+        let reset = lastRemaining.map { Double(remaining - $0) >= Double(quota) * Self.resetRise } ?? false
+        if reset {
             // A fixed window's reset: others' peak is taken over periods from the middle of one
             // window to the middle of the next, so that each holds one reset, away from its edges.
             periodOffset = (now + window / 2).truncatingRemainder(dividingBy: window)
@@ -69,7 +74,16 @@ struct StatedWindow {
         }
         if let lastRemaining {
             typicalFall = typicalFall * 0.9 + Double(max(0, lastRemaining - remaining)) * 0.1
-            fallSinceSample += max(0, lastRemaining - remaining)
+        }
+        // Replies come back in another order than their requests reached the limiter: only a new
+        // low counts as a fall. A rise of `restartRise` of the quota or more starts the count
+        // again: a fixed window's reset, even one that `resetRise` misses (a window little used).
+        let restart = lastRemaining.map { Double(remaining - $0) >= Double(quota) * Self.restartRise } ?? false
+        if let lowest = lowestSinceSample, !restart {
+            fallSinceSample += max(0, lowest - remaining)
+            lowestSinceSample = min(lowest, remaining)
+        } else {
+            lowestSinceSample = remaining
         }
         lastRemaining = remaining
         defer { lastAdmittedAt = admittedAt }
@@ -107,10 +121,14 @@ struct StatedWindow {
         if othersSamples.last.map({ now - $0.at >= length / 4 }) ?? true {
             othersArrivals = 0
             if let last = othersSamples.last, admittedAt > last.admittedAt {
+                // Over the longer of the two spans: a slow reply just after the sample's moment
+                // was admitted well before it.
                 let ownBetween = ownAdmitted.count(after: last.admittedAt, through: admittedAt)
-                othersArrivals = Double(max(0, fallSinceSample - ownBetween)) / (admittedAt - last.admittedAt)
+                let span = max(admittedAt - last.admittedAt, now - last.at)
+                othersArrivals = Double(max(0, fallSinceSample - ownBetween)) / span
             }
             fallSinceSample = 0
+            lowestSinceSample = remaining
             othersSamples.append((now, admittedAt, remaining, max(rate, othersArrivals)))
             if othersSamples.count > tuning.othersSteadySamples { othersSamples.removeFirst() }
         }
@@ -152,13 +170,16 @@ struct StatedWindow {
             othersRate >= tuning.othersSteadyShare * Double(quota) / length
         else { return nil }
         // A window near full refuses the excess: what it admits then is whoever sends, not a rate.
-        let samples = othersSamples.suffix(tuning.othersSteadySamples)
-        guard (samples.map(\.remaining) + [lastRemaining ?? 0]).allSatisfy({ Double($0) >= Double(quota) / 4 }) else {
-            return nil
+        let quarter = Double(quota) / 4
+        guard Double(lastRemaining ?? 0) >= quarter else { return nil }
+        var earlier: Double?
+        for sample in othersSamples.suffix(tuning.othersSteadySamples) {
+            guard Double(sample.remaining) >= quarter else { return nil }
+            if let earlier, sample.rate > earlier * tuning.othersSteadyGrowth + 1 / length { return nil }
+            earlier = sample.rate
         }
-        let rates = samples.map(\.rate) + [othersRate]
-        let grew = zip(rates, rates.dropFirst()).contains { $0.1 > $0.0 * tuning.othersSteadyGrowth + 1 / length }
-        return grew ? nil : othersRate
+        if let earlier, othersRate > earlier * tuning.othersSteadyGrowth + 1 / length { return nil }
+        return othersRate
     }
 
     /// The share of the window to keep for others' use to fluctuate in: `othersDeviations`

@@ -436,7 +436,6 @@ import Testing
         seconds: Double, _ controller: inout Controller, live: (Double) -> Double
     ) -> Int {
         var admitted: [Double] = []
-        var ownAdmitted = 0
         var inFlight: [(repliesAt: Double, accepted: Bool, remaining: Int)] = []
         var credit = 0.0
         var liveCredit = 0.0
@@ -444,8 +443,7 @@ import Testing
         let step = 0.001
         for index in -1000..<Int(seconds / step) {
             let now = Double(index) * step
-            // The log: everyone's admissions over the last second (own ones counted apart only for
-            // the test's own bookkeeping).
+            // The log: everyone's admissions over the last second.
             while let first = admitted.first, first <= now - 1 { admitted.removeFirst() }
             liveCredit += live(now) * step
             while liveCredit >= 1 {
@@ -464,12 +462,7 @@ import Testing
             while credit >= 1 {
                 credit -= 1
                 let accepted = admitted.count < 100
-                if accepted {
-                    admitted.append(now)
-                    ownAdmitted += 1
-                } else {
-                    refused += 1
-                }
+                if accepted { admitted.append(now) } else { refused += 1 }
                 inFlight.append((now + 0.02, accepted, 100 - admitted.count))
             }
         }

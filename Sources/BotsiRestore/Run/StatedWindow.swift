@@ -172,13 +172,12 @@ struct StatedWindow {
         // A window near full refuses the excess: what it admits then is whoever sends, not a rate.
         let quarter = Double(quota) / 4
         guard Double(lastRemaining ?? 0) >= quarter else { return nil }
+        guard othersSamples.allSatisfy({ Double($0.remaining) >= quarter }) else { return nil }
         var earlier: Double?
-        for sample in othersSamples.suffix(tuning.othersSteadySamples) {
-            guard Double(sample.remaining) >= quarter else { return nil }
-            if let earlier, sample.rate > earlier * tuning.othersSteadyGrowth + 1 / length { return nil }
-            earlier = sample.rate
+        for rate in othersSamples.map(\.rate) + [othersRate] {
+            if let earlier, rate > earlier * tuning.othersSteadyGrowth + 1 / length { return nil }
+            earlier = rate
         }
-        if let earlier, othersRate > earlier * tuning.othersSteadyGrowth + 1 / length { return nil }
         return othersRate
     }
 

@@ -403,6 +403,35 @@ public final class Journal {
         }
     }
 
+    /// The inputs that runs before `runID` named and none read to its end, in the order runs first
+    /// named them: each path's latest run says whether it was read to its end, and a run that
+    /// recorded no inputs (killed, or still running) read none of those its options name. A run
+    /// resumed with no input (`run --journal J`) sends what is owed but reads nothing, so an input a
+    /// stopped run left unread is still owed its rest after it: the record must keep saying so.
+    public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [String] {
+        struct NamedInputs: Decodable { var inputs: [String]? }
+        return try wrap { () throws(SQLiteError) in
+            let runs = try connection.prepare("SELECT options, inputs FROM runs WHERE id < ? ORDER BY id")
+            try runs.bind(.int(runID), at: 1)
+            var order: [String] = []
+            var readToTheEnd: [String: Bool] = [:]
+            func note(_ path: String, complete: Bool) {
+                if readToTheEnd[path] == nil { order.append(path) }
+                readToTheEnd[path] = complete
+            }
+            while try runs.step() {
+                let recorded =
+                    (try? JSONDecoder().decode([RunInput].self, from: Data((runs.text(1) ?? "[]").utf8))) ?? []
+                if recorded.isEmpty {
+                    let named = try? JSONDecoder().decode(NamedInputs.self, from: Data((runs.text(0) ?? "{}").utf8))
+                    for path in named?.inputs ?? [] { note(path, complete: false) }
+                }
+                for input in recorded { note(input.path, complete: input.complete) }
+            }
+            return order.filter { readToTheEnd[$0] == false }
+        }
+    }
+
     /// No index holds status 1; the counts kept by run name the runs whose rows are in flight
     /// (none after a run that ended), and `items_last_run` finds their rows. A bare
     /// `WHERE status = 1` read every row at each run's start: 0.9 s at 10 million.

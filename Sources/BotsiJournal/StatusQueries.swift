@@ -38,6 +38,8 @@ public struct JournalSnapshot: Sendable, Equatable {
     public var activity = RunActivity()
     /// The long window the next run's pacing starts from, if a run recorded one.
     public var longWindow: RecordedLongWindow?
+    /// The inputs no run has read to their end (`Journal.unreadInputs`).
+    public var unreadInputs: [String] = []
 
     public init() {}
 
@@ -58,6 +60,7 @@ extension Journal {
             try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)
         snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
         snapshot.longWindow = try lastLongWindow()
+        snapshot.unreadInputs = try unreadInputs()
         // Kept as the rows change (`run_counts`): read at once, however large the journal.
         let items = try wrap { () throws(SQLiteError) in
             try connection.prepare(

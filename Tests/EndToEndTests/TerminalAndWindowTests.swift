@@ -75,6 +75,47 @@ struct TerminalAndWindowTests {
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
 
+    /// A stopped run left its input half read; a run resumed without inputs (`run --journal J`, as
+    /// after a dropped session) sends what is owed but reads nothing. Its summary and `status` kept
+    /// only the latest run's inputs, so the unread rest was forgotten, and a third run said the
+    /// journal owed nothing. Now each names the input until a run reads it to the end.
+    @Test func anInputAStoppedRunLeftUnreadIsOwedUntilARunReadsItToTheEnd() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(3000, prefix: "unread")
+        let input = workspace.csv(rows)
+        let first = try botsi(
+            runArguments([input], workspace, simulator, ["--rate", "100", "--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 75, "stderr: \(first.stderr)")
+        let resumed = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(
+            resumed.stderr.contains(
+                "read the input an earlier run did not finish (\(input)) with: botsi-restore run \(input)"),
+            "stderr: \(resumed.stderr)")
+        let again = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(!again.stderr.contains("nothing owed"), "stderr: \(again.stderr)")
+        #expect(again.stderr.contains("an earlier run did not finish (\(input))"), "stderr: \(again.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains(
+                "next      read the input a run did not finish (\(input)) with: botsi-restore run \(input)"),
+            "\(status.stdout)")
+        let json = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["unreadInputs"] as? [String] == [input])
+        // The command the advice gives reads it to the end: nothing is owed any more, nothing sent twice.
+        let last = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(last.status == 0, "stderr: \(last.stderr)")
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+        let done = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let doneObject = try JSONSerialization.jsonObject(with: Data(done.stdout.utf8)) as? [String: Any]
+        #expect(doneObject?["unreadInputs"] as? [String] == [])
+        #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
+    }
+
     @Test func jsonLogsAreOneObjectPerLineEndingWithTheSummary() throws {
         let workspace = Workspace()
         let simulator = try startSimulator { $0.latencyMilliseconds = 5 }

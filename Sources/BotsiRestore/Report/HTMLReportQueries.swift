@@ -91,11 +91,11 @@ public enum HTMLReportReader {
             return ("a run is in progress: watch it", RunAdvice.statusCommand(journalPath: path))
         }
         let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst)
-        let unread = status.unreadInputs(run)
+        let unread = status.unreadInputs
         if status.pendingRows > 0 || !unread.isEmpty {
             var what: [String] = []
             if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
-            if !unread.isEmpty { what.append("read the input the last run did not finish") }
+            if !unread.isEmpty { what.append(StatusReport.readAgain(unread)) }
             let words = what.joined(separator: " and ")
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }

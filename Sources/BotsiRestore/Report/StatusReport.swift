@@ -145,10 +145,10 @@ public struct StatusReport: Sendable {
             )
         } else if let eta = etaSeconds {
             lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
-        } else if !isAlive && (pendingRows > 0 || !unreadInputs(run).isEmpty) {
+        } else if !isAlive && (pendingRows > 0 || !unreadInputs.isEmpty) {
             var what: [String] = []
             if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
-            if !unreadInputs(run).isEmpty { what.append("read the input the last run did not finish") }
+            if !unreadInputs.isEmpty { what.append(Self.readAgain(unreadInputs)) }
             lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
         lines.append(
@@ -193,6 +193,7 @@ public struct StatusReport: Sendable {
         object["outcomes"] = Dictionary(
             uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })
         object["pending"] = pendingRows
+        object["unreadInputs"] = unreadInputs
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
@@ -249,11 +250,14 @@ public struct StatusReport: Sendable {
         return RecordedOptions(run.options).inputs ?? []
     }
 
-    /// The inputs the run did not read to their end: a run killed (or still running) never
-    /// recorded its inputs, so all of the ones its options name.
-    func unreadInputs(_ run: RunRecord) -> [String] {
-        if run.state == .running { return RecordedOptions(run.options).inputs ?? [] }
-        return run.inputs.filter { !$0.complete }.map(\.path)
+    /// The inputs no run has read to their end: the latest run's, and those an earlier run left
+    /// unread that no run since read to the end (a run resumed without inputs reads none).
+    var unreadInputs: [String] { snapshot.unreadInputs }
+
+    /// "read the input a run did not finish (a.csv)": the inputs named, since the run that left
+    /// them unread may be an earlier one than the latest.
+    static func readAgain(_ unread: [String]) -> String {
+        "read the input\(unread.count > 1 ? "s" : "") a run did not finish (\(unread.joined(separator: ", ")))"
     }
 
     /// The command that sends what the journal owes, against the service the latest run used, and
@@ -278,7 +282,7 @@ public struct StatusReport: Sendable {
         options.refreshOlderThan = recorded.refreshOlderThan
         options.releaseHeld = recorded.releaseHeld ?? false
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
-        return RunAdvice.runCommand(options, inputs: unreadInputs(run), selection: selectionLeft)
+        return RunAdvice.runCommand(options, inputs: unreadInputs, selection: selectionLeft)
     }
 
 }

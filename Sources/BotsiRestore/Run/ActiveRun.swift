@@ -68,6 +68,10 @@ actor ActiveRun {
         summary.dryRun = options.dryRun
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
+        // An input a stopped run left unread and this run does not name is still owed its rest.
+        if !options.dryRun {
+            summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.filter { !options.inputs.contains($0) }
+        }
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow
         {
@@ -345,7 +349,8 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : RunAdvice.runCommand(
-                options, inputs: feeder.isDone ? [] : options.inputs, selection: summary.owedNotTakenUp > 0)
+                options, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs,
+                selection: summary.owedNotTakenUp > 0)
         finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
     }
 

@@ -27,6 +27,8 @@ struct RunJournalWriter {
     /// The long window the latest earlier run knew, and that run: what this run's pacing starts
     /// from, if it is recent enough (`carriedPace`).
     let earlierLongWindow: RecordedLongWindow?
+    /// Inputs earlier runs named and none read to its end: still owed their rest.
+    let earlierUnreadInputs: [String]
     /// `--shard I/N`'s N: a long window's pace is one shard's share, carried only to runs of as many.
     let shardCount: Int
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
@@ -57,18 +59,20 @@ struct RunJournalWriter {
             let earlier = try journal.lastLongWindow(before: runID)
             let writer = RunJournalWriter(
                 journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier,
-                shardCount: options.shardCount)
+                earlierUnreadInputs: try journal.unreadInputs(before: runID), shardCount: options.shardCount)
             return (writer, recovery)
         }
     }
 
     private init(
-        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?, shardCount: Int
+        journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?,
+        earlierUnreadInputs: [String], shardCount: Int
     ) {
         self.journal = journal
         self.runID = runID
         self.dryRun = dryRun
         self.earlierLongWindow = earlierLongWindow
+        self.earlierUnreadInputs = earlierUnreadInputs
         self.shardCount = shardCount
     }
 

@@ -58,6 +58,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var dryRun = false
     /// Whether the run read all of its input before it ended.
     public var inputComplete = false
+    /// Inputs an earlier run left unread that this run did not name: it read nothing of them.
+    public var earlierUnreadInputs: [String] = []
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
@@ -211,7 +213,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
                     + ", from the pace a limit counted over \(Int(carried.cycleSeconds.rounded())) s gave run"
                     + " \(carried.run) (seen \(carried.seenAt))")
         }
-        if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete {
+        if !dryRun && stopMessage == nil && rowsRead == 0 && owedRows == 0 && inputComplete
+            && earlierUnreadInputs.isEmpty
+        {
             // Only an input that held no row leaves a note: with one, the inputs were named.
             lines.append(
                 inputNotes.isEmpty
@@ -278,7 +282,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append("look at the failures with: \(report) — and fix their cause first")
         }
         let fix = cause.flatMap(RunAdvice.fixFirst)
-        let unread = stopMessage != nil && !inputComplete
+        let unreadOwn = stopMessage != nil && !inputComplete
+        let unread = unreadOwn || !earlierUnreadInputs.isEmpty
         let owed = pending + owedNotTakenUp
         guard owed > 0 || unread, let nextCommand else {
             if let fix { lines.append(fix) }
@@ -295,7 +300,13 @@ public struct RunSummary: Sendable, Codable, Equatable {
         } else if pending > 0 {
             what.append("send the \(pending) pending rows")
         }
-        if unread { what.append("read the input the run did not finish") }
+        if unreadOwn { what.append("read the input the run did not finish") }
+        if !earlierUnreadInputs.isEmpty {
+            let count = earlierUnreadInputs.count
+            what.append(
+                "read the input\(count > 1 ? "s" : "") an earlier run did not finish (\(earlierUnreadInputs.joined(separator: ", ")))"
+            )
+        }
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""
         lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")

@@ -38,6 +38,14 @@ extension ModelSequence {
                     nil, "`status` counts \(statusCounts ?? [:]), the journal holds \(expected): \(tail(status.stderr))"
                 ))
         }
+        let unread = ModelTable.unreadInputs(tables.runs)
+        if !tables.runs.isEmpty, statusObject?["unreadInputs"] as? [String] != unread {
+            violations.append(
+                Violation(
+                    nil,
+                    "`status` names \(statusObject?["unreadInputs"] ?? "nothing") as unread, the runs left \(unread)"
+                ))
+        }
         let rejected = (statusObject?["rejected"] as? [String: Int])?.values.reduce(0, +) ?? 0
         if !tables.runs.isEmpty && rejected != tables.rejections {
             violations.append(

@@ -71,6 +71,24 @@ struct ModelTable {
         var reasons: [Pair: String] = [:]
     }
 
+    /// An input a run named is owed the rest of its rows until a run reads it to the end. The
+    /// latest run that names a path says whether it was read to the end; a run that recorded no
+    /// inputs (killed: it never recorded its end) read none of those it named; a run with no
+    /// input files reads nothing, so it changes nothing. In the order runs first named them.
+    static func unreadInputs(_ runs: [JournalTables.Run]) -> [String] {
+        var order: [String] = []
+        var unread: [String: Bool] = [:]
+        for run in runs {
+            let facts =
+                run.inputs.isEmpty ? run.namedInputs.map { ($0, false) } : run.inputs.map { ($0.path, $0.complete) }
+            for (path, complete) in facts {
+                if unread[path] == nil { order.append(path) }
+                unread[path] = !complete
+            }
+        }
+        return order.filter { unread[$0] == true }
+    }
+
     func inShard(_ pair: Pair, _ mode: RunMode) -> Bool {
         guard let shard = mode.shard else { return true }
         return shardOf[pair.profileId] == shard

@@ -43,6 +43,16 @@ struct JournalTables: Equatable {
         let state: String
         let exitCode: Int64?
         let pid: Int64
+        /// The inputs the run recorded at its end, and whether it read each to its end (none for
+        /// a run that never recorded its end).
+        var inputs: [RecordedInput] = []
+        /// The input files its options name.
+        var namedInputs: [String] = []
+    }
+
+    struct RecordedInput: Equatable {
+        let path: String
+        let complete: Bool
     }
 
     var items: [Pair: Item] = [:]
@@ -95,11 +105,18 @@ struct JournalTables: Equatable {
                 accessLevels: row[8], restoredAt: row[9], createdAt: row[10], updatedAt: row[11], sentRun: row[12],
                 inFlightRun: row[13], lastRun: Int64(row[14] ?? "") ?? 0)
         }
-        for row in try database.rows("SELECT id, state, exit_code, pid FROM runs ORDER BY id") {
-            tables.runs.append(
-                Run(
-                    id: Int64(row[0] ?? "") ?? 0, state: row[1] ?? "", exitCode: row[2].flatMap { Int64($0) },
-                    pid: Int64(row[3] ?? "") ?? 0))
+        for row in try database.rows("SELECT id, state, exit_code, pid, inputs, options FROM runs ORDER BY id") {
+            var run = Run(
+                id: Int64(row[0] ?? "") ?? 0, state: row[1] ?? "", exitCode: row[2].flatMap { Int64($0) },
+                pid: Int64(row[3] ?? "") ?? 0)
+            let inputs = (try? JSONSerialization.jsonObject(with: Data((row[4] ?? "[]").utf8))) as? [[String: Any]]
+            run.inputs = (inputs ?? []).map {
+                // Stored as strings ("true"), as every schema has.
+                RecordedInput(path: $0["path"] as? String ?? "", complete: "\($0["complete"] ?? "")" == "true")
+            }
+            let options = (try? JSONSerialization.jsonObject(with: Data((row[5] ?? "{}").utf8))) as? [String: Any]
+            run.namedInputs = options?["inputs"] as? [String] ?? []
+            tables.runs.append(run)
         }
         if names.contains("rejections") {
             tables.rejections = Int(try database.rows("SELECT count(*) FROM rejections").first?[0] ?? "") ?? 0

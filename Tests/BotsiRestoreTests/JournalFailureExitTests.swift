@@ -160,6 +160,12 @@ import Testing
         // The summary counts what the journal holds, not the outcomes of the batch rolled back, and
         // the run is not left recorded as running unless the summary says its end was not recorded.
         try expectSummaryAgreesWithTheJournal(outcome, journalPath)
+        // What is left is owed, and the summary says how to go on once space is back (it said the
+        // journal owed nothing, with a thousand rows pending).
+        let text = try #require(outcome.summary).render(journalPath: journalPath)
+        #expect(!text.contains("owes no row"), "\(text)")
+        #expect(text.contains("make the journal writable first"), "\(text)")
+        #expect(text.contains("with: botsi-restore run \(input)"), "\(text)")
         let requestsBefore = Dictionary(
             harness.simulator.stats().pairs.map { ($0.profileId + "/" + $0.originalTransactionId, $0.requests) },
             uniquingKeysWith: +)

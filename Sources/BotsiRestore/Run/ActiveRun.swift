@@ -371,6 +371,10 @@ actor ActiveRun {
             summary.codes = [:]
             summary.countsUnreadable = true
         }
+        // Once the journal takes writes again, the same run goes on: what it owes, the rest of
+        // its input, its selection.
+        summary.nextCommand = RunAdvice.runCommand(
+            options, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs, selection: true)
         finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
     }
 

@@ -285,7 +285,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         let unreadOwn = stopMessage != nil && !inputComplete
         let unread = unreadOwn || !earlierUnreadInputs.isEmpty
         let owed = pending + owedNotTakenUp
-        guard owed > 0 || unread, let nextCommand else {
+        // Counts the journal could not give back say nothing of what it owes.
+        guard owed > 0 || unread || countsUnreadable, let nextCommand else {
             if let fix { lines.append(fix) }
             // A stop with nothing left owed still says where its record is.
             if cause != nil {
@@ -307,6 +308,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "read the input\(count > 1 ? "s" : "") an earlier run did not finish (\(earlierUnreadInputs.joined(separator: ", ")))"
             )
         }
+        if what.isEmpty { what.append("go on") }
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""
         lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")

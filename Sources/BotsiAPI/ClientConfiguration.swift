@@ -111,6 +111,15 @@ public func validateBaseURL(_ url: String) throws(ClientError) -> String {
         throw ClientError(
             "The base URL must not carry a user name or password; the key comes from the environment variable.")
     }
+    // The route is appended to the base URL: one that already holds it (or its version) sent every
+    // request to `/v2/v2/…`, which a server answers 404 `not_found`, the answer for a profile it
+    // does not know: every row of the input recorded as profile_not_found.
+    let lowered = path.lowercased()
+    if lowered.hasSuffix("/v2") || lowered.contains("/v2/purchases") {
+        throw ClientError(
+            "The base URL ends in '\(path)'; give the API's root (like https://api.botsi.com): "
+                + "\(restoreEndpointPath) is added to it.")
+    }
     let (host, port) = try splitHostAndPort(authority)
     if scheme == "http" && !isLoopbackHost(host) {
         throw ClientError(

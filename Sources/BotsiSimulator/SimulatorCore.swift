@@ -151,7 +151,10 @@ final class SimulatorCore: Sendable {
             let reply = Responses.make(status: 405, body: body, keepAlive: head.keepAlive, extraHeader: allow)
             return ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: drawDelay())
         case (.other(let path), _):
-            let body = Responses.errorBody("No route for \(head.methodName) \(path)", code: "not_found")
+            // Not Botsi's `not_found`, its answer for an unknown profile: a wrong base URL must not
+            // read as every profile unknown.
+            let body = Responses.errorBody(
+                "No route for \(head.methodName) \(path); check --base-url", code: "route_not_found")
             let reply = Responses.make(status: 404, body: body, keepAlive: head.keepAlive)
             return ReplyPlan(action: .send(reply, closeAfter: !head.keepAlive), delayNanoseconds: drawDelay())
         }

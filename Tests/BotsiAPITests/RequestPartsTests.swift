@@ -131,6 +131,20 @@ import Testing
         #expect(throws: ClientError.self) { try validateBaseURL(input) }
     }
 
+    /// The route is added to the base URL: given with it (or its version), every request went to
+    /// `/v2/v2/…` and every row came back profile_not_found.
+    @Test(arguments: [
+        "http://127.0.0.1:8080/v2", "https://api.botsi.com/v2/", "https://api.botsi.com/V2/purchases/apple-store/restore",
+        "https://gateway.example.com/botsi/v2/purchases",
+    ])
+    func aBaseURLThatHoldsTheRouteIsRefused(input: String) {
+        #expect {
+            try validateBaseURL(input)
+        } throws: { error in
+            (error as? ClientError)?.message.contains("give the API's root") == true
+        }
+    }
+
     @Test func userInfoIsNeverEchoed() {
         do {
             _ = try validateBaseURL("https://user:hunter2secret@api.botsi.com")

@@ -80,7 +80,7 @@ struct ServerTests {
         try client.send(TestClient.request(path: "/v2/nowhere", body: "{}"))
         let missing = try client.require(client.readResponse())
         #expect(missing.status == 404)
-        #expect(missing.code == "not_found")
+        #expect(missing.code == "route_not_found", "not the code of a profile the app does not have")
         try client.send(TestClient.request(method: "GET"))
         let wrongMethod = try client.require(client.readResponse())
         #expect(wrongMethod.status == 405)

@@ -134,7 +134,8 @@ import Testing
     /// The route is added to the base URL: given with it (or its version), every request went to
     /// `/v2/v2/…` and every row came back profile_not_found.
     @Test(arguments: [
-        "http://127.0.0.1:8080/v2", "https://api.botsi.com/v2/", "https://api.botsi.com/V2/purchases/apple-store/restore",
+        "http://127.0.0.1:8080/v2", "https://api.botsi.com/v2/",
+        "https://api.botsi.com/V2/purchases/apple-store/restore",
         "https://gateway.example.com/botsi/v2/purchases",
     ])
     func aBaseURLThatHoldsTheRouteIsRefused(input: String) {

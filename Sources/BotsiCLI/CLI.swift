@@ -29,11 +29,20 @@ public enum CLI {
         let rest = Array(arguments.dropFirst())
         switch name {
         case "--help", "-h", "help":
-            if let topic = rest.first, let command = command(named: topic) {
-                Output.out(HelpText.command(command))
-            } else {
+            guard let topic = rest.first else {
                 Output.out(HelpText.overview)
+                return ExitCode.success
             }
+            guard let command = command(named: topic) else {
+                // As an unknown command is: a script that asks for the help of one learns it is not one.
+                var message = "no command '\(topic)' to show the help of"
+                if let near = Basics.nearest(to: topic, among: commands.map { $0.name }) {
+                    message += "; did you mean '\(near)'?"
+                }
+                Output.error("botsi-restore: \(message)\n\(HelpText.usageLines)")
+                return ExitCode.usage
+            }
+            Output.out(HelpText.command(command))
             return ExitCode.success
         case "--version", "-V", "version":
             Output.out("botsi-restore \(version)")

@@ -103,7 +103,7 @@ extension ReportCommand {
                 .value(
                     "--columns", .text("LIST"),
                     help: "only these columns, in this order (comma-separated, e.g. profileId,status,code); "
-                        + "docs/reports.md lists each report's"
+                        + "docs/reports.md lists each report's columns"
                 ) {
                     $0.columns = $1.split(separator: ",", omittingEmptySubsequences: false).map {
                         $0.trimmingCharacters(in: .whitespaces)

@@ -134,6 +134,13 @@ struct CommandLineTests {
         let far = try botsi(["frobnicate"], key: nil, in: workspace)
         #expect(far.status == 64)
         #expect(far.stderr.contains("unknown command 'frobnicate'") && !far.stderr.contains("did you mean"))
+        // The help of a command that does not exist is not the overview with exit 0.
+        let help = try botsi(["help", "stauts"], key: nil, in: workspace)
+        #expect(help.status == 64 && help.stdout.isEmpty, "\(help.stdout)")
+        #expect(
+            help.stderr.contains("no command 'stauts' to show the help of; did you mean 'status'?"), "\(help.stderr)")
+        let known = try botsi(["help", "status"], key: nil, in: workspace)
+        #expect(known.status == 0 && known.stdout.hasPrefix("usage: botsi-restore status"), "\(known.stdout)")
     }
 
     @Test func shortFormsWorkEndToEnd() throws {

@@ -43,11 +43,22 @@ enum RunCommand: Command {
     static func initialSettings() -> RunSettings { RunSettings() }
 
     static func run(_ settings: RunSettings) throws -> Int32 {
-        let options = try runOptions(settings, now: Date())
-        // From here on the process holds the key: no core dump, no ptrace, no /proc/<pid>/environ for others.
-        protectProcessHoldingTheKey()
-        // A dry run checks the key as the real run would (it sends nothing with it).
-        let apiKey = try loadKey(options.keySource)
+        let options: RunOptions
+        let apiKey: String
+        do {
+            options = try runOptions(settings, now: Date())
+            // From here on the process holds the key: no core dump, no ptrace, no /proc/<pid>/environ for others.
+            protectProcessHoldingTheKey()
+            // A dry run checks the key as the real run would (it sends nothing with it).
+            apiKey = try loadKey(options.keySource)
+        } catch {
+            guard settings.logFormat == .json else { throw error }
+            // A job that logs JSON gets its likeliest failure, a key not set, as JSON like the rest.
+            ProgressPrinter.writeJSON([
+                "event": "error", "message": "botsi-restore run: \(error.message)", "exitCode": Int(ExitCode.usage),
+            ])
+            return ExitCode.usage
+        }
         return execute(
             options: options, apiKey: apiKey, quiet: settings.quiet, logInterval: settings.logInterval,
             logFormat: settings.logFormat, metricsFile: settings.metricsFile, metricsPush: settings.metricsPush)

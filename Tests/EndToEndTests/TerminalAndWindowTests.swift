@@ -116,6 +116,26 @@ struct TerminalAndWindowTests {
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
 
+    /// A cron job that logs JSON met its likeliest failure, the key not set, as plain text.
+    @Test func aMissingKeyIsAJSONErrorWhenTheLogIsJSON() throws {
+        let workspace = Workspace()
+        let finished = try botsi(
+            [
+                "run", workspace.csv(Pair.generate(3, prefix: "nokey")), "--journal", workspace.journal, "--log-format",
+                "json",
+            ],
+            key: nil, in: workspace)
+        #expect(finished.status == 64)
+        let lines = finished.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one JSON object, no usage text: \(finished.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Any],
+            "\(finished.stderr)")
+        #expect(object["event"] as? String == "error")
+        #expect(object["exitCode"] as? Int == 64)
+        #expect((object["message"] as? String)?.contains("BOTSI_SECRET_KEY") == true, "\(object)")
+    }
+
     @Test func jsonLogsAreOneObjectPerLineEndingWithTheSummary() throws {
         let workspace = Workspace()
         let simulator = try startSimulator { $0.latencyMilliseconds = 5 }

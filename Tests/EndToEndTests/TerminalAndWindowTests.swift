@@ -116,6 +116,31 @@ struct TerminalAndWindowTests {
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
 
+    /// Every reply a 503, each retry planned 30 s later, the run stopped after a second: no retry
+    /// left, and the summary counted one for each planned ("2 requests, 2 retries").
+    @Test func aRetryCountsWhenItIsSentNotWhenItIsPlanned() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.unavailable]
+        }
+        defer { simulator.stop() }
+        let finished = try botsi(
+            [
+                "run", workspace.csv(Pair.generate(3, prefix: "retry")), "--journal", workspace.journal, "--base-url",
+                simulator.baseURL, "--backoff-base", "30", "--backoff-cap", "30", "--retry-after-cap", "30",
+                "--max-duration", "1s", "--log-format", "json", "--quiet",
+            ], key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 75, "\(finished.stderr)")
+        let summary = try #require(
+            finished.stderr.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.last { $0["event"] as? String == "summary" }, "\(finished.stderr)")
+        #expect(summary["requests"] as? Int == 3, "\(summary)")
+        #expect(summary["retries"] as? Int == 0, "\(summary)")
+        #expect(simulator.stats().requests == 3)
+    }
+
     /// A cron job that logs JSON met its likeliest failure, the key not set, as plain text.
     @Test func aMissingKeyIsAJSONErrorWhenTheLogIsJSON() throws {
         let workspace = Workspace()

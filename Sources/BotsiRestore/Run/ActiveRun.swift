@@ -207,6 +207,9 @@ actor ActiveRun {
         while let entry = scheduler.nextLaunch(queueAt: now) {
             waits.sent(entry.sequence, at: now)
             feeder.noteFirstSend(of: entry.payload)
+            // A retry counts when it leaves, not when it is planned: a stop ends the wait of one
+            // that never went.
+            if entry.payload.attemptsThisRun > 0 { summary.retries += 1 }
             client.submit(
                 RestoreRequest(
                     tag: entry.sequence, profileId: entry.profileId, originalTransactionId: entry.transactionId))
@@ -276,7 +279,6 @@ actor ActiveRun {
                 // A final row resent without an answer counts as a row that ran out of attempts.
                 if !isStopping, let crossed = threshold.record(answered ? status : .pending) { stop(crossed) }
             case .retry:
-                summary.retries += 1
                 row.lastWasTimeout = code == "timeout"
                 row.lastCode = code
                 scheduler[payloadOf: result.tag] = row
@@ -297,6 +299,8 @@ actor ActiveRun {
         for tag in queued { waits.replied(tag) }
         let withdrawn = scheduler.withdrawLaunched(queued)
         for row in withdrawn { feeder.noteWithdrawn(row) }
+        // Handed to the client and taken back before they left: not sent.
+        summary.retries -= withdrawn.filter { $0.attemptsThisRun > 0 }.count
         return withdrawn
     }
 

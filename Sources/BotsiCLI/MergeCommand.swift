@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiFiles
 import BotsiJournal
 import BotsiRestore
 import Foundation
@@ -24,6 +25,8 @@ enum MergeCommand: Command {
         }
         let output = paths[0]
         let shards = Array(paths.dropFirst())
+        // A stop while the merged journal is written leaves no half-written file behind.
+        TemporaryFiles.removeOnStop()
         do {
             let summary = try Journal.merge(shards: shards, into: output)
             var line =

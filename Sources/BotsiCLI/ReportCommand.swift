@@ -37,6 +37,8 @@ enum ReportCommand: Command {
     static func initialSettings() -> ReportSettings { ReportSettings() }
 
     static func run(_ settings: ReportSettings) throws -> Int32 {
+        // A stop while --output is written leaves no half-written file behind.
+        TemporaryFiles.removeOnStop()
         if settings.html { return try html(settings) }
         if settings.allJournals.count > 1 {
             throw UsageError(

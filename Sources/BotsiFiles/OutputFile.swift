@@ -94,6 +94,7 @@ public final class OutputFile {
         }
         temporaryPath = temporary
         self.descriptor = descriptor
+        TemporaryFiles.register(temporary)
     }
 
     deinit { discard() }
@@ -128,6 +129,7 @@ public final class OutputFile {
             discard()
             throw error
         }
+        TemporaryFiles.unregister(temporaryPath)
         finished = true
     }
 
@@ -138,6 +140,7 @@ public final class OutputFile {
         if descriptor >= 0 { close(descriptor) }
         descriptor = -1
         unlink(temporaryPath)
+        TemporaryFiles.unregister(temporaryPath)
     }
 
     private func flush() {

@@ -43,6 +43,9 @@ extension Journal {
             throw .file(error)
         }
         let temporary = OutputFile.temporarySibling(of: target)
+        // Registered before SQLite creates it, so that a stop at any moment finds it.
+        TemporaryFiles.register(temporary)
+        defer { TemporaryFiles.unregister(temporary) }
         let merged = try Journal(path: temporary, access: .createNew, lockForRun: false)
         do throws(JournalError) {
             let summary = try merged.wrap { () throws(SQLiteError) in

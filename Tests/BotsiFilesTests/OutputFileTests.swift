@@ -33,7 +33,11 @@ import Testing
         let output = try OutputFile(path: path, role: "report", mode: 0o600, protecting: ProtectedFiles())
         output.write(String(repeating: "new line\n", count: 20_000))
         #expect(scratch.text("report.csv") == "old\n", "the target changed before commit")
+        // While it is written, a stop by a signal knows to remove it; once in place, not any more.
+        let hidden = scratch.names.filter { $0.hasPrefix(".report.csv.") }.map { scratch.file($0) }
+        #expect(hidden.count == 1 && TemporaryFiles.registered.isSuperset(of: hidden), "\(hidden)")
         try output.commit()
+        #expect(TemporaryFiles.registered.isDisjoint(with: hidden))
         var after = stat()
         lstat(path, &after)
         #expect(after.st_ino != before.st_ino && permissions(path) == 0o600)
@@ -41,7 +45,9 @@ import Testing
 
         let abandoned = try OutputFile(path: path, role: "report", mode: 0o600, protecting: ProtectedFiles())
         abandoned.write("half")
+        #expect(TemporaryFiles.registered.contains { $0.hasPrefix(scratch.file(".report.csv.")) })
         abandoned.discard()
+        #expect(!TemporaryFiles.registered.contains { $0.hasPrefix(scratch.file(".report.csv.")) })
         #expect(scratch.text("report.csv")?.count == 180_000 && scratch.names == ["report.csv"])
     }
 

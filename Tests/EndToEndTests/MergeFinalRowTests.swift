@@ -58,4 +58,36 @@ struct MergeFinalRowTests {
         #expect(try run(merged, against: good, []) == 0)
         #expect(good.stats().requests == before, "the merged journal resent finished rows")
     }
+
+    /// A merge stopped by SIGTERM while it wrote the new journal left its hidden temporary file and
+    /// its -wal and -shm beside the output (2.8 MB a time), though the docs promise nothing is left
+    /// behind. Now the stop removes them and exits 143.
+    @Test func aMergeStoppedBySIGTERMLeavesNothingBehind() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.csv(rows: (0..<10_000).map { ("stop-\($0)", "\(2_100_000_000_000_000 + $0)") })
+        let a = workspace.file("a.sqlite")
+        let b = workspace.file("b.sqlite")
+        let run = try botsi(
+            ["run", input, "--journal", a, "--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey,
+            in: workspace)
+        #expect(run.status == 0, "\(run.stderr)")
+        try FileManager.default.copyItem(atPath: a, toPath: b)
+        let output = workspace.file("merged.sqlite")
+        func leftovers() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: workspace.path)) ?? []).filter {
+                $0.hasPrefix(".merged.sqlite.")
+            }
+        }
+        let merge = try Child(["merge", output, a, b], key: nil, in: workspace)
+        // Stopped once the temporary journal exists: the stop must find it, whatever it holds yet.
+        let seen = eventually(timeout: 30) { !leftovers().isEmpty || !merge.isRunning }
+        try #require(seen && merge.isRunning, "the merge ended before its temporary file was seen")
+        merge.send(SIGTERM)
+        let finished = merge.wait()
+        #expect(finished.status == 143, "\(finished.stderr)")
+        #expect(leftovers().isEmpty, "left behind: \(leftovers())")
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
 }

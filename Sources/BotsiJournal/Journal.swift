@@ -137,6 +137,10 @@ public final class Journal {
             throw error
         } catch let error as SQLiteError {
             close()
+            // A reader cannot roll back the journal a run stopped while setting it up left beside it.
+            if access == .read, error.isReadOnly, FileManager.default.fileExists(atPath: file.path + "-journal") {
+                throw JournalError.notSetUp(path: path)
+            }
             throw JournalError.from(error, path: path)
         } catch {
             close()
@@ -164,10 +168,14 @@ public final class Journal {
     }
 
     private func checkAndMigrate(readOnly: Bool, commit: Bool) throws {
-        // The first read fails here for a file that is not SQLite at all.
+        // The first read fails here for a file that is not SQLite at all. One read transaction: a
+        // run creating the journal commits its tables and its ids at once, and three reads on their
+        // own saw tables without the id between them ("an SQLite database of another application").
+        try connection.execute("BEGIN")
         let applicationID = try connection.scalarInt("PRAGMA application_id") ?? 0
         let version = try connection.scalarInt("PRAGMA user_version") ?? 0
         let tableCount = try connection.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+        try connection.execute("COMMIT")
         if applicationID != Schema.applicationID && !(applicationID == 0 && tableCount == 0) {
             throw JournalError.notAJournal(path: path, reason: "it is an SQLite database of another application")
         }
@@ -175,6 +183,8 @@ public final class Journal {
             throw JournalError.newerSchema(path: path, version: version, supported: Schema.currentVersion)
         }
         if readOnly {
+            // Empty: a run is creating it, or one was stopped before it committed anything.
+            if version == 0 && tableCount == 0 { throw JournalError.notSetUp(path: path) }
             guard version == Schema.currentVersion else {
                 throw JournalError.olderSchema(path: path, version: version, current: Schema.currentVersion)
             }

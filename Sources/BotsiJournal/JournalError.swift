@@ -10,6 +10,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case newerSchema(path: String, version: Int64, supported: Int64)
     /// A journal of an earlier schema, opened by a command that only reads: a run upgrades it.
     case olderSchema(path: String, version: Int64, current: Int64)
+    /// Opened to read while it holds nothing yet: a run is creating it, or one was stopped first.
+    case notSetUp(path: String)
     case diskFull(path: String)
     case readOnly(path: String)
     case locked(path: String, holder: LockHolder?)
@@ -41,6 +43,10 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
                 + "to \(current) in place when it opens it, and `botsi-restore upgrade --journal \(path)` does so sending "
                 + "nothing (copy it first, while no run holds it, if an earlier version must still read it); this command "
                 + "only reads, so nothing was changed"
+        case .notSetUp(let path):
+            return
+                "journal \(path) is not set up yet: a run is creating it, or one was stopped before it had; nothing was "
+                + "changed — try again in a moment (the next run on it sets it up)"
         case .diskFull(let path):
             return
                 "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"
@@ -72,7 +78,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     public var exitCode: Int32 {
         switch self {
         case .missing: ExitCode.noInput
-        case .locked: ExitCode.temporaryFailure
+        case .locked, .notSetUp: ExitCode.temporaryFailure
         default: ExitCode.cannotCreate
         }
     }

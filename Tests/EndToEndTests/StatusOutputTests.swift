@@ -56,6 +56,27 @@ struct StatusOutputTests {
         #expect(deadline.hasSuffix("Z") && deadline.contains("T"), "\(deadline)")
     }
 
+    /// A journal file a run has created and not yet set up (or that a run stopped at that moment
+    /// left empty): the readers said it had schema 0 "from an earlier botsi-restore" (73) and told
+    /// to upgrade it. It is not set up yet: 75, try again; a run sets it up.
+    @Test func aJournalNotSetUpYetIsToTryAgainNotToUpgrade() throws {
+        let workspace = Workspace()
+        let journal = workspace.write("journal.sqlite", "", mode: 0o600)
+        for command in [["status"], ["runs"], ["report"]] {
+            let finished = try botsi(command + ["--journal", journal], key: nil, in: workspace)
+            #expect(finished.status == 75, "\(command): \(finished.stderr)")
+            #expect(finished.stderr.contains("is not set up yet"), "\(command): \(finished.stderr)")
+            #expect(!finished.stderr.contains("upgrade"), "\(command): \(finished.stderr)")
+        }
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let run = try botsi(
+            runArguments([workspace.csv(Pair.generate(3, prefix: "setup"))], workspace, simulator),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try botsi(["status", "--journal", journal], key: nil, in: workspace).status == 0)
+    }
+
     @Test func statusJSONHasNumbersBooleansAndPlainSlashes() throws {
         let workspace = Workspace()
         _ = try finishedRun(["-j", "3"], in: workspace)

@@ -52,6 +52,13 @@ final class JSONRowParser: RecordParser {
                 if elements == nil && bytes.contains(ASCII.comma) && !bytes.contains(UInt8(ascii: "{")) {
                     hint = " It looks like CSV; name it .csv or pass --format csv."
                 }
+                let trimmed = bytes.filter { ![ASCII.space, UInt8(ascii: "\t"), UInt8(ascii: "\r")].contains($0) }
+                if elements == nil && trimmed.first == UInt8(ascii: "{") && trimmed.last != UInt8(ascii: "}") {
+                    // What `jq .` writes: one object over several lines.
+                    hint =
+                        " Each line must hold one whole JSON object (JSON Lines); a pretty-printed object spans several:"
+                        + " write it with jq -c, or give a JSON array."
+                }
                 let unit = elements == nil ? "line \(line)" : "the first element (line \(line))"
                 throw unusable("\(unit) is not a JSON object (\(error.problem), byte \(error.offset + 1)).\(hint)")
             }

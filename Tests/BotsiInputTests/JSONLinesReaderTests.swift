@@ -229,6 +229,16 @@ import Testing
         expectInputError(.notTabular) { _ = try read(String(repeating: "{", count: 2000), maxRecordBytes: 100) }
     }
 
+    /// What `jq .` writes: one object over several lines. It said only "line 1 is not a JSON object".
+    @Test func aPrettyPrintedObjectSaysToWriteOneObjectALine() throws {
+        let error = expectInputError(.notTabular) {
+            _ = try read("{\n  \"profileId\": \"a\",\n  \"originalTransactionId\": \"2000000000000031\"\n}\n")
+        }
+        #expect(error?.message.contains("jq -c") == true, "\(error?.message ?? "")")
+        let broken = expectInputError(.notTabular) { _ = try read("{\"profileId\": \"a\", }\n") }
+        #expect(broken?.message.contains("jq -c") == false, "a whole line that is bad JSON is not that")
+    }
+
     @Test func aFirstObjectWithoutTheKeysNamesWhatItHas() throws {
         let error = expectInputError(.missingColumns) {
             _ = try read("{\"user\":\"u\",\"transaction\":\"1\"}\n")

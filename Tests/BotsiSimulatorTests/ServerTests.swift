@@ -88,6 +88,22 @@ struct ServerTests {
         #expect(simulator.stats().requests == 0, "stats count the restore route only")
     }
 
+    /// An https:// base URL: the ClientHello holds no CRLF CRLF, and the run waited two minutes for
+    /// its timeout. Answered and closed at once, so the client's TLS fails in a moment.
+    @Test("a TLS handshake gets 400 and the connection closes at once")
+    func tlsHandshake() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        try client.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03])
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 400)
+        guard case .closed = client.readUntilClosed() else {
+            Issue.record("the connection stayed open")
+            return
+        }
+    }
+
     @Test("a malformed request gets 400 and the connection closes")
     func malformed() throws {
         let (simulator, port) = try startSimulatorOnPort()

@@ -10,6 +10,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case newerSchema(path: String, version: Int64, supported: Int64)
     /// A journal of an earlier schema, opened by a command that only reads: a run upgrades it.
     case olderSchema(path: String, version: Int64, current: Int64)
+    /// A journal named twice among `merge`'s shards (by the same path, or another name of the file).
+    case namedTwice(path: String)
     /// Opened to read while it holds nothing yet: a run is creating it, or one was stopped first.
     case notSetUp(path: String)
     case diskFull(path: String)
@@ -43,6 +45,9 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
                 + "to \(current) in place when it opens it, and `botsi-restore upgrade --journal \(path)` does so sending "
                 + "nothing (copy it first, while no run holds it, if an earlier version must still read it); this command "
                 + "only reads, so nothing was changed"
+        case .namedTwice(let path):
+            return
+                "shard journal \(path) is named twice (by that path or another name of the same file); name each shard once"
         case .notSetUp(let path):
             return
                 "journal \(path) is not set up yet: a run is creating it, or one was stopped before it had; nothing was "
@@ -79,6 +84,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         switch self {
         case .missing: ExitCode.noInput
         case .locked, .notSetUp: ExitCode.temporaryFailure
+        case .namedTwice: ExitCode.usage
         default: ExitCode.cannotCreate
         }
     }

@@ -30,7 +30,7 @@ extension Journal {
             let journal = try Journal(path: shard, create: false, readOnly: true)
             defer { journal.close() }
             guard seen.insert(journal.file.identity).inserted else {
-                throw .cannotOpen(path: output, reason: "shard journal \(shard) is named twice")
+                throw .namedTwice(path: shard)
             }
             if let holder = journal.runLockHolder() { throw .locked(path: shard, holder: holder) }
             protected.add(journal.file)

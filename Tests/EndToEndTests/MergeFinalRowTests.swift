@@ -90,4 +90,24 @@ struct MergeFinalRowTests {
         #expect(leftovers().isEmpty, "left behind: \(leftovers())")
         #expect(!FileManager.default.fileExists(atPath: output))
     }
+
+    /// The same shard named twice was refused with exit 73 and advice to check the directory's
+    /// permissions: it is a mistake on the command line (64), whatever name the second time.
+    @Test func aShardNamedTwiceIsAUsageError() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let a = workspace.file("a.sqlite")
+        let run = try botsi(
+            ["run", workspace.csv(Pair.generate(3, prefix: "twice")), "--journal", a, "--base-url", simulator.baseURL],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "\(run.stderr)")
+        symlink(a, workspace.file("again.sqlite"))
+        for second in [a, workspace.file("again.sqlite")] {
+            let merge = try botsi(["merge", workspace.file("m.sqlite"), a, second], key: nil, in: workspace)
+            #expect(merge.status == 64, "\(merge.stderr)")
+            #expect(merge.stderr.contains("is named twice") && !merge.stderr.contains("permissions"), "\(merge.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("m.sqlite")))
+    }
 }

@@ -198,7 +198,6 @@ enum RunCommand: Command {
         let runner = Runner(
             options: options, apiKey: apiKey, toolVersion: CLI.version, progressInterval: printer.tickInterval,
             onProgress: onProgress, onWouldSend: onWouldSend)
-        defer { listing?.finish() }
         let signals = SignalWatcher { signal, count in
             if count == 1 {
                 printer.event(
@@ -214,11 +213,13 @@ enum RunCommand: Command {
         defer { signals.cancel() }
         do {
             let summary = try runner.run()
+            listing?.finish(listed: true)
             printer.finish()
             printer.summary(summary, journalPath: options.journalPath)
             metrics?.finish(summary: summary, exitCode: summary.exitCode)
             return summary.exitCode
         } catch {
+            listing?.finish(listed: false)
             printer.event("error", message: "botsi-restore run: \(error.message)", exitCode: error.exitCode)
             metrics?.finish(summary: nil, exitCode: error.exitCode)
             return error.exitCode
@@ -288,16 +289,37 @@ final class SignalWatcher {
 /// What a dry run would send, written to stdout as CSV as the run decides it: the rows come from
 /// the run's executor, the end from the command's thread after the run returned.
 final class WouldSendListing: Sendable {
-    private let writer: Mutex<WouldSendWriter>
+    private struct State {
+        let writer: WouldSendWriter
+        var headed = false
 
-    init() {
-        let writer = WouldSendWriter(
-            format: .csv, sink: .chunks { FileHandle.standardOutput.write(Data($0)) })
-        writer.header()
-        self.writer = Mutex(writer)
+        mutating func head() {
+            guard !headed else { return }
+            writer.header()
+            headed = true
+        }
     }
 
-    func add(_ row: WouldSend) { writer.withLock { $0.write(row) } }
+    private let state: Mutex<State>
 
-    func finish() { writer.withLock { $0.finish() } }
+    init() {
+        let writer = WouldSendWriter(format: .csv, sink: .chunks { FileHandle.standardOutput.write(Data($0)) })
+        state = Mutex(State(writer: writer))
+    }
+
+    func add(_ row: WouldSend) {
+        state.withLock { state in
+            state.head()
+            state.writer.write(row)
+        }
+    }
+
+    /// `listed`: the dry run got as far as listing. One that could not start (a journal in use, a
+    /// key refused) printed the listing's header before its error; now nothing on stdout.
+    func finish(listed: Bool) {
+        state.withLock { state in
+            if listed { state.head() }
+            if state.headed { state.writer.finish() }
+        }
+    }
 }

@@ -72,6 +72,7 @@ struct OwedRowsAndPreflightTests {
         let dry = try botsi(arguments + ["--dry-run"], key: item.key, in: workspace)
         #expect(real.status == item.expected, "real run stderr: \(real.stderr)")
         #expect(dry.status == item.expected, "dry run stderr: \(dry.stderr)")
+        #expect(dry.stdout.isEmpty, "a refused dry run lists nothing: \(dry.stdout)")
         #expect(!FileManager.default.fileExists(atPath: journal), "a refused run left a journal behind")
     }
 
@@ -93,7 +94,24 @@ struct OwedRowsAndPreflightTests {
             runArguments([input], workspace, simulator, ["--dry-run"]), key: Simulator.defaultKey, in: workspace)
         #expect(dry.status == 75, "stderr: \(dry.stderr)")
         #expect(dry.stderr.contains("in use"), "stderr: \(dry.stderr)")
+        // Nothing was listed, so not even the listing's header (it came before the refusal).
+        #expect(dry.stdout.isEmpty, "stdout: \(dry.stdout)")
         #expect(first.isRunning, "the dry run disturbed the first run")
+    }
+
+    /// A dry run records nothing, so its advice does not point at rejected rows in a journal that
+    /// will not hold them; with nothing to send it still prints the listing's header.
+    @Test func aDryRunOfOnlyRejectedRowsListsTheHeaderAndSaysARunRecordsThem() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.csv(rows: [("bad-1", "2E+15")])
+        let dry = try botsi(
+            runArguments([input], workspace, simulator, ["--dry-run"]), key: Simulator.defaultKey, in: workspace)
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        #expect(dry.stdout.split(separator: "\r\n").map(String.init) == ["profileId,originalTransactionId,source,why"])
+        #expect(dry.stderr.contains("a run records the rejected rows"), "stderr: \(dry.stderr)")
+        #expect(!dry.stderr.contains("see rejected rows with"), "stderr: \(dry.stderr)")
     }
 
     @Test func aDryRunListsTheOwedRowsAndChangesNothing() throws {

@@ -243,7 +243,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
         } else if wouldSend > 0, let nextCommand {
             lines.append("send them with: \(nextCommand)")
         }
-        if rejectedRows > 0 {
+        if rejectedRows > 0 && dryRun {
+            // A dry run records nothing: the journal does not hold them.
+            lines.append(
+                "a run records the rejected rows; see them then with: botsi-restore report --journal \(journalPath) --status rejected"
+            )
+        } else if rejectedRows > 0 {
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }

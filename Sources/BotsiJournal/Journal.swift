@@ -414,31 +414,52 @@ public final class Journal {
     }
 
     /// The inputs that runs before `runID` named and none read to its end, in the order runs first
-    /// named them: each path's latest run says whether it was read to its end, and a run that
+    /// named them: each input's latest run says whether it was read to its end, and a run that
     /// recorded no inputs (killed, or still running) read none of those its options name. A run
     /// resumed with no input (`run --journal J`) sends what is owed but reads nothing, so an input a
     /// stopped run left unread is still owed its rest after it: the record must keep saying so.
-    public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [String] {
-        struct NamedInputs: Decodable { var inputs: [String]? }
+    /// An input is its absolute path (as the run recorded it, or as typed before runs recorded
+    /// one) within its shard: `a.csv` and `/data/a.csv` are one, and shard 0/2's unread half is
+    /// not read by shard 1/2 (merged journals hold both). Standard input is left out: no later run
+    /// can read the same bytes again from the journal's word.
+    public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [UnreadInput] {
+        struct Named: Decodable {
+            var inputs: [String]?
+            var inputPaths: [String]?
+            var shardIndex: Int?
+            var shardCount: Int?
+        }
         return try wrap { () throws(SQLiteError) in
-            let runs = try connection.prepare("SELECT options, inputs FROM runs WHERE id < ? ORDER BY id")
+            let runs = try connection.prepare("SELECT id, options, inputs FROM runs WHERE id < ? ORDER BY id")
             try runs.bind(.int(runID), at: 1)
             var order: [String] = []
-            var readToTheEnd: [String: Bool] = [:]
-            func note(_ path: String, complete: Bool) {
-                if readToTheEnd[path] == nil { order.append(path) }
-                readToTheEnd[path] = complete
-            }
+            var latest: [String: (input: UnreadInput, complete: Bool)] = [:]
             while try runs.step() {
+                let run = runs.int(0)
+                let named = (try? JSONDecoder().decode(Named.self, from: Data((runs.text(1) ?? "{}").utf8))) ?? Named()
                 let recorded =
-                    (try? JSONDecoder().decode([RunInput].self, from: Data((runs.text(1) ?? "[]").utf8))) ?? []
+                    (try? JSONDecoder().decode([RunInput].self, from: Data((runs.text(2) ?? "[]").utf8))) ?? []
+                let typed = named.inputs ?? []
+                let shard = (named.shardCount ?? 1) > 1 ? "#\(named.shardIndex ?? 0)/\(named.shardCount ?? 1)" : ""
+                // Recorded inputs follow the options' order, under their display names ("stdin" for -).
+                var facts: [(typed: String, complete: Bool)] = []
                 if recorded.isEmpty {
-                    let named = try? JSONDecoder().decode(NamedInputs.self, from: Data((runs.text(0) ?? "{}").utf8))
-                    for path in named?.inputs ?? [] { note(path, complete: false) }
+                    facts = typed.map { ($0, false) }
+                } else if recorded.count == typed.count {
+                    facts = zip(typed, recorded).map { ($0, $1.complete) }
+                } else {
+                    facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.complete) }
                 }
-                for input in recorded { note(input.path, complete: input.complete) }
+                for (index, fact) in facts.enumerated() where fact.typed != "-" {
+                    let absolute = named.inputPaths.flatMap { $0.count == typed.count ? $0[index] : nil }
+                    let key = (absolute ?? fact.typed) + shard
+                    if latest[key] == nil { order.append(key) }
+                    latest[key] = (
+                        UnreadInput(path: fact.typed, run: run, options: runs.text(1) ?? "{}"), fact.complete
+                    )
+                }
             }
-            return order.filter { readToTheEnd[$0] == false }
+            return order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }
         }
     }
 

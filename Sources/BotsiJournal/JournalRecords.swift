@@ -104,6 +104,21 @@ public enum AttemptOutcome: Hashable, Sendable, RawRepresentable, CustomStringCo
     }
 }
 
+/// An input a run named and no run has read to its end since (`Journal.unreadInputs`): its path as
+/// that run was given it, the run, and that run's recorded options (`runs.options`), which say how
+/// to read it (its format and columns) and in which shard.
+public struct UnreadInput: Sendable, Equatable {
+    public var path: String
+    public var run: Int64
+    public var options: String
+
+    public init(path: String, run: Int64, options: String) {
+        self.path = path
+        self.run = run
+        self.options = options
+    }
+}
+
 /// One input file of a run (`runs.inputs`): its path, the SHA-256 of the bytes read, how many, and
 /// whether the run read it to the end.
 public struct RunInput: Sendable, Equatable, Codable {

@@ -39,7 +39,7 @@ public struct JournalSnapshot: Sendable, Equatable {
     /// The long window the next run's pacing starts from, if a run recorded one.
     public var longWindow: RecordedLongWindow?
     /// The inputs no run has read to their end (`Journal.unreadInputs`).
-    public var unreadInputs: [String] = []
+    public var unreadInputs: [UnreadInput] = []
 
     public init() {}
 

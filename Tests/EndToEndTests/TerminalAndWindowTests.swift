@@ -116,6 +116,80 @@ struct TerminalAndWindowTests {
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
 
+    /// What an independent review found in the first version of the rule: an input is one whatever
+    /// its spelling (`in.csv` then its absolute path), standard input is never owed from the journal
+    /// (no run can read the same bytes again; it was recorded as `stdin` and named `-`, and stayed
+    /// owed for ever), shard 1/2 does not read shard 0/2's half, and the command reads the input as
+    /// the run that named it did (its delimiter and columns: without them the advised command failed).
+    @Test func anUnreadInputIsOneInputWhateverItsSpellingAndIsReadAsItsRunReadIt() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let stop = ["--rate", "100", "--max-duration", "1s"]
+        func unread() throws -> [String]? {
+            let json = try botsi(
+                ["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+            return (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["unreadInputs"]
+                as? [String]
+        }
+        let rows = Pair.generate(3000, prefix: "spell")
+        _ = workspace.csv(rows, name: "in.csv")
+        let relative = try botsi(
+            runArguments(["in.csv"], workspace, simulator, stop), key: Simulator.defaultKey, in: workspace)
+        #expect(relative.status == 75, "\(relative.stderr)")
+        #expect(try unread() == ["in.csv"])
+        let absolute = try botsi(
+            runArguments([workspace.file("in.csv")], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(absolute.status == 0, "\(absolute.stderr)")
+        #expect(try unread() == [], "read to the end under its absolute path")
+
+        // Standard input, stopped half read: not owed from the journal.
+        let csv =
+            "profileId,originalTransactionId\n"
+            + Pair.generate(3000, prefix: "stdin").map {
+                "\($0.profileId),\($0.transactionId)\n"
+            }.joined()
+        let piped = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, simulator, stop), key: Simulator.defaultKey,
+            in: workspace, stdin: Data(csv.utf8))
+        #expect(piped.status == 75, "\(piped.stderr)")
+        let after = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(!after.stderr.contains("run stdin") && !after.stderr.contains("earlier run"), "\(after.stderr)")
+        #expect(try unread() == [])
+
+        // A semicolon file with its own column names, stopped: read again as it was read.
+        let semi = workspace.write(
+            "semi.txt",
+            "pid;otid\n" + Pair.generate(3000, prefix: "semi").map { "\($0.profileId);\($0.transactionId)\n" }.joined())
+        let named = try botsi(
+            runArguments(
+                [
+                    semi, "--format", "csv", "--delimiter", ";", "--profile-column", "pid", "--transaction-column",
+                    "otid",
+                ],
+                workspace, simulator, stop), key: Simulator.defaultKey, in: workspace)
+        #expect(named.status == 75, "\(named.stderr)")
+        let resumed = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        let advice =
+            "botsi-restore run \(semi) --journal \(workspace.journal) --format csv --delimiter ';' "
+            + "--profile-column pid --transaction-column otid"
+        #expect(resumed.stderr.contains(advice), "\(resumed.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains(advice), "\(status.stdout)")
+
+        // Shards: 1/2 reading the file to the end does not read 0/2's half.
+        let sharded = workspace.csv(Pair.generate(6000, prefix: "shard"), name: "sharded.csv")
+        let first = try botsi(
+            runArguments([sharded, "--shard", "0/2"], workspace, simulator, stop), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(first.status == 75, "\(first.stderr)")
+        let second = try botsi(
+            runArguments([sharded, "--shard", "1/2"], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(second.status == 0, "\(second.stderr)")
+        let left = try unread() ?? []
+        #expect(left.contains(sharded), "\(left)")
+    }
+
     /// Every reply a 503, each retry planned 30 s later, the run stopped after a second: no retry
     /// left, and the summary counted one for each planned ("2 requests, 2 retries").
     @Test func aRetryCountsWhenItIsSentNotWhenItIsPlanned() throws {

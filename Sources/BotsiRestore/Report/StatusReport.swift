@@ -252,7 +252,7 @@ public struct StatusReport: Sendable {
 
     /// The inputs no run has read to their end: the latest run's, and those an earlier run left
     /// unread that no run since read to the end (a run resumed without inputs reads none).
-    var unreadInputs: [String] { snapshot.unreadInputs }
+    var unreadInputs: [String] { snapshot.unreadInputs.map(\.path) }
 
     /// "read the input a run did not finish (a.csv)": the inputs named, since the run that left
     /// them unread may be an earlier one than the latest.
@@ -282,7 +282,8 @@ public struct StatusReport: Sendable {
         options.refreshOlderThan = recorded.refreshOlderThan
         options.releaseHeld = recorded.releaseHeld ?? false
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
-        return RunAdvice.runCommand(options, inputs: unreadInputs, selection: selectionLeft)
+        return RunAdvice.runCommand(
+            RunAdvice.readingAs(snapshot.unreadInputs.first, options), inputs: unreadInputs, selection: selectionLeft)
     }
 
 }
@@ -299,6 +300,9 @@ struct RecordedOptions: Decodable {
     var shardIndex: Int?
     var shardCount: Int?
     var format: String?
+    var delimiter: String?
+    var encoding: String?
+    var noHeader: Bool?
     var profileColumn: String?
     var transactionColumn: String?
     var retryFailed: Bool?
@@ -307,7 +311,8 @@ struct RecordedOptions: Decodable {
 
     private enum CodingKeys: String, CodingKey {
         case inputs, baseURL, keyEnvironmentVariable, caCertificatePath, insecureSkipTLSVerify, shardIndex, shardCount
-        case format, profileColumn, transactionColumn, retryFailed, refreshOlderThan, releaseHeld
+        case format, delimiter, encoding, noHeader, profileColumn, transactionColumn, retryFailed, refreshOlderThan
+        case releaseHeld
     }
 
     init(_ json: String) {
@@ -326,6 +331,9 @@ struct RecordedOptions: Decodable {
         shardIndex = try? container.decodeIfPresent(Int.self, forKey: .shardIndex)
         shardCount = try? container.decodeIfPresent(Int.self, forKey: .shardCount)
         format = try? container.decodeIfPresent(String.self, forKey: .format)
+        delimiter = try? container.decodeIfPresent(String.self, forKey: .delimiter)
+        encoding = try? container.decodeIfPresent(String.self, forKey: .encoding)
+        noHeader = try? container.decodeIfPresent(Bool.self, forKey: .noHeader)
         profileColumn = try? container.decodeIfPresent(String.self, forKey: .profileColumn)
         transactionColumn = try? container.decodeIfPresent(String.self, forKey: .transactionColumn)
         retryFailed = try? container.decodeIfPresent(Bool.self, forKey: .retryFailed)

@@ -70,7 +70,8 @@ actor ActiveRun {
         summary.recoveredMarks = parts.recovered.final
         // An input a stopped run left unread and this run does not name is still owed its rest.
         if !options.dryRun {
-            summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.filter { !options.inputs.contains($0) }
+            earlierUnread = parts.writer.earlierUnreadInputs
+            summary.earlierUnreadInputs = earlierUnread.map(\.path)
         }
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow
@@ -337,6 +338,15 @@ actor ActiveRun {
         return nil
     }
 
+    /// Inputs earlier runs left unread (this run does not name them).
+    private var earlierUnread: [UnreadInput] = []
+
+    /// The options the next command takes: this run's, reading an earlier run's unread input as
+    /// that run read it when this run leaves none of its own unread.
+    private var continuing: RunOptions {
+        feeder.isDone || options.inputs.isEmpty ? RunAdvice.readingAs(earlierUnread.first, options) : options
+    }
+
     private func finishIfDone() {
         guard !isFinished, scheduler.inFlight == 0 else { return }
         if !isStopping && !(feeder.isDone && scheduler.isEmpty) { return }
@@ -353,7 +363,7 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : RunAdvice.runCommand(
-                options, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs,
+                continuing, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs,
                 selection: summary.owedNotTakenUp > 0)
         finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
     }
@@ -378,7 +388,7 @@ actor ActiveRun {
         // Once the journal takes writes again, the same run goes on: what it owes, the rest of
         // its input, its selection.
         summary.nextCommand = RunAdvice.runCommand(
-            options, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs, selection: true)
+            continuing, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs, selection: true)
         finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
     }
 

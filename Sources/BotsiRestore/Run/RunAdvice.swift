@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiJournal
 import Foundation
 
 /// What to do after a run, in words that name the journal and give a command that does what they
@@ -18,6 +19,9 @@ public enum RunAdvice {
         }
         if !inputs.isEmpty {
             if let format = options.format { words += ["--format", format] }
+            if let delimiter = options.delimiter { words += ["--delimiter", delimiter] }
+            if let encoding = options.encoding { words += ["--encoding", encoding] }
+            if options.noHeader { words.append("--no-header") }
             if let column = options.profileColumn { words += ["--profile-column", column] }
             if let column = options.transactionColumn { words += ["--transaction-column", column] }
         }
@@ -29,6 +33,24 @@ public enum RunAdvice {
         if options.insecureSkipTLSVerify { words.append("--insecure-skip-tls-verify") }
         if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
         return words.map(shellQuoted).joined(separator: " ")
+    }
+
+    /// `options` with how the run that named `unread` read its inputs (format, delimiter, encoding,
+    /// header, columns) and its shard: an input an earlier run left unread is read again as that run
+    /// read it, not as the latest run read its own (or nothing).
+    public static func readingAs(_ unread: UnreadInput?, _ options: RunOptions) -> RunOptions {
+        guard let unread else { return options }
+        let naming = RecordedOptions(unread.options)
+        var options = options
+        options.format = naming.format
+        options.delimiter = naming.delimiter
+        options.encoding = naming.encoding
+        options.noHeader = naming.noHeader ?? false
+        options.profileColumn = naming.profileColumn
+        options.transactionColumn = naming.transactionColumn
+        options.shardIndex = naming.shardIndex ?? 0
+        options.shardCount = naming.shardCount ?? 1
+        return options
     }
 
     /// `botsi-restore report --journal J ARGUMENTS...`.

@@ -28,7 +28,7 @@ struct RunJournalWriter {
     /// from, if it is recent enough (`carriedPace`).
     let earlierLongWindow: RecordedLongWindow?
     /// Inputs earlier runs named and none read to its end: still owed their rest.
-    let earlierUnreadInputs: [String]
+    let earlierUnreadInputs: [UnreadInput]
     /// `--shard I/N`'s N: a long window's pace is one shard's share, carried only to runs of as many.
     let shardCount: Int
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
@@ -59,14 +59,16 @@ struct RunJournalWriter {
             let earlier = try journal.lastLongWindow(before: runID)
             let writer = RunJournalWriter(
                 journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier,
-                earlierUnreadInputs: try journal.unreadInputs(before: runID), shardCount: options.shardCount)
+                // Through this run's own record, which names its inputs: those it reads drop out.
+                earlierUnreadInputs: try journal.unreadInputs(before: runID + 1).filter { $0.run != runID },
+                shardCount: options.shardCount)
             return (writer, recovery)
         }
     }
 
     private init(
         journal: Journal, runID: Int64, dryRun: Bool, earlierLongWindow: RecordedLongWindow?,
-        earlierUnreadInputs: [String], shardCount: Int
+        earlierUnreadInputs: [UnreadInput], shardCount: Int
     ) {
         self.journal = journal
         self.runID = runID
@@ -331,7 +333,21 @@ struct RunJournalWriter {
     private static func optionsJSON(_ options: RunOptions) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(options)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        guard let data = try? encoder.encode(options),
+            var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else { return "{}" }
+        // Each input's absolute path too (- as itself): `a.csv` and `/data/a.csv` are one input to
+        // `Journal.unreadInputs`, whatever directory each run started in.
+        let directory = FileManager.default.currentDirectoryPath
+        object["inputPaths"] = options.inputs.map {
+            $0 == "-"
+                ? $0
+                : URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: directory, isDirectory: true))
+                    .standardizedFileURL.path
+        }
+        let written = try? JSONSerialization.data(
+            withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return written.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     private static func profileRecord(_ snapshot: ProfileSnapshot) -> ProfileRecord {

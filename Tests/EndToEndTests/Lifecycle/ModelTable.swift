@@ -72,21 +72,24 @@ struct ModelTable {
     }
 
     /// An input a run named is owed the rest of its rows until a run reads it to the end. The
-    /// latest run that names a path says whether it was read to the end; a run that recorded no
-    /// inputs (killed: it never recorded its end) read none of those it named; a run with no
-    /// input files reads nothing, so it changes nothing. In the order runs first named them.
+    /// latest run that names an input says whether it was read to the end; a run that recorded no
+    /// inputs (killed: it never recorded its end) read none of those it named; a run with no input
+    /// files reads nothing, so it changes nothing. An input is its absolute path within its shard
+    /// (shard 1/2 does not read shard 0/2's half); standard input is left out (no later run can read
+    /// the same bytes again). In the order runs first named them, as the run named them.
     static func unreadInputs(_ runs: [JournalTables.Run]) -> [String] {
         var order: [String] = []
-        var unread: [String: Bool] = [:]
+        var latest: [String: (path: String, unread: Bool)] = [:]
         for run in runs {
-            let facts =
-                run.inputs.isEmpty ? run.namedInputs.map { ($0, false) } : run.inputs.map { ($0.path, $0.complete) }
-            for (path, complete) in facts {
-                if unread[path] == nil { order.append(path) }
-                unread[path] = !complete
+            let complete =
+                run.inputs.isEmpty ? run.namedInputs.map { _ in false } : run.inputs.map(\.complete)
+            for (index, typed) in run.namedInputs.enumerated() where typed != "-" && index < complete.count {
+                let key = (run.namedPaths?[index] ?? typed) + "#" + run.shard
+                if latest[key] == nil { order.append(key) }
+                latest[key] = (typed, !complete[index])
             }
         }
-        return order.filter { unread[$0] == true }
+        return order.compactMap { latest[$0].flatMap { $0.unread ? $0.path : nil } }
     }
 
     func inShard(_ pair: Pair, _ mode: RunMode) -> Bool {

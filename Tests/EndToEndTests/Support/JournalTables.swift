@@ -46,8 +46,11 @@ struct JournalTables: Equatable {
         /// The inputs the run recorded at its end, and whether it read each to its end (none for
         /// a run that never recorded its end).
         var inputs: [RecordedInput] = []
-        /// The input files its options name.
+        /// The input files its options name, as typed and as absolute paths (none recorded before
+        /// runs recorded them), and its shard ("I/N"; empty for one process).
         var namedInputs: [String] = []
+        var namedPaths: [String]? = nil
+        var shard = ""
     }
 
     struct RecordedInput: Equatable {
@@ -116,6 +119,10 @@ struct JournalTables: Equatable {
             }
             let options = (try? JSONSerialization.jsonObject(with: Data((row[5] ?? "{}").utf8))) as? [String: Any]
             run.namedInputs = options?["inputs"] as? [String] ?? []
+            run.namedPaths = options?["inputPaths"] as? [String]
+            if let count = options?["shardCount"] as? Int, count > 1 {
+                run.shard = "\(options?["shardIndex"] as? Int ?? 0)/\(count)"
+            }
             tables.runs.append(run)
         }
         if names.contains("rejections") {

@@ -29,7 +29,8 @@ public enum CLI {
         let rest = Array(arguments.dropFirst())
         switch name {
         case "--help", "-h", "help":
-            guard let topic = rest.first else {
+            // `help help`, `help version`, `help --help`: the overview, as `help` alone.
+            guard let topic = rest.first, !["help", "version", "--help", "-h", "--version", "-V"].contains(topic) else {
                 Output.out(HelpText.overview)
                 return ExitCode.success
             }

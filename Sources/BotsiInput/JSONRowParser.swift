@@ -53,7 +53,8 @@ final class JSONRowParser: RecordParser {
                     hint = " It looks like CSV; name it .csv or pass --format csv."
                 }
                 let trimmed = bytes.filter { ![ASCII.space, UInt8(ascii: "\t"), UInt8(ascii: "\r")].contains($0) }
-                if elements == nil && trimmed.first == UInt8(ascii: "{") && trimmed.last != UInt8(ascii: "}") {
+                // An object opened and never closed on its line (not one with more after it).
+                if elements == nil && trimmed.first == UInt8(ascii: "{") && !trimmed.contains(UInt8(ascii: "}")) {
                     // What `jq .` writes: one object over several lines.
                     hint =
                         " Each line must hold one whole JSON object (JSON Lines); a pretty-printed object spans several:"

@@ -237,6 +237,10 @@ import Testing
         #expect(error?.message.contains("jq -c") == true, "\(error?.message ?? "")")
         let broken = expectInputError(.notTabular) { _ = try read("{\"profileId\": \"a\", }\n") }
         #expect(broken?.message.contains("jq -c") == false, "a whole line that is bad JSON is not that")
+        let trailing = expectInputError(.notTabular) {
+            _ = try read("{\"profileId\":\"a\",\"originalTransactionId\":\"1\"},\n")
+        }
+        #expect(trailing?.message.contains("jq -c") == false, "an object with more after it is not that")
     }
 
     @Test func aFirstObjectWithoutTheKeysNamesWhatItHas() throws {

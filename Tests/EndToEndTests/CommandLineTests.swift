@@ -139,6 +139,10 @@ struct CommandLineTests {
         #expect(help.status == 64 && help.stdout.isEmpty, "\(help.stdout)")
         #expect(
             help.stderr.contains("no command 'stauts' to show the help of; did you mean 'status'?"), "\(help.stderr)")
+        for topic in ["help", "version", "--help"] {
+            let overview = try botsi(["help", topic], key: nil, in: workspace)
+            #expect(overview.status == 0 && overview.stdout.contains("status"), "help \(topic): \(overview.stderr)")
+        }
         let known = try botsi(["help", "status"], key: nil, in: workspace)
         #expect(known.status == 0 && known.stdout.hasPrefix("usage: botsi-restore status"), "\(known.stdout)")
     }

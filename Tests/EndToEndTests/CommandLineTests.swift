@@ -126,6 +126,29 @@ struct CommandLineTests {
         }
     }
 
+    /// A base URL with a wrong prefix: every row failed 404 `route_not_found`, exit 0, and only the
+    /// rows' stored messages said to check --base-url. The summary says it now.
+    @Test func everyRowA404WithoutBotsiCodesSaysTheBaseURLIsWrong() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let finished = try botsi(
+            [
+                "run", workspace.csv(Pair.generate(3)), "--journal", workspace.journal, "--base-url",
+                simulator.baseURL + "/x",
+            ],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(finished.stderr.contains("the base URL is probably wrong"), "\(finished.stderr)")
+        #expect(finished.stderr.contains("--retry-failed --base-url URL"), "\(finished.stderr)")
+        let right = try botsi(
+            [
+                "run", workspace.csv(Pair.generate(3, prefix: "ok"), name: "ok.csv"), "--journal", workspace.journal,
+                "--base-url", simulator.baseURL,
+            ],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(!right.stderr.contains("base URL is probably wrong"), "\(right.stderr)")
+    }
+
     @Test func aMistypedCommandSuggestsOnlyACloseOne() throws {
         let workspace = Workspace()
         let close = try botsi(["stauts"], key: nil, in: workspace)

@@ -286,6 +286,18 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 journalPath: journalPath, ["--run", "latest", "--status", "failed", "--status", "pending"])
             lines.append("look at the failures with: \(report) — and fix their cause first")
         }
+        // Every row failed 404 without Botsi's codes: the route is not there, the base URL is wrong
+        // (a row's own 404 says `nothing_to_restore` or `not_found`). Resending needs --retry-failed.
+        let failed = statuses[.failed] ?? 0
+        let routeless = codes.filter {
+            $0.key.status == .failed && ["http_404", "route_not_found"].contains($0.key.code)
+        }
+        if failed > 0, routeless.values.reduce(0, +) == failed, failed == statuses.values.reduce(0, +) {
+            lines.append(
+                "every row failed with 404 and no Botsi code: the base URL is probably wrong (give the API's root, "
+                    + "like https://api.botsi.com); resend them with: botsi-restore run --journal "
+                    + "\(RunAdvice.shellQuoted(journalPath)) --retry-failed --base-url URL")
+        }
         let fix = cause.flatMap(RunAdvice.fixFirst)
         let unreadOwn = stopMessage != nil && !inputComplete
         let unread = unreadOwn || !earlierUnreadInputs.isEmpty

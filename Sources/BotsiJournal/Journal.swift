@@ -436,27 +436,27 @@ public final class Journal {
             var latest: [String: (input: UnreadInput, complete: Bool)] = [:]
             while try runs.step() {
                 let run = runs.int(0)
-                let named = (try? JSONDecoder().decode(Named.self, from: Data((runs.text(1) ?? "{}").utf8))) ?? Named()
+                let options = runs.text(1) ?? "{}"
+                let named = (try? JSONDecoder().decode(Named.self, from: Data(options.utf8))) ?? Named()
                 let recorded =
                     (try? JSONDecoder().decode([RunInput].self, from: Data((runs.text(2) ?? "[]").utf8))) ?? []
                 let typed = named.inputs ?? []
                 let shard = (named.shardCount ?? 1) > 1 ? "#\(named.shardIndex ?? 0)/\(named.shardCount ?? 1)" : ""
-                // Recorded inputs follow the options' order, under their display names ("stdin" for -).
-                var facts: [(typed: String, complete: Bool)] = []
+                // Recorded inputs follow the options' order, under their display names ("stdin" for -);
+                // each is known by its absolute path where the run recorded those.
+                let paths = named.inputPaths.flatMap { $0.count == typed.count ? $0 : nil } ?? typed
+                var facts: [(typed: String, path: String, complete: Bool)] = []
                 if recorded.isEmpty {
-                    facts = typed.map { ($0, false) }
+                    facts = zip(typed, paths).map { ($0, $1, false) }
                 } else if recorded.count == typed.count {
-                    facts = zip(typed, recorded).map { ($0, $1.complete) }
+                    facts = zip(zip(typed, paths), recorded).map { ($0.0, $0.1, $1.complete) }
                 } else {
-                    facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.complete) }
+                    facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete) }
                 }
-                for (index, fact) in facts.enumerated() where fact.typed != "-" {
-                    let absolute = named.inputPaths.flatMap { $0.count == typed.count ? $0[index] : nil }
-                    let key = (absolute ?? fact.typed) + shard
+                for fact in facts where fact.typed != "-" {
+                    let key = fact.path + shard
                     if latest[key] == nil { order.append(key) }
-                    latest[key] = (
-                        UnreadInput(path: fact.typed, run: run, options: runs.text(1) ?? "{}"), fact.complete
-                    )
+                    latest[key] = (UnreadInput(path: fact.typed, run: run, options: options), fact.complete)
                 }
             }
             return order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }

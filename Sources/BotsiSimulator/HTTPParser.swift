@@ -41,13 +41,13 @@ enum HTTPParser {
     /// `headSearched` is what an earlier `needMore` said about the same buffer (0 for a new request): a head
     /// trickled in byte by byte is then searched once in all, not once per byte received.
     static func parse(_ buffer: UnsafeBufferPointer<UInt8>, headSearched: Int = 0) -> HTTPParseResult {
-        // The head ends with CRLF CRLF; no head may be longer than `maximumHeadBytes` including that end,
-        // so the search never looks further, whatever else the buffer holds.
         // A TLS handshake record (an https:// base URL): it holds no CRLF CRLF, so the connection
         // waited for a head until the client's timeout (two minutes). Answered at once instead.
         if buffer.first == 0x16 {
             return .failure(status: 400, message: "The simulator speaks plain HTTP, not TLS: use an http:// base URL")
         }
+        // The head ends with CRLF CRLF; no head may be longer than `maximumHeadBytes` including that end,
+        // so the search never looks further, whatever else the buffer holds.
         let searchable = UnsafeBufferPointer(rebasing: buffer[0..<min(buffer.count, maximumHeadBytes)])
         guard let headEnd = findHeadEnd(searchable, from: max(0, headSearched - 3)) else {
             if buffer.count >= maximumHeadBytes { return headTooLarge }

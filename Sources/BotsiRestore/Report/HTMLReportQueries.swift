@@ -95,7 +95,7 @@ public enum HTMLReportReader {
         if status.pendingRows > 0 || !unread.isEmpty {
             var what: [String] = []
             if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
-            if !unread.isEmpty { what.append(StatusReport.readAgain(unread)) }
+            if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
             let words = what.joined(separator: " and ")
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }

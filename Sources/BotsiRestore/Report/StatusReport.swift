@@ -148,7 +148,7 @@ public struct StatusReport: Sendable {
         } else if !isAlive && (pendingRows > 0 || !unreadInputs.isEmpty) {
             var what: [String] = []
             if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
-            if !unreadInputs.isEmpty { what.append(Self.readAgain(unreadInputs)) }
+            if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
         lines.append(
@@ -254,12 +254,6 @@ public struct StatusReport: Sendable {
     /// unread that no run since read to the end (a run resumed without inputs reads none).
     var unreadInputs: [String] { snapshot.unreadInputs.map(\.path) }
 
-    /// "read the input a run did not finish (a.csv)": the inputs named, since the run that left
-    /// them unread may be an earlier one than the latest.
-    static func readAgain(_ unread: [String]) -> String {
-        "read the input\(unread.count > 1 ? "s" : "") a run did not finish (\(unread.joined(separator: ", ")))"
-    }
-
     /// The command that sends what the journal owes, against the service the latest run used, and
     /// reads again the inputs it did not finish (its rows already finished are skipped). A run
     /// killed, or stopped before it took up every row it owed, had its selection
@@ -275,9 +269,6 @@ public struct StatusReport: Sendable {
         options.insecureSkipTLSVerify = recorded.insecureSkipTLSVerify ?? false
         options.shardIndex = recorded.shardIndex ?? 0
         options.shardCount = recorded.shardCount ?? 1
-        options.format = recorded.format
-        options.profileColumn = recorded.profileColumn
-        options.transactionColumn = recorded.transactionColumn
         options.retryFailed = recorded.retryFailed ?? false
         options.refreshOlderThan = recorded.refreshOlderThan
         options.releaseHeld = recorded.releaseHeld ?? false

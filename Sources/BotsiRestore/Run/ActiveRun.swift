@@ -69,10 +69,7 @@ actor ActiveRun {
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         // An input a stopped run left unread and this run does not name is still owed its rest.
-        if !options.dryRun {
-            earlierUnread = parts.writer.earlierUnreadInputs
-            summary.earlierUnreadInputs = earlierUnread.map(\.path)
-        }
+        if !options.dryRun { summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.map(\.path) }
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow
         {
@@ -338,13 +335,15 @@ actor ActiveRun {
         return nil
     }
 
-    /// Inputs earlier runs left unread (this run does not name them).
-    private var earlierUnread: [UnreadInput] = []
-
-    /// The options the next command takes: this run's, reading an earlier run's unread input as
-    /// that run read it when this run leaves none of its own unread.
-    private var continuing: RunOptions {
-        feeder.isDone || options.inputs.isEmpty ? RunAdvice.readingAs(earlierUnread.first, options) : options
+    /// The command that goes on after this run: what the journal owes, the rest of its input, and
+    /// the inputs earlier runs left unread — read as the run that named them read them when this
+    /// run leaves none of its own unread.
+    private func continuation(selection: Bool) -> String {
+        let earlier = summary.earlierUnreadInputs.isEmpty ? nil : writer.earlierUnreadInputs.first
+        let unreadOwn = !feeder.isDone && !options.inputs.isEmpty
+        return RunAdvice.runCommand(
+            unreadOwn ? options : RunAdvice.readingAs(earlier, options),
+            inputs: (unreadOwn ? options.inputs : []) + summary.earlierUnreadInputs, selection: selection)
     }
 
     private func finishIfDone() {
@@ -362,9 +361,7 @@ actor ActiveRun {
         summary.nextCommand =
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
-            : RunAdvice.runCommand(
-                continuing, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs,
-                selection: summary.owedNotTakenUp > 0)
+            : continuation(selection: summary.owedNotTakenUp > 0)
         finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
     }
 
@@ -387,8 +384,7 @@ actor ActiveRun {
         }
         // Once the journal takes writes again, the same run goes on: what it owes, the rest of
         // its input, its selection.
-        summary.nextCommand = RunAdvice.runCommand(
-            continuing, inputs: (feeder.isDone ? [] : options.inputs) + summary.earlierUnreadInputs, selection: true)
+        summary.nextCommand = continuation(selection: true)
         finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
     }
 

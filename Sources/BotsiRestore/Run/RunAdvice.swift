@@ -53,6 +53,12 @@ public enum RunAdvice {
         return options
     }
 
+    /// "read the input a run did not finish (a.csv)": the inputs named, since the run that left
+    /// them unread may be an earlier one than the latest.
+    public static func readAgain(_ unread: [String], by run: String) -> String {
+        "read the input\(unread.count > 1 ? "s" : "") \(run) did not finish (\(unread.joined(separator: ", ")))"
+    }
+
     /// `botsi-restore report --journal J ARGUMENTS...`.
     public static func reportCommand(journalPath: String, _ arguments: [String]) -> String {
         (["botsi-restore", "report", "--journal", journalPath] + arguments).map(shellQuoted).joined(separator: " ")

@@ -319,12 +319,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             what.append("send the \(pending) pending rows")
         }
         if unreadOwn { what.append("read the input the run did not finish") }
-        if !earlierUnreadInputs.isEmpty {
-            let count = earlierUnreadInputs.count
-            what.append(
-                "read the input\(count > 1 ? "s" : "") an earlier run did not finish (\(earlierUnreadInputs.joined(separator: ", ")))"
-            )
-        }
+        if !earlierUnreadInputs.isEmpty { what.append(RunAdvice.readAgain(earlierUnreadInputs, by: "an earlier run")) }
         if what.isEmpty { what.append("go on") }
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""

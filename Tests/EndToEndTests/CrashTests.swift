@@ -212,7 +212,7 @@ struct CrashTests {
         try #require(working, "the run never got going: \(ended.stderr)")
         #expect(ended.status == expectedStatus && !ended.killedBySignal, "stderr: \(ended.stderr)")
         #expect(ended.stderr.contains("stopping"), "stderr: \(ended.stderr)")
-        #expect(ended.stderr.contains("run finished"), "no summary after the drain: \(ended.stderr)")
+        #expect(ended.stderr.contains("run stopped after"), "no summary after the drain: \(ended.stderr)")
 
         simulator.settle()
         let journal = try #require(JournalView.read(workspace.journal, integrity: true))
@@ -245,7 +245,7 @@ struct CrashTests {
         let ended = child.wait(timeout: 60)
         try #require(inFlight, "requests never went out: \(ended.stderr)")
         #expect(ended.status == expectedStatus && !ended.killedBySignal, "stderr: \(ended.stderr)")
-        #expect(!ended.stderr.contains("run finished"), "the run drained instead of exiting: \(ended.stderr)")
+        #expect(!ended.stderr.contains("run stopped after"), "the run drained instead of exiting: \(ended.stderr)")
         let journal = try #require(JournalView.read(workspace.journal, integrity: true))
         #expect(journal.integrity == "ok")
 

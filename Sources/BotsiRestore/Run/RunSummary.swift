@@ -151,9 +151,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Several lines for a person: what happened and, when rows remain, what to do.
     public func render(journalPath: String) -> String {
         var lines: [String] = []
-        let head = dryRun ? "dry run (nothing sent)" : "run finished"
+        // A stopped run did not finish: its first line must not say so before "stopped:" does.
+        let head = dryRun ? "dry run (nothing sent) in" : stopCause == nil ? "run finished in" : "run stopped after"
         lines.append(
-            "\(head) in \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
+            "\(head) \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
         if dryRun {

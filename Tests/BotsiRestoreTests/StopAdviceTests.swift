@@ -19,6 +19,34 @@ import Testing
             "a stop by \(cause) with nothing owed: \(rendered)")
     }
 
+    /// A chaos review: a drained stop's summary opened with "run finished in", then said "stopped:".
+    @Test(arguments: StopCause.allCases)
+    func aStoppedRunsFirstLineSaysItStopped(_ cause: StopCause) {
+        var summary = RunSummary()
+        summary.durationSeconds = 12
+        summary.stopCause = cause
+        let first = summary.render(journalPath: "j.sqlite").split(separator: "\n").first ?? ""
+        #expect(first.hasPrefix("run stopped after 12"), "a stop by \(cause): \(first)")
+        summary.stopCause = nil
+        #expect(summary.render(journalPath: "j.sqlite").hasPrefix("run finished in 12"))
+    }
+
+    /// A chaos review: after a truncated `.gz` (65) the next command read the same truncated file,
+    /// offered as if it would finish the input.
+    @Test func aDamagedInputIsReplacedBeforeTheNextCommand() {
+        var summary = RunSummary()
+        summary.stopCause = .inputDamaged
+        summary.stopMessage = "Input 'in.csv.gz' ends in the middle of the compressed data"
+        summary.statuses = [.pending: 3]
+        summary.nextCommand = "botsi-restore run in.csv.gz --journal j.sqlite"
+        let rendered = summary.render(journalPath: "j.sqlite")
+        #expect(
+            rendered.contains(
+                "replace the damaged input with an intact copy first (download or export it again);\n"
+                    + "then send the 3 pending rows and read the input the run did not finish with: "
+                    + "botsi-restore run in.csv.gz --journal j.sqlite"), "\(rendered)")
+    }
+
     @Test func aRunThatEndsOfItselfWithNothingOwedSaysNothingMore() {
         var summary = RunSummary()
         summary.inputComplete = true

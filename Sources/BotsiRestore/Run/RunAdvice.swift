@@ -80,7 +80,10 @@ public enum RunAdvice {
             return "fix the TLS problem first (check --base-url; for a private CA pass --cacert FILE)"
         case .journalFailure:
             return "make the journal writable first (free disk space, permissions, the file system)"
-        case .failureThreshold, .windowEnd, .signal, .inputDamaged:
+        case .inputDamaged:
+            // The next command reads the same path: as it is, it stops at the same place.
+            return "replace the damaged input with an intact copy first (download or export it again)"
+        case .failureThreshold, .windowEnd, .signal:
             return nil
         }
     }
@@ -93,7 +96,7 @@ public enum RunAdvice {
     }
 
     /// A word as a POSIX shell reads it back: left alone when it holds nothing special.
-    static func shellQuoted(_ word: String) -> String {
+    public static func shellQuoted(_ word: String) -> String {
         let plain = word.unicodeScalars.allSatisfy { scalar in
             CharacterSet.alphanumerics.contains(scalar) || "@%+=:,./_-".unicodeScalars.contains(scalar)
         }

@@ -67,7 +67,7 @@ public enum CLI {
             return try invoke(command, rest)
         } catch let error as UsageError {
             Output.error("botsi-restore \(name): \(error.message)\n\(HelpText.usage(for: name))")
-            return ExitCode.usage
+            return error.exitCode
         } catch {
             Output.error("botsi-restore \(name): unexpected error: \(error)")
             return ExitCode.software

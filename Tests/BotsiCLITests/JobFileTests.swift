@@ -1,3 +1,4 @@
+import BotsiBasics
 import Foundation
 import Testing
 
@@ -96,6 +97,21 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
                 && message.contains("'maxAttemps' (did you mean 'maxAttempts'?)")
                 && message.contains("'max_failure_rate' (did you mean 'maxFailureRate'?)")
                 && message.contains("'zzzzzzzzzz';") && message.contains("test.json")
+        }
+    }
+
+    /// A missing job file is a missing input (66), not a bad command line (64): a first-day review.
+    @Test func aMissingJobFileIsNoInput() {
+        #expect {
+            _ = try RunCommand.settings(from: ["--job", "/nonexistent/botsi-job.json"])
+        } throws: { error in
+            let usage = error as? UsageError
+            return usage?.exitCode == ExitCode.noInput && usage?.message.contains("/nonexistent/botsi-job.json") == true
+        }
+        #expect {
+            _ = try runSettings(job: "{")
+        } throws: { error in
+            (error as? UsageError)?.exitCode == ExitCode.usage
         }
     }
 

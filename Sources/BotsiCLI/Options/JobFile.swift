@@ -26,7 +26,9 @@ struct JobFile {
     /// Reads a job file: a JSON object, or a usage error that names the file.
     static func load(path: String) throws(UsageError) -> JobFile {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError(message: "cannot read job file \(path): check the path and its permissions")
+            throw UsageError(
+                message: "cannot read job file \(path): check the path and its permissions",
+                exitCode: ExitCode.noInput)
         }
         return try parse(data, path: path)
     }

@@ -1,8 +1,10 @@
 import BotsiBasics
 
-/// A usage error: printed with the command's usage line, exit status 64.
+/// A usage error: printed with the command's usage line, exit status 64 unless it says otherwise.
 struct UsageError: Error, CustomStringConvertible {
     let message: String
+    /// 64, but 66 for a file the command line names that is not there (a job file), as for an input.
+    var exitCode: Int32 = ExitCode.usage
     var description: String { message }
 }
 

@@ -1,3 +1,4 @@
+import BotsiRestore
 import Foundation
 
 /// Where an installed botsi-restore finds the files its package ships, and how its hints name it.
@@ -26,5 +27,15 @@ enum Installation {
             return String(cString: found) == executable ? "botsi-restore" : executable
         }
         return executable
+    }
+
+    /// A line for a person after `text`, when its commands start with `botsi-restore` but PATH
+    /// does not find this executable (a source build): what to type instead. Nil otherwise.
+    static func commandNote(after text: String) -> String? {
+        let command = commandName
+        guard command != "botsi-restore",
+            ["botsi-restore run ", "botsi-restore status ", "botsi-restore report "].contains(where: text.contains)
+        else { return nil }
+        return "(botsi-restore is not on PATH here: for the commands above, type \(RunAdvice.shellQuoted(command)))"
     }
 }

@@ -85,7 +85,9 @@ final class ProgressPrinter: Sendable {
             }
         }
         guard format == .json else {
-            Output.error(summary.render(journalPath: journalPath))
+            let text = summary.render(journalPath: journalPath)
+            Output.error(text)
+            if let note = Installation.commandNote(after: text) { Output.error(note) }
             return
         }
         let encoder = JSONEncoder()

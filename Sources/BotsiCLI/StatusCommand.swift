@@ -41,12 +41,17 @@ enum StatusCommand: Command {
             Output.error("botsi-restore status: \(error.description)")
             return error.exitCode
         }
+        let json = settings.format == .json
+        let text: String
         if reports.count == 1 {
-            Output.out(settings.format == .json ? reports[0].renderJSON() : reports[0].renderText())
+            text = json ? reports[0].renderJSON() : reports[0].renderText()
         } else {
             let job = StatusReport.Job(reports)
-            Output.out(settings.format == .json ? job.renderJSON() : job.renderText())
+            text = json ? job.renderJSON() : job.renderText()
         }
+        Output.out(text)
+        // On stderr: a script that reads the report's lines does not meet it.
+        if !json, let note = Installation.commandNote(after: text) { Output.error(note) }
         return ExitCode.success
     }
 }

@@ -105,4 +105,30 @@ struct StatusOutputTests {
         let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
         #expect(runs.stdout.contains("exports/in.csv") && !runs.stdout.contains("\\/"), "\(runs.stdout)")
     }
+
+    /// A first-day review: after a source build the summaries' `botsi-restore …` commands were
+    /// "command not found". Where PATH does not find this binary, a note names its path; where it
+    /// does (an installed package), nothing more is said.
+    @Test func commandsNameTheBinaryWhenPathDoesNotFindIt() throws {
+        let workspace = Workspace()
+        _ = try finishedRun(["--retry-failed"], in: workspace)
+        let binary = try #require(Locations.binary)
+        var environment = Child.environment(key: nil)
+        environment["PATH"] = "/usr/bin:/bin"
+        let away = try botsi(
+            ["status", "--journal", workspace.journal], key: nil, in: workspace, environment: environment)
+        #expect(away.status == 0, "stderr: \(away.stderr)")
+        #expect(away.stderr.contains("botsi-restore is not on PATH here"), "stderr: \(away.stderr)")
+        #expect(away.stderr.contains(URL(fileURLWithPath: binary).resolvingSymlinksInPath().path), "\(away.stderr)")
+        #expect(!away.stdout.contains("not on PATH"), "stdout is the report's alone")
+
+        let bin = workspace.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bin + "/botsi-restore", withDestinationPath: binary)
+        environment["PATH"] = bin + ":/usr/bin:/bin"
+        let installed = try botsi(
+            ["status", "--journal", workspace.journal], key: nil, in: workspace, environment: environment)
+        #expect(installed.status == 0 && installed.stdout == away.stdout, "stderr: \(installed.stderr)")
+        #expect(!installed.stderr.contains("not on PATH"), "stderr: \(installed.stderr)")
+    }
 }

@@ -208,7 +208,11 @@ extension SimulateCommand {
                 "--fault-rate", .number(0...1, placeholder: "P"), default: "0",
                 help: "probability of a fault per request"
             ) { $0.options.faultRate = $1 },
-            .value("--faults", faultsKind, default: "all", help: "the faults to draw from") { $0.options.faults = $1 },
+            .value(
+                "--faults", faultsKind, default: "all",
+                help: "the faults to draw from, a comma list of "
+                    + SimulatorFault.allCases.map(\.rawValue).joined(separator: ",") + " (see docs/simulator.md)"
+            ) { $0.options.faults = $1 },
             .value(
                 "--stall", .duration(), default: "300s", help: "how long a stall fault holds the reply before closing"
             ) { $0.options.stallSeconds = $1 },

@@ -27,7 +27,11 @@ enum SimulateCommand: Command {
         as Botsi documents, for rehearsals and tests. GET /__simulator/stats returns counts (?pairs=1 with
         an accepted key lists every pair). Stops on SIGINT/SIGTERM.
         """
-    static let epilogue = "See docs/simulator.md for scenario files, faults and stats."
+    static let epilogue = """
+        Exit status: 0 stopped by SIGINT/SIGTERM; 64 usage (an option, a scenario file); 69 cannot listen
+        (the port is in use: pick another with --port, or 0 for a free one). See docs/simulator.md for
+        scenario files, faults and stats.
+        """
 
     static func initialSettings() -> SimulateSettings { SimulateSettings() }
 

@@ -138,6 +138,12 @@ final class DecodedSource {
         }
     }
 
+    /// Raw bytes behind the decoded bytes handed out so far: less what is read and not yet
+    /// decoded (the sniffed bytes, the inflater's pending input).
+    var rawBytesBehindOutput: Int64 {
+        raw.bytesRead - Int64(inflater?.pendingInput ?? sniffed.count)
+    }
+
     /// Reads at most `count` decoded bytes; 0 means end of the stream.
     func read(into buffer: UnsafeMutablePointer<UInt8>, count: Int) throws(InputError) -> Int {
         if let inflater {
@@ -194,6 +200,9 @@ private final class Inflater {
         stream.deinitialize(count: 1)
         stream.deallocate()
     }
+
+    /// Compressed bytes read and not yet inflated.
+    var pendingInput: Int { ended ? 0 : Int(stream.pointee.avail_in) }
 
     func end() {
         if !ended {

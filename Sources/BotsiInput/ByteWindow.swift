@@ -13,6 +13,8 @@ final class ByteWindow {
     private(set) var end = 0
     /// The decoded stream has ended; `end` will not move again.
     private(set) var reachedEnd = false
+    /// Decoded bytes dropped from the window's start so far: index `i` is byte `dropped + i`.
+    private(set) var dropped: Int64 = 0
     private let maximumCapacity: Int
     private let source: TextSource
 
@@ -40,6 +42,7 @@ final class ByteWindow {
             memmove(base, base + keep, kept)
         }
         end = kept
+        dropped += Int64(keep)
         if capacity - end < Self.chunkSize && capacity < maximumCapacity {
             let grown = min(max(capacity * 2, end + Self.chunkSize), maximumCapacity)
             let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)

@@ -147,6 +147,21 @@ public final class InputReader {
     /// Raw bytes consumed from the file (compressed bytes for gzip input).
     public var bytesRead: Int64 { raw.bytesRead }
 
+    /// Raw bytes behind the records returned so far: `bytesRead` less what was read ahead of them
+    /// (a read fills the window, up to 256 KiB past the last record). Exact for plain UTF-8; for
+    /// gzip or a transcoded file, interpolated over the decoded bytes read so far. Never falls.
+    public var bytesConsumed: Int64 {
+        let window = cursor.window
+        let produced = window.dropped + Int64(window.end)
+        guard produced > 0 else { return 0 }
+        let consumed = min(window.dropped + Int64(cursor.position), produced)
+        let behind = source.rawBytesBehindOutput
+        let estimate = consumed == produced ? behind : Int64(Double(behind) * Double(consumed) / Double(produced))
+        consumedHighWater = max(consumedHighWater, min(estimate, raw.bytesRead))
+        return consumedHighWater
+    }
+    private var consumedHighWater: Int64 = 0
+
     /// The file's size when it is a regular file; nil for stdin and pipes.
     public var totalBytes: Int64? { raw.totalBytes }
 

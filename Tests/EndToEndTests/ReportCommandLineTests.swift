@@ -127,7 +127,13 @@ import Testing
         let changes = try botsi(
             ["report", "--journal", journal, "--changes", "--format", "csv", "--columns", "change,profileId"],
             key: nil, in: workspace)
-        #expect(changes.status == 64, "one run: no earlier one to compare, \(changes.stderr)")
+        // One run: compared with the journal before it, its row is new to it (a first-day review:
+        // the morning audit's first morning exited 64).
+        #expect(changes.status == 0, "\(changes.stderr)")
+        #expect(changes.stdout == "change,profileId\r\nnewly_restored,p1\r\n", "\(changes.stdout)")
+        let same = try botsi(
+            ["report", "--journal", journal, "--changes", "--since-run", "1", "--run", "1"], key: nil, in: workspace)
+        #expect(same.status == 64 && same.stderr.contains("no earlier run 1"), "\(same.stderr)")
         let unknown = try botsi(
             ["report", "--journal", journal, "--columns", "profileId,stauts", "--output", workspace.file("out.csv")],
             key: nil, in: workspace)
@@ -166,7 +172,10 @@ import Testing
         #expect(lines.first?.contains(#""change":"newly_restored""#) == true)
         #expect(lines.first?.contains(#""profileId":"p2""#) == true)
 
-        let backwards = try botsi(["report", "--journal", merged, "--changes", "--run", "1"], key: nil, in: workspace)
+        let first = try botsi(["report", "--journal", merged, "--changes", "--run", "1"], key: nil, in: workspace)
+        #expect(first.status == 0 && first.stdout.split(separator: "\n").count == 1, "the first run's row: \(first)")
+        let backwards = try botsi(
+            ["report", "--journal", merged, "--changes", "--run", "1", "--since-run", "2"], key: nil, in: workspace)
         #expect(backwards.status == 64)
         let table = try botsi(["report", "--journal", merged, "--format", "table"], key: nil, in: workspace)
         #expect(table.stdout.split(separator: "\n").count == 4)

@@ -139,7 +139,7 @@ public final class Journal {
             close()
             // A reader cannot roll back the journal a run stopped while setting it up left beside it.
             if access == .read, error.isReadOnly, FileManager.default.fileExists(atPath: file.path + "-journal") {
-                throw JournalError.notSetUp(path: path)
+                throw Journal.notSetUp(file, path: path)
             }
             throw JournalError.from(error, path: path)
         } catch {
@@ -149,6 +149,15 @@ public final class Journal {
     }
 
     deinit { close() }
+
+    /// A journal that holds nothing yet, to a reader: being set up (75, try again) while a run
+    /// holds it or it changed in the last seconds (a run creates the file, then takes its lock);
+    /// otherwise nobody is setting it up and a reader retrying on 75 would wait for ever (66).
+    private static func notSetUp(_ file: JournalFile, path: String) -> JournalError {
+        let modified = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date
+        let recent = modified.map { Date().timeIntervalSince($0) < 5 } ?? true
+        return file.isRunLockHeldElsewhere || recent ? .notSetUp(path: path) : .neverSetUp(path: path)
+    }
 
     /// For a dry run, which creates nothing: true when the journal exists; when it does not, throws
     /// what creating it would meet (a missing, shared or read-only directory) or returns false.
@@ -184,7 +193,7 @@ public final class Journal {
         }
         if readOnly {
             // Empty: a run is creating it, or one was stopped before it committed anything.
-            if version == 0 && tableCount == 0 { throw JournalError.notSetUp(path: path) }
+            if version == 0 && tableCount == 0 { throw Journal.notSetUp(file, path: path) }
             guard version == Schema.currentVersion else {
                 throw JournalError.olderSchema(path: path, version: version, current: Schema.currentVersion)
             }

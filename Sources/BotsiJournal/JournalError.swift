@@ -14,6 +14,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case namedTwice(path: String)
     /// Opened to read while it holds nothing yet: a run is creating it, or one was stopped first.
     case notSetUp(path: String)
+    /// The same, with no run holding it and nothing written for a while: retrying will not help.
+    case neverSetUp(path: String)
     case diskFull(path: String)
     case readOnly(path: String)
     case locked(path: String, holder: LockHolder?)
@@ -52,6 +54,11 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
             return
                 "journal \(path) is not set up yet: a run is creating it, or one was stopped before it had; nothing was "
                 + "changed — try again in a moment (the next run on it sets it up)"
+        case .neverSetUp(let path):
+            return
+                "journal \(path) holds nothing and no run is setting it up (one was stopped while creating it, or the "
+                + "file was made empty by something else); nothing to read — check the path, or start a run on it: the "
+                + "next run sets it up"
         case .diskFull(let path):
             return
                 "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"
@@ -84,6 +91,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         switch self {
         case .missing: ExitCode.noInput
         case .locked, .notSetUp: ExitCode.temporaryFailure
+        case .neverSetUp: ExitCode.noInput
         case .namedTwice: ExitCode.usage
         default: ExitCode.cannotCreate
         }

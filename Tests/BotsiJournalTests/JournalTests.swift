@@ -1,3 +1,4 @@
+import BotsiFiles
 import BotsiTestSupport
 import Foundation
 import Testing
@@ -199,6 +200,31 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(
             try journal.rowCounts(runID: first) == [RunRowCount(status: .pending, code: nil, count: 2, notSent: 2)])
         _ = item
+    }
+
+    /// An empty journal file, unchanged for a minute: being set up while a run holds its lock (75,
+    /// try again), left so when none does (66: a reader retrying on 75 would wait for ever).
+    @Test func anEmptyJournalIsBeingSetUpOnlyWhileARunHoldsIt() throws {
+        let directory = Workspace()
+        let path = directory.write("j.sqlite", "", mode: 0o600)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: path)
+        func readerError() -> JournalError? {
+            do {
+                _ = try Journal(path: path, create: false, readOnly: true)
+                return nil
+            } catch { return error }
+        }
+        guard case .neverSetUp = readerError() else {
+            Issue.record("held by no run: \(String(describing: readerError()))")
+            return
+        }
+        let holder = try JournalFile(path: path, access: .write)
+        defer { holder.close() }
+        #expect(holder.tryRunLock())
+        guard case .notSetUp = readerError() else {
+            Issue.record("held by a run: \(String(describing: readerError()))")
+            return
+        }
     }
 
     @Test func theRunLockBelongsToTheFileUnderEveryNameAndNamesTheHolder() throws {

@@ -58,7 +58,7 @@ struct StatusOutputTests {
 
     /// A journal file a run has created and not yet set up (or that a run stopped at that moment
     /// left empty): the readers said it had schema 0 "from an earlier botsi-restore" (73) and told
-    /// to upgrade it. It is not set up yet: 75, try again; a run sets it up.
+    /// to upgrade it. It is not set up yet: 75, try again; a run sets it up. Left so, it is 66.
     @Test func aJournalNotSetUpYetIsToTryAgainNotToUpgrade() throws {
         let workspace = Workspace()
         let journal = workspace.write("journal.sqlite", "", mode: 0o600)
@@ -68,6 +68,17 @@ struct StatusOutputTests {
             #expect(finished.stderr.contains("is not set up yet"), "\(command): \(finished.stderr)")
             #expect(!finished.stderr.contains("upgrade"), "\(command): \(finished.stderr)")
         }
+        // Empty for a while and held by no run: nobody is setting it up, and a reader retrying on
+        // 75 would wait for ever (a path `touch`ed by mistake). 66: nothing to read.
+        let old = Date().addingTimeInterval(-60)
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: journal)
+        for command in [["status"], ["runs"], ["report"]] {
+            let finished = try botsi(command + ["--journal", journal], key: nil, in: workspace)
+            #expect(finished.status == 66, "\(command): \(finished.stderr)")
+            #expect(finished.stderr.contains("no run is setting it up"), "\(command): \(finished.stderr)")
+        }
+        let merged = try botsi(["merge", workspace.file("merged.sqlite"), journal], key: nil, in: workspace)
+        #expect(merged.status == 66, "\(merged.stderr)")
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let run = try botsi(

@@ -178,6 +178,9 @@ enum ReportCommand: Command {
             let description = "the input \(input.path) of run \(input.runID) of this journal"
             protected.add(inputAt: input.path, as: description)
             protected.add(inputAt: input.path, as: description, relativeTo: journalDirectory)
+            // Where the run found it: a report run from another directory (cron's layout) met
+            // neither guess above and replaced an export the journal still owed.
+            if let absolute = input.absolutePath { protected.add(inputAt: absolute, as: description) }
         }
     }
 

@@ -4,13 +4,25 @@ import Foundation
 public struct RecordedInput: Sendable, Equatable {
     public var runID: Int64
     public var path: String
+    /// Its absolute path, where the run recorded one (`runs.options.inputPaths`): a relative path
+    /// names a file only from the run's own working directory.
+    public var absolutePath: String?
+
+    public init(runID: Int64, path: String, absolutePath: String? = nil) {
+        self.runID = runID
+        self.path = path
+        self.absolutePath = absolutePath
+    }
 }
 
 extension Journal {
     /// Every input every run was given, from `runs.options` (written when the run starts, so a run
     /// still going is included), in run order: what a report's output must never replace.
     public func recordedInputs() throws(JournalError) -> [RecordedInput] {
-        struct Options: Decodable { var inputs: [String]? }
+        struct Options: Decodable {
+            var inputs: [String]?
+            var inputPaths: [String]?
+        }
         let rows = try wrap { () throws(SQLiteError) -> [(Int64, String)] in
             let statement = try connection.prepare("SELECT id, options FROM runs ORDER BY id")
             var rows: [(Int64, String)] = []
@@ -20,7 +32,11 @@ extension Journal {
         var inputs: [RecordedInput] = []
         for (runID, text) in rows {
             let options = try ColumnJSON.decode(Options.self, text, path: path, column: "options", row: runID)
-            for input in options.inputs ?? [] { inputs.append(RecordedInput(runID: runID, path: input)) }
+            let typed = options.inputs ?? []
+            let absolute = options.inputPaths.flatMap { $0.count == typed.count ? $0 : nil }
+            for (index, input) in typed.enumerated() {
+                inputs.append(RecordedInput(runID: runID, path: input, absolutePath: absolute?[index]))
+            }
         }
         return inputs
     }

@@ -131,6 +131,22 @@ struct OutputSafetyTests {
         }
         #expect(workspace.bytes("in.csv") == bytes && workspace.bytes("relative.csv").map(Array.init) != nil)
         #expect(try String(contentsOfFile: relative, encoding: .utf8).hasPrefix("profileId,"))
+
+        // README's layout (exports/ and journals/ under the job's directory), the report made from
+        // elsewhere: neither the working directory nor the journal's found the export, and it was
+        // replaced. The run's absolute path finds it.
+        for directory in ["cw", "cw/exports", "cw/journals"] { mkdir(workspace.file(directory), 0o700) }
+        let export = workspace.csv(Pair.generate(3, prefix: "cw"), name: "cw/exports/rehearsal.csv")
+        let exported = try #require(workspace.bytes("cw/exports/rehearsal.csv"))
+        let job = try botsi(
+            ["run", "exports/rehearsal.csv", "--journal", "journals/job.sqlite", "--base-url", simulator.baseURL],
+            key: Simulator.defaultKey, in: workspace, workingDirectory: workspace.file("cw"))
+        try #require(job.status == 0, "stderr: \(job.stderr)")
+        let over = try botsi(
+            ["report", "--journal", "cw/journals/job.sqlite", "--output", "cw/exports/rehearsal.csv"], key: nil,
+            in: workspace, timeout: 20)
+        #expect(over.status == 73 && over.stderr.contains("exports/rehearsal.csv of run 1"), "\(over.stderr)")
+        #expect(workspace.bytes("cw/exports/rehearsal.csv") == exported, "\(export) was replaced")
         // Another file is written as before.
         let written = try report(workspace, output: "fresh.csv")
         #expect(written.status == 0, "stderr: \(written.stderr)")

@@ -120,6 +120,9 @@ struct HTMLReportTests {
             #expect((parts[2] as? String) == "\(id)-title \(id)-desc", "\(id) is not labelled by them")
             #expect((parts[3] as? Int ?? 0) > 0, "\(id) has no data table rows")
         }
+        // A first-day review: the latency table dated every interval 1970-01-01 (no series start).
+        let epoch = try browser.evaluate("document.body.textContent.includes('1970-01-01')") as? Bool
+        #expect(epoch == false, "the page shows a time at the epoch")
         let active =
             try browser.evaluate(
                 """

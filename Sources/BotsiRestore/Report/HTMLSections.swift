@@ -29,7 +29,7 @@ enum HTMLSections {
         page.close("p")
         requestsChart(&page, model, buckets: buckets, width: width)
         HTMLPaceChart.draw(&page, model, buckets: buckets, span: span)
-        latencyChart(&page, buckets: buckets, width: width, span: span)
+        latencyChart(&page, model.series, buckets: buckets, width: width, span: span)
         page.raw("</section>\n")
     }
 
@@ -86,7 +86,9 @@ enum HTMLSections {
         page.element("td", HTMLNumbers.time(Timestamp.string(Date(timeIntervalSince1970: start))))
     }
 
-    private static func latencyChart(_ page: inout HTMLWriter, buckets: [SeriesBucket], width: Double, span: Double) {
+    private static func latencyChart(
+        _ page: inout HTMLWriter, _ runSeries: RunSeries?, buckets: [SeriesBucket], width: Double, span: Double
+    ) {
         let series = [
             HTMLChart.Series(label: "p50", style: "l-p50", values: buckets.map(\.p50)),
             HTMLChart.Series(label: "p90", style: "l-p90", values: buckets.map(\.p90)),
@@ -110,7 +112,7 @@ enum HTMLSections {
                 page.raw("<th scope=\"col\" class=\"num\">p50</th><th scope=\"col\" class=\"num\">p90</th>")
                 page.raw("<th scope=\"col\" class=\"num\">p99</th></tr></thead><tbody>\n")
                 for (index, bucket) in buckets.enumerated() where bucket.p50 != nil {
-                    bucketHeader(&page, nil, index: index, width: width)
+                    bucketHeader(&page, runSeries, index: index, width: width)
                     for value in [bucket.p50, bucket.p90, bucket.p99] {
                         page.element("td", ["class": "num"], value.map(HTMLNumbers.milliseconds) ?? "")
                     }

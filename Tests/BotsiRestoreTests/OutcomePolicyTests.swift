@@ -284,4 +284,34 @@ import Testing
             RunAdvice.reportCommand(journalPath: "j.sqlite", ["--status", "pending"])
                 == "botsi-restore report --journal j.sqlite --status pending")
     }
+
+    /// A first-day review: the command after a `--key-file` run exited 64 (no key), and a shard's
+    /// without `--job-rate` paced as if alone. The key's source, the proxy, the conflict rule and
+    /// the pace go on; the run's own window, retries and timeouts do not.
+    @Test func theRunCommandKeepsTheKeyTheConflictRuleAndThePace() {
+        var options = RunOptions()
+        options.journalPath = "j.sqlite"
+        options.keyFile = "/etc/botsi/key"
+        options.proxy = "http://proxy:3128"
+        options.onConflict = .hold
+        options.concurrency = 4
+        options.rate = 12.5
+        options.adaptive = false
+        options.headroom = 20
+        options.shardIndex = 2
+        options.shardCount = 4
+        options.jobRate = 40
+        options.maxDuration = 3600
+        options.stopAt = "06:30"
+        options.timeout = 5
+        options.maxAttempts = 3
+        #expect(
+            RunAdvice.runCommand(options)
+                == "botsi-restore run --journal j.sqlite --on-conflict hold --key-file /etc/botsi/key "
+                + "--proxy http://proxy:3128 --concurrency 4 --rate 12.5 --no-adaptive --headroom 20 --shard 2/4 "
+                + "--job-rate 40")
+        options.proxy = nil
+        options.noProxy = true
+        #expect(RunAdvice.runCommand(options).contains(" --no-proxy "))
+    }
 }

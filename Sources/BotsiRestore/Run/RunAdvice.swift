@@ -3,7 +3,7 @@ import BotsiJournal
 import Foundation
 
 /// What to do after a run, in words that name the journal and give a command that does what they
-/// say: the same service, key variable, CA and shard as the run, so it sends what the journal owes.
+/// say: the same service, key, CA, pace and shard as the run, so it sends what the journal owes.
 public enum RunAdvice {
     /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
     /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
@@ -25,13 +25,26 @@ public enum RunAdvice {
             if let column = options.profileColumn { words += ["--profile-column", column] }
             if let column = options.transactionColumn { words += ["--transaction-column", column] }
         }
+        if options.onConflict != defaults.onConflict { words += ["--on-conflict", options.onConflict.rawValue] }
         if options.baseURL != defaults.baseURL { words += ["--base-url", options.baseURL] }
         if options.keyEnvironmentVariable != defaults.keyEnvironmentVariable {
             words += ["--key-env", options.keyEnvironmentVariable]
         }
+        // What the next run needs to reach the service with the same key, and to keep to the
+        // budget the job was given (a reviewer: the command without --key-file exited 64, and a
+        // shard's without --job-rate paced as if alone). Retries, timeouts and the time window
+        // are this run's own and stay out: the command is short enough to read.
+        if let path = options.keyFile { words += ["--key-file", path] }
+        if let proxy = options.proxy { words += ["--proxy", proxy] }
+        if options.noProxy { words.append("--no-proxy") }
         if let path = options.caCertificatePath { words += ["--cacert", path] }
         if options.insecureSkipTLSVerify { words.append("--insecure-skip-tls-verify") }
+        if options.concurrency != defaults.concurrency { words += ["--concurrency", "\(options.concurrency)"] }
+        if let rate = options.rate { words += ["--rate", RunOptions.number(rate)] }
+        if !options.adaptive { words.append("--no-adaptive") }
+        if options.headroom != defaults.headroom { words += ["--headroom", RunOptions.number(options.headroom)] }
         if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
+        if let rate = options.jobRate { words += ["--job-rate", RunOptions.number(rate)] }
         return words.map(shellQuoted).joined(separator: " ")
     }
 

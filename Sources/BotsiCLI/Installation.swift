@@ -16,26 +16,31 @@ enum Installation {
         return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
+    /// The `botsi-restore` PATH finds first, symlinks resolved; nil when it finds none.
+    static var onPath: String? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            guard let found = realpath("\(directory)/botsi-restore", nil) else { continue }
+            defer { free(found) }
+            return String(cString: found)
+        }
+        return nil
+    }
+
     /// What to type to run this program again: `botsi-restore` when PATH finds this very
     /// executable (an installed package), else its path (a checkout's `.build`).
     static var commandName: String {
         guard let executable else { return "botsi-restore" }
-        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-        for directory in directories {
-            guard let found = realpath("\(directory)/botsi-restore", nil) else { continue }
-            defer { free(found) }
-            return String(cString: found) == executable ? "botsi-restore" : executable
-        }
-        return executable
+        return onPath == executable ? "botsi-restore" : executable
     }
 
     /// A line for a person after `text`, when its commands start with `botsi-restore` but PATH
-    /// does not find this executable (a source build): what to type instead. Nil otherwise.
+    /// does not find this executable (a source build), or finds another (an older package):
+    /// what to type instead. Nil otherwise.
     static func commandNote(after text: String) -> String? {
-        let command = commandName
-        guard command != "botsi-restore",
+        guard let executable, onPath != executable,
             ["botsi-restore run ", "botsi-restore status ", "botsi-restore report "].contains(where: text.contains)
         else { return nil }
-        return "(botsi-restore is not on PATH here: for the commands above, type \(RunAdvice.shellQuoted(command)))"
+        let which = onPath == nil ? "botsi-restore is not on PATH here" : "the botsi-restore on PATH is another binary"
+        return "(\(which): for the commands above, type \(RunAdvice.shellQuoted(executable)))"
     }
 }

@@ -133,6 +133,15 @@ struct StatusOutputTests {
         #expect(away.stderr.contains(URL(fileURLWithPath: binary).resolvingSymlinksInPath().path), "\(away.stderr)")
         #expect(!away.stdout.contains("not on PATH"), "stdout is the report's alone")
 
+        // PATH finds another botsi-restore first (an older package): the note says so.
+        let other = workspace.file("other")
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: other + "/botsi-restore", withDestinationPath: "/bin/true")
+        environment["PATH"] = other + ":/usr/bin:/bin"
+        let older = try botsi(
+            ["status", "--journal", workspace.journal], key: nil, in: workspace, environment: environment)
+        #expect(older.stderr.contains("the botsi-restore on PATH is another binary"), "stderr: \(older.stderr)")
+
         let bin = workspace.file("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: bin + "/botsi-restore", withDestinationPath: binary)

@@ -19,6 +19,22 @@ func currentStatus(_ path: String) -> StatusReport? {
 }
 
 @Suite struct ReportStatusTests {
+    /// A reviewer: after a stop that needs a fix first (a refused key), the summary said so and
+    /// `status`'s next line gave the command alone.
+    @Test func theNextLineSaysWhatToFixFirst() throws {
+        let directory = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = directory.csv("in.csv", rows: [("p1", "2000000000000011"), ("p2", "2000000000000021")])
+        let journal = directory.file("journal.sqlite")
+        let summary = try runJob([input], journal: journal, baseURL: simulator.baseURL, key: "not-the-key")
+        #expect(summary.stopCause == .unauthorized)
+        let text = try #require(currentStatus(journal)).renderText()
+        let next = try #require(text.split(separator: "\n").first { $0.hasPrefix("next ") }, "\(text)")
+        #expect(next.contains("next      fix the key first ("), "\(next)")
+        #expect(next.contains("; then send the 2 pending rows with: botsi-restore run"), "\(next)")
+    }
+
     @Test func statusReadsAJournalWhileARunWritesIt() throws {
         let directory = Workspace()
         let simulator = try startSimulator { $0.latencyMilliseconds = 100 }

@@ -149,7 +149,9 @@ public struct StatusReport: Sendable {
             var what: [String] = []
             if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
-            lines.append("next      \(what.joined(separator: " and ")) with: \(nextCommand(run))")
+            // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
+            let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
+            lines.append("next      \(fix)\(what.joined(separator: " and ")) with: \(nextCommand(run))")
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")

@@ -105,7 +105,7 @@ public enum RunAdvice {
     static func damagedInput(_ message: String, file: String, rowsRead: Int, rowsSent: Int) -> String {
         "\(message) — \(rowsRead) rows of it were read before that point and \(rowsSent) of them sent (their "
             + "outcomes are in the journal); the next run reads \(file) again from the start and skips the rows "
-            + "already finished, so fix or re-export the file first"
+            + "already finished"
     }
 
     /// A word as a POSIX shell reads it back: left alone when it holds nothing special.

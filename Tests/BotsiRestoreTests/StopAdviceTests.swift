@@ -29,6 +29,10 @@ import Testing
         #expect(first.hasPrefix("run stopped after 12"), "a stop by \(cause): \(first)")
         summary.stopCause = nil
         #expect(summary.render(journalPath: "j.sqlite").hasPrefix("run finished in 12"))
+        summary.dryRun = true
+        #expect(summary.render(journalPath: "j.sqlite").hasPrefix("dry run (nothing sent) finished in 12"))
+        summary.stopCause = cause
+        #expect(summary.render(journalPath: "j.sqlite").hasPrefix("dry run (nothing sent) stopped after 12"))
     }
 
     /// A chaos review: after a truncated `.gz` (65) the next command read the same truncated file,

@@ -152,7 +152,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public func render(journalPath: String) -> String {
         var lines: [String] = []
         // A stopped run did not finish: its first line must not say so before "stopped:" does.
-        let head = dryRun ? "dry run (nothing sent) in" : stopCause == nil ? "run finished in" : "run stopped after"
+        let head = (dryRun ? "dry run (nothing sent)" : "run") + (stopCause == nil ? " finished in" : " stopped after")
         lines.append(
             "\(head) \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")

@@ -63,7 +63,7 @@ struct CronWrapperTests {
     }
 
     @Test(arguments: [
-        (Int32(75), "rows remain pending"), (77, "the API key was refused"), (66, "input missing"),
+        (Int32(75), "rows remain pending"), (77, "the API key was refused"), (66, "input or job file missing"),
         (71, "a local resource ran out"),
     ])
     func theExitStatusIsKeptAndExplained(status: Int32, advice: String) throws {

@@ -192,6 +192,9 @@ enum RunCommand: Command {
             metrics?.finish(summary: nil, exitCode: refused)
             return refused
         }
+        if options.onConflict == .hold && options.shardCount > 1 && !options.dryRun {
+            Notices.post(Notice(.warning, "botsi-restore: \(RunCommand.holdAcrossShards)"))
+        }
         // A dry run lists on stdout, as CSV, each request it would make (the summary stays on stderr).
         let listing = options.dryRun ? WouldSendListing() : nil
         var onWouldSend: (@Sendable (WouldSend) -> Void)?
@@ -229,6 +232,13 @@ enum RunCommand: Command {
 }
 
 extension RunCommand {
+    /// Shards split the input by profileId, so the claims of one transaction meet in different
+    /// journals, and each shard's check sees its own.
+    static let holdAcrossShards =
+        "--on-conflict hold sees this shard's journal only: shards split the rows by profileId, so a "
+        + "transaction that profiles on other shards claim too is sent there as well; after the job, merge "
+        + "the shards and check 'report --conflicts' (or find conflicts first with one unsharded --dry-run)"
+
     /// Fits `--concurrency` to the descriptor limit (ulimit -n), saying so once; past the limit
     /// every connection would fail like a server that refuses. Returns 71 (said) when not even one
     /// connection fits beside what a run holds.
@@ -239,9 +249,10 @@ extension RunCommand {
             return nil
         case .lowered(let concurrency, let limit):
             let wanted = DescriptorBudget.needed(concurrency: options.concurrency, inputs: inputs)
+            // A warning: the run does not do what was asked, which --quiet must not hide.
             Notices.post(
                 Notice(
-                    .info,
+                    .warning,
                     "botsi-restore: this process may open at most \(limit) files (ulimit -n), enough for "
                         + "\(concurrency) requests at a time: sending at most \(concurrency) instead of --concurrency "
                         + "\(options.concurrency) (for that many, raise it to ulimit -n \(wanted))"))

@@ -145,4 +145,22 @@ struct ConflictTests {
             #expect(after.items[pair]?.status == .restored, "\(pair)")
         }
     }
+
+    /// A first-day review: `--on-conflict hold` on shards restored one transaction for two profiles,
+    /// each shard seeing its own claim first. Said at the start, also under --quiet; not unsharded.
+    @Test func holdOnAShardSaysItSeesThatShardOnly() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.write("in.csv", Self.input)
+        let shard = try botsi(
+            runArguments([input], workspace, simulator, ["--on-conflict", "hold", "--shard", "0/2", "--quiet"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(shard.status == 0, "stderr: \(shard.stderr)")
+        #expect(shard.stderr.contains("--on-conflict hold sees this shard's journal only"), "\(shard.stderr)")
+        let other = Workspace()
+        let alone = try botsi(
+            runArguments([input], other, simulator, ["--on-conflict", "hold"]), key: Simulator.defaultKey, in: other)
+        #expect(alone.status == 0 && !alone.stderr.contains("shard's journal only"), "\(alone.stderr)")
+    }
 }

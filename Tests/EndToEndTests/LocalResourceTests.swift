@@ -36,7 +36,9 @@ struct LocalResourceTests {
         defer { simulator.stop() }
         let rows = Pair.generate(1000)
         let input = workspace.csv(rows)
-        let finished = try run(input, journal: workspace.journal, limit: 64, workspace, simulator, ["-j", "256"])
+        // --quiet too: the run does not do what was asked, which a quiet run must still say.
+        let finished = try run(
+            input, journal: workspace.journal, limit: 64, workspace, simulator, ["-j", "256", "--quiet"])
         #expect(finished.status == 0, "stderr: \(finished.stderr)")
         #expect(
             finished.stderr.contains("may open at most 64 files (ulimit -n)")

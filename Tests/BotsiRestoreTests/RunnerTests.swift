@@ -195,6 +195,23 @@ import Testing
         #expect(rejected.contains { $0.source.hasSuffix("in.csv:2") && $0.code == "scientific_notation" })
     }
 
+    /// A first-day review: an export whose every id was in scientific notation ran "ok" (exit 0)
+    /// every night. Every row rejected is an unusable input: 65. One row that passes: 0.
+    @Test func aRunWhoseEveryRowIsRejectedExits65() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let broken = harness.scratch.csv("broken.csv", rows: [("p1", "2.00000E+15"), ("p2", "2.00000E+15")])
+        let summary = try harness.run([broken])
+        #expect(summary.exitCode == 65 && summary.rejectedRows == 2 && summary.requests == 0)
+        #expect(summary.render(journalPath: "j").contains("every row read was rejected by the input checks"))
+        let mixed = harness.scratch.csv("mixed.csv", rows: [("p3", "2.00000E+15"), ("p4", "2000000000000004")])
+        let fine = try harness.run([mixed])
+        #expect(fine.exitCode == 0 && fine.rejectedRows == 1)
+        #expect(!fine.render(journalPath: "j").contains("every row read was rejected"))
+        // Read again, the broken export is as broken.
+        #expect(try harness.run([broken]).exitCode == 65)
+    }
+
     @Test func aDryRunSendsNothingAndLeavesNoJournal() throws {
         let harness = try Harness()
         defer { harness.simulator.stop() }

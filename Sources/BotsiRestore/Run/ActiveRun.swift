@@ -362,7 +362,8 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : continuation(selection: summary.owedNotTakenUp > 0)
-        finish(exitCode: ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending))
+        let exitCode = ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending)
+        finish(exitCode: exitCode == ExitCode.success && summary.everyRowRejected ? ExitCode.dataError : exitCode)
     }
 
     /// The journal refused a write: the open batch is rolled back, so the summary counts what was

@@ -91,6 +91,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Rows held for review (`--on-conflict hold`): not owed, so they leave the exit status 0.
     public var held: Int { statuses[.held] ?? 0 }
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
+
+    /// Every row the run read failed the input checks: the export is wrong (ids in scientific
+    /// notation, the wrong columns), not a few rows of it. Such a run exits 65, not 0: a nightly
+    /// job whose export broke must not look fine.
+    public var everyRowRejected: Bool { rowsRead > 0 && rejectedRows == rowsRead }
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
     /// What the input side counted so far (each slice's counts are added as it is admitted).
@@ -250,6 +255,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "a run records the rejected rows; see them then with: botsi-restore report --journal \(journalPath) --status rejected"
             )
         } else if rejectedRows > 0 {
+            if everyRowRejected && stopCause == nil {
+                lines.append(
+                    "every row read was rejected by the input checks (reasons above): the export is probably wrong; "
+                        + "fix or re-export it, then run again")
+            }
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }

@@ -147,13 +147,15 @@ struct ExportInputTests {
 /// The input flags, through the built binary.
 @Suite("input flags, end to end")
 struct InputFlagTests {
-    func run(_ input: String, _ extra: [String]) throws -> (finished: Finished, journal: JournalView?, requests: Int) {
+    func run(_ input: String, _ extra: [String], status: Int32 = 0) throws -> (
+        finished: Finished, journal: JournalView?, requests: Int
+    ) {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let finished = try botsi(
             runArguments([input], workspace, simulator, extra), key: Simulator.defaultKey, in: workspace)
-        #expect(finished.status == 0 && !finished.killedBySignal, "stderr: \(finished.stderr)")
+        #expect(finished.status == status && !finished.killedBySignal, "stderr: \(finished.stderr)")
         return (finished, JournalView.read(workspace.journal), simulator.stats().requests)
     }
 
@@ -191,7 +193,8 @@ struct InputFlagTests {
             + Array("ller;2000000000000002;\"4,99 ".utf8) + [0x80] + Array("\"\r\n".utf8)
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
 
-        let plain = try run(path, [])
+        // Its one row rejected: the file read with the wrong encoding is unusable as a whole, 65.
+        let plain = try run(path, [], status: 65)
         #expect(plain.requests == 0)
         #expect(plain.journal?.rejections.map(\.code) == ["invalid_profile_id"])
         #expect(plain.journal?.rejections.first?.message?.contains("--encoding windows-1252") == true)

@@ -27,6 +27,7 @@ extension ReportCommand {
                     + "latest run of each")
         }
         return try withReportOutput(settings, journals: paths) { journals, sink in
+            try Journal.checkNamedOnce(Array(zip(paths, journals)).map { (path: $0.0, journal: $0.1) })
             let runID = try settings.run.map { try resolveRun($0, journal: journals[0]) }
             let model = try HTMLReportReader.read(
                 Array(zip(paths, journals)).map { (path: $0.0, journal: $0.1) }, runID: paths.count > 1 ? nil : runID,

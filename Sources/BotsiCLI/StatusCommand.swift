@@ -29,10 +29,13 @@ enum StatusCommand: Command {
     static func run(_ settings: StatusSettings) throws -> Int32 {
         let now = Date()
         var reports: [StatusReport] = []
+        var opened: [(path: String, journal: Journal)] = []
+        defer { for (_, journal) in opened { journal.close() } }
         do {
             for path in settings.allJournals {
                 let journal = try Journal(path: path, create: false, readOnly: true)
-                defer { journal.close() }
+                opened.append((path, journal))
+                try Journal.checkNamedOnce(opened)
                 let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
                 reports.append(
                     StatusReport(journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now))

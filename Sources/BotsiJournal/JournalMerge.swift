@@ -21,6 +21,15 @@ extension Journal {
     /// written under a temporary name beside `output` and linked into place only when whole, so a
     /// merge either happens whole or leaves nothing; `output` is never a shard, a file beside one
     /// or any other existing file.
+    /// Journals a command reads together (`status`, the HTML page), each named once: a journal
+    /// named twice (by its path again, a symlink, a hard link) was counted twice.
+    public static func checkNamedOnce(_ journals: [(path: String, journal: Journal)]) throws(JournalError) {
+        var seen = Set<FileIdentity>()
+        for (path, journal) in journals where !seen.insert(journal.file.identity).inserted {
+            throw .namedTwice(path: path)
+        }
+    }
+
     public static func merge(shards: [String], into output: String) throws(JournalError) -> MergeSummary {
         var protected = ProtectedFiles()
         var seen = Set<FileIdentity>()

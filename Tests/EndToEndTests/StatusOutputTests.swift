@@ -151,4 +151,23 @@ struct StatusOutputTests {
         #expect(installed.status == 0 && installed.stdout == away.stdout, "stderr: \(installed.stderr)")
         #expect(!installed.stderr.contains("not on PATH"), "stderr: \(installed.stderr)")
     }
+
+    /// A first-day review: `status --journal J --journal ./J` and the HTML page of the same counted
+    /// every row twice. Named twice (by any name), a journal is refused as `merge` refuses it: 64.
+    @Test func aJournalNamedTwiceIsRefusedNotCountedTwice() throws {
+        let workspace = Workspace()
+        _ = try finishedRun([], in: workspace)
+        symlink(workspace.journal, workspace.file("again.sqlite"))
+        for second in [
+            "./" + URL(fileURLWithPath: workspace.journal).lastPathComponent, workspace.file("again.sqlite"),
+        ] {
+            for command in [["status"], ["report", "--format", "html", "--output", workspace.file("page.html")]] {
+                let refused = try botsi(
+                    command + ["--journal", workspace.journal, "--journal", second], key: nil, in: workspace)
+                #expect(refused.status == 64, "\(command) \(second): \(refused.stderr)")
+                #expect(refused.stderr.contains("is named twice"), "\(command): \(refused.stderr)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("page.html")))
+    }
 }

@@ -115,6 +115,24 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         }
     }
 
+    /// A first-day review: `{"rate": 100, "rate": 5}` ran at 100 while the file read 5 last.
+    @Test func aKeyGivenTwiceIsRefused() throws {
+        for json in [
+            #"{"rate": 100, "concurrency": 2, "rate": 5}"#, #"{"rate": 1, "r\u0061te": 2}"#,
+            "{\n  \"quiet\" : true,\n  \"quiet\"\t:false}",
+        ] {
+            #expect {
+                _ = try runSettings(job: json)
+            } throws: { error in
+                (error as? UsageError)?.message.contains("is given twice") == true
+            }
+        }
+        // The same name deeper down, or as a value, is not a second key.
+        #expect(JobFile.repeatedTopLevelKey(Data(#"{"inputs": ["rate", "rate"], "rate": 3}"#.utf8)) == nil)
+        #expect(JobFile.repeatedTopLevelKey(Data(#"{"a": {"b": 1}, "c": {"b": 2}, "d": "\"b\""}"#.utf8)) == nil)
+        #expect(try runSettings(job: #"{"rate": 5, "description": "rate: 5, \"rate\": 6"}"#).options.rate == 5)
+    }
+
     @Test func theKeyItselfIsRefusedWithAPointerToKeyEnv() {
         #expect {
             _ = try runSettings(job: #"{"apiKey": "sk_live_not_a_real_key"}"#)

@@ -40,7 +40,45 @@ struct JobFile {
                 message: "job file \(path): "
                     + (isJSON ? "is not a JSON object" : "is not valid JSON") + "; see jobs/*.json for examples")
         }
+        if let repeated = repeatedTopLevelKey(data) {
+            // JSONDecoder keeps one of the two silently; a reviewer reads the file's last.
+            throw UsageError(message: "job file \(path): key \"\(repeated)\" is given twice; keep one")
+        }
         return JobFile(path: path, values: object)
+    }
+
+    /// The first key the top-level object holds twice (escapes decoded), in JSON already known
+    /// to be valid; nil when each is there once.
+    static func repeatedTopLevelKey(_ data: Data) -> String? {
+        let bytes = [UInt8](data)
+        var seen = Set<String>()
+        var depth = 0
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let start = index
+                index += 1
+                while index < bytes.count && bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                var next = index + 1
+                while next < bytes.count && [0x20, 0x09, 0x0A, 0x0D].contains(bytes[next]) { next += 1 }
+                if depth == 1 && next < bytes.count && bytes[next] == UInt8(ascii: ":"),
+                    let key = try? JSONDecoder().decode(
+                        String.self, from: Data(bytes[start...min(index, bytes.count - 1)])),
+                    !seen.insert(key).inserted
+                {
+                    return key
+                }
+            } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
+                depth += 1
+            } else if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
+                depth -= 1
+            }
+            index += 1
+        }
+        return nil
     }
 
     /// The keys a command's job files may hold, in table order.

@@ -116,8 +116,8 @@ extension ReportCommand {
                 .flag(
                     "--changes",
                     help: "rows whose status or profile snapshot differs between two runs, with before/after "
-                        + "columns and a change: newly_failing, newly_restored, lost_access, gained_access, "
-                        + "snapshot_changed, recovered, new, status_changed; --run names the later run (default latest)"
+                        + "columns and a change: " + ChangeKind.allCases.map(\.rawValue).joined(separator: ", ")
+                        + "; --run names the later run (default latest)"
                 ) { $0.changes = true },
                 .value("--since-run", .text("ID"), help: "the earlier run (default the run before --run)") {
                     $0.sinceRun = $1

@@ -257,18 +257,23 @@ extension RunCommand {
 }
 
 extension ValueKind where Value == Double {
-    /// `--headroom`: 0 to 99, written 20 or 20% (all of a limit left unused would send nothing).
+    /// `--headroom`: at least 0 and below 100, written 20 or 20% (all of a limit left unused would
+    /// send nothing). A bare number between 0 and 1 is refused: `0.2` read as a fifth would leave
+    /// a hundredth of what was meant; `0.2%` says it.
     static let headroom = Self(
-        placeholder: "PCT", expected: "a percentage from 0 to 99, such as 20 or 20%", example: "20%",
-        fromText: { text in
-            plainNumber(text.hasSuffix("%") ? String(text.dropLast()) : text).flatMap { $0 < 100 ? $0 : nil }
-        },
-        fromJSON: { json in
-            let number =
-                json.number
-                ?? json.string.flatMap {
-                    plainNumber($0.hasSuffix("%") ? String($0.dropLast()) : $0)
-                }
-            return number.flatMap { $0 >= 0 && $0 < 100 ? $0 : nil }
-        })
+        placeholder: "PCT",
+        expected: "a percentage from 0 to below 100, such as 20 or 20% (write 0.5% for half a per cent)",
+        example: "20%",
+        fromText: { headroom($0) },
+        fromJSON: { json in json.number.flatMap { headroom(plainNumber: $0) } ?? json.string.flatMap { headroom($0) } })
+
+    private static func headroom(_ text: String) -> Double? {
+        let percentSign = text.hasSuffix("%")
+        guard let number = plainNumber(percentSign ? String(text.dropLast()) : text) else { return nil }
+        return percentSign ? (number >= 0 && number < 100 ? number : nil) : headroom(plainNumber: number)
+    }
+
+    private static func headroom(plainNumber number: Double) -> Double? {
+        number == 0 || (number >= 1 && number < 100) ? number : nil
+    }
 }

@@ -17,10 +17,14 @@ public struct ProtectedFiles: Sendable {
     }
 
     /// A journal by the path given for it, without opening it (so an output can be refused before
-    /// the journal is even read). A path that does not resolve protects nothing: no journal is there.
+    /// the journal is even read). One not there yet (a first run creates it) is protected by its
+    /// name and its side files' names: a metrics file named so was refused only at each write.
     public mutating func add(journalAt typed: String) {
-        guard let resolved = try? ResolvedPath.resolve(typed, role: "journal"), resolved.exists else { return }
-        add(path: resolved.path, typed: typed, identity: FileStatus.ofTarget(resolved.path)?.identity)
+        if let resolved = try? ResolvedPath.resolve(typed, role: "journal"), resolved.exists {
+            add(path: resolved.path, typed: typed, identity: FileStatus.ofTarget(resolved.path)?.identity)
+        } else if let planned = try? ResolvedPath.resolveParent(typed, role: "journal") {
+            add(path: planned.path, typed: typed, identity: nil)
+        }
     }
 
     /// An input, by the path given for it (links followed, compared by device and inode, so any

@@ -94,6 +94,17 @@ struct OutputSafetyTests {
         #expect(fromStdin.status == 64, "stdin: \(fromStdin.stderr)")
         #expect(fromStdin.stderr.contains("it is the input stdin (under another name)"), "\(fromStdin.stderr)")
         #expect(workspace.bytes("in.csv") == bytes, "the input changed")
+        // A review: onto the journal a first run would create (or its -wal), the run went ahead and
+        // only warned at each write, twice, and not at all under --quiet.
+        let journalName = URL(fileURLWithPath: workspace.journal).lastPathComponent
+        for target in [journalName, journalName + "-wal", "./" + journalName + ".lock"] {
+            let refused = try botsi(
+                runArguments([input], workspace, simulator, ["--metrics-file", target, "--quiet"]),
+                key: Simulator.defaultKey, in: workspace)
+            #expect(refused.status == 64, "--metrics-file \(target): \(refused.stderr)")
+            #expect(
+                refused.stderr.contains("of journal") || refused.stderr.contains("the journal"), "\(refused.stderr)")
+        }
         #expect(simulator.stats().requests == 0, "a refused run sent requests")
         #expect(!FileManager.default.fileExists(atPath: workspace.journal))
     }

@@ -139,14 +139,14 @@ extension Journal {
         activity.firstAttemptAt = first.map { Timestamp.string(milliseconds: $0) }
         activity.lastAttemptAt = last.map { Timestamp.string(milliseconds: $0) }
         try wrap { () throws(SQLiteError) in
-            // Requests since the window began: the latest sample's count less the one at its start.
+            // Requests since the window began: the attempts so far less the count of the sample at
+            // its start (none before it: all of them). The latest sample instead of the attempts
+            // lagged by up to a sample's period, and said 0/s until the first one.
             let recent = try connection.prepare(
-                """
-                SELECT (SELECT requests FROM run_samples WHERE run_id = ?1 ORDER BY at DESC LIMIT 1)
-                    - coalesce((SELECT requests FROM run_samples WHERE run_id = ?1 AND at <= ?2 ORDER BY at DESC LIMIT 1), 0)
-                """)
+                "SELECT requests FROM run_samples WHERE run_id = ?1 AND at <= ?2 ORDER BY at DESC LIMIT 1")
             try recent.reset(.int(runID), .int(Timestamp.milliseconds(recentSince)))
-            if try recent.step() { activity.recentRequests = Int(recent.int(0)) }
+            let before = try recent.step() ? Int(recent.int(0)) : 0
+            activity.recentRequests = max(activity.requests - before, 0)
         }
         return activity
     }

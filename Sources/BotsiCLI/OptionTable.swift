@@ -83,7 +83,9 @@ extension ReportCommand {
                 },
                 .value(
                     "--since", sinceKind,
-                    help: "only rows updated since TIME (ISO-8601) or within a duration (e.g. 24h)"
+                    help:
+                        "only rows updated since TIME (ISO-8601, or a date: from its start in UTC) or within a duration "
+                        + "(e.g. 24h)"
                 ) { $0.since = $1 },
                 .value(
                     "--format", .choice(ReportFormatChoice.allCases), default: "jsonl",
@@ -133,11 +135,21 @@ extension ReportCommand {
                 ) { $0.conflicts = true }
             ])
 
-    /// An ISO-8601 time, or a duration back from now.
+    /// An ISO-8601 time, a date (its start in UTC, as the journal's times are), or a duration back
+    /// from now.
     static let sinceKind = ValueKind<Date>(
-        placeholder: "TIME", expected: "an ISO-8601 time or a duration such as 24h",
+        placeholder: "TIME", expected: "an ISO-8601 time, a date such as 2026-12-01, or a duration such as 24h",
         example: "2026-01-01T00:00:00Z"
-    ) { text in parseDuration(text).map { Date().addingTimeInterval(-$0) } ?? Timestamp.date(text) }
+    ) { text in
+        if let duration = parseDuration(text) { return Date().addingTimeInterval(-duration) }
+        if text.count == 10 {
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            day.timeZone = TimeZone(identifier: "UTC")
+            if let date = day.date(from: text) { return date }
+        }
+        return Timestamp.date(text)
+    }
 }
 
 extension StatusCommand {

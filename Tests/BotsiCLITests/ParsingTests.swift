@@ -16,6 +16,19 @@ import Testing
         }
     }
 
+    /// A first-day review: `report --since 2026-12-01` was refused; a date is its start in UTC.
+    @Test func reportSinceTakesADate() throws {
+        let date = try ReportCommand.settings(from: ["--since", "2026-12-01"]).settings.since
+        #expect(date == Date(timeIntervalSince1970: 1_796_083_200), "\(String(describing: date))")
+        let time = try ReportCommand.settings(from: ["--since", "2026-12-01T06:30:00Z"]).settings.since
+        #expect(time == Date(timeIntervalSince1970: 1_796_083_200 + 6.5 * 3600))
+        #expect {
+            _ = try ReportCommand.settings(from: ["--since", "2026-13-01"])
+        } throws: { error in
+            (error as? UsageError)?.message.contains("a date such as 2026-12-01") == true
+        }
+    }
+
     @Test func helpAnywhereBeforeDoubleDashWinsOverEverythingElse() throws {
         #expect(try RunCommand.settings(from: ["in.csv", "--concurency", "x", "--help"]).wantsHelp)
         #expect(try RunCommand.settings(from: ["-j", "0", "-h"]).wantsHelp)

@@ -75,7 +75,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .sqlite(let path, let error):
             return "journal \(path) failed: \(error.message) (SQLite code \(error.code)); committed outcomes are safe"
         case .missing(let path):
-            return "journal \(path) does not exist; give the --journal path a run wrote"
+            return "journal \(path) does not exist; check the path (a run writes its journal where its --journal says)"
         case .unknownValue(let path, let table, let column, let row, let value):
             let shown = value.count > 60 ? String(value.prefix(60)) + "…" : value
             return

@@ -27,12 +27,18 @@ func currentStatus(_ path: String) -> StatusReport? {
         defer { simulator.stop() }
         let input = directory.csv("in.csv", rows: [("p1", "2000000000000011"), ("p2", "2000000000000021")])
         let journal = directory.file("journal.sqlite")
-        let summary = try runJob([input], journal: journal, baseURL: simulator.baseURL, key: "not-the-key")
+        let summary = try runJob([input], journal: journal, baseURL: simulator.baseURL, key: "not-the-key") {
+            $0.keyFile = "/etc/botsi/key"
+            $0.rate = 50
+        }
         #expect(summary.stopCause == .unauthorized)
         let text = try #require(currentStatus(journal)).renderText()
         let next = try #require(text.split(separator: "\n").first { $0.hasPrefix("next ") }, "\(text)")
         #expect(next.contains("next      fix the key first ("), "\(next)")
         #expect(next.contains("; then send the 2 pending rows with: botsi-restore run"), "\(next)")
+        // The run's key file and pace, as its summary's command has them (a review: status had neither).
+        #expect(next.contains(" --key-file /etc/botsi/key ") && next.contains(" --rate 50"), "\(next)")
+        #expect(summary.nextCommand.map { next.hasSuffix($0) } == true, "one command: \(next)")
     }
 
     @Test func statusReadsAJournalWhileARunWritesIt() throws {

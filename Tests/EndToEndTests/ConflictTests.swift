@@ -111,6 +111,13 @@ struct ConflictTests {
             #expect(view.items[pair]?.code == "transaction_claimed_by_other_profile")
         }
 
+        // status says what the summary said (a review: it gave no next line for held rows).
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        let next = status.stdout.split(separator: "\n").first { $0.hasPrefix("next ") } ?? ""
+        #expect(next.contains("review the 3 held rows (botsi-restore report --journal"), "\(status.stdout)")
+        #expect(next.contains("--conflicts), then send them with: botsi-restore run --journal"), "\(next)")
+        #expect(next.hasSuffix("--release-held --on-conflict hold --base-url \(simulator.baseURL)"), "\(next)")
+
         // A plain run leaves held rows: nothing owed, nothing sent.
         let plain = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
         #expect(plain.status == 0, "stderr: \(plain.stderr)")

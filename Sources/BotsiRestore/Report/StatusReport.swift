@@ -152,6 +152,15 @@ public struct StatusReport: Sendable {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) with: \(nextCommand(run))")
+        } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
+            // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
+            var options = RunOptions.recorded(run.options) ?? RunOptions()
+            options.journalPath = journalPath
+            (options.retryFailed, options.refreshOlderThan, options.releaseHeld) = (false, nil, true)
+            let release = RunAdvice.runCommand(options, selection: true)
+            lines.append(
+                "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
+                    + "then send them with: \(release)")
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
@@ -262,18 +271,10 @@ public struct StatusReport: Sendable {
     /// (`--retry-failed`, `--refresh-older-than`) repeated: the rows it did get to are not chosen
     /// again.
     func nextCommand(_ run: RunRecord) -> String {
-        let recorded = RecordedOptions(run.options)
-        var options = RunOptions()
+        // All the run recorded (its key file, proxy, pace and conflict rule too, as its summary's
+        // command keeps them), under the path this status was given.
+        var options = RunOptions.recorded(run.options) ?? RunOptions()
         options.journalPath = journalPath
-        options.baseURL = recorded.baseURL ?? options.baseURL
-        options.keyEnvironmentVariable = recorded.keyEnvironmentVariable ?? options.keyEnvironmentVariable
-        options.caCertificatePath = recorded.caCertificatePath
-        options.insecureSkipTLSVerify = recorded.insecureSkipTLSVerify ?? false
-        options.shardIndex = recorded.shardIndex ?? 0
-        options.shardCount = recorded.shardCount ?? 1
-        options.retryFailed = recorded.retryFailed ?? false
-        options.refreshOlderThan = recorded.refreshOlderThan
-        options.releaseHeld = recorded.releaseHeld ?? false
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
         return RunAdvice.runCommand(
             RunAdvice.readingAs(snapshot.unreadInputs.first, options), inputs: unreadInputs, selection: selectionLeft)

@@ -169,7 +169,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             }
         } else if owedRows > 0 {
             lines.append(
-                "  from the journal (left pending, or chosen by --retry-failed / --refresh-older-than), sent first: \(owedRows)"
+                "  from the journal (left pending, or chosen by --retry-failed / --refresh-older-than / --release-held), sent first: \(owedRows)"
             )
         }
         for (key, value) in codes.sorted(by: { $0.key < $1.key }) {

@@ -1,3 +1,4 @@
+import BotsiJournal
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
@@ -137,5 +138,28 @@ struct ProgressTruthTests {
             "stderr: \(finished.stderr)")
         #expect(line.contains("(connection_error, 6 of the 6 requests answered without HTTP)"), "\(line)")
         #expect(line.contains("Failed to connect to 127.0.0.1 port \(closed)"), "\(line)")
+    }
+
+    /// A review: a stopped run recorded its input as read to 524,720 bytes while its progress said
+    /// 211,654: the record took the input thread's read-ahead. Both are now the bytes behind the
+    /// rows the run took: with rows of one length, exactly the header and those rows.
+    @Test func aStoppedInputIsRecordedAsFarAsTheRunTookIt() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
+        defer { simulator.stop() }
+        let header = "profileId,originalTransactionId\n"
+        let rows = (0..<20_000).map { "profile-\(100_000 + $0),\(2_000_000_000_000_000 + $0)\n" }
+        let input = workspace.write("in.csv", header + rows.joined())
+        let stopped = try botsi(
+            runArguments([input], workspace, simulator, ["--concurrency", "4", "--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let journal = try Journal(path: workspace.journal, create: false, readOnly: true)
+        defer { journal.close() }
+        let run = try #require(try journal.runs().last)
+        let recorded = try #require(run.inputs.first)
+        let read = try #require(run.counts.rowsRead)
+        #expect(!recorded.complete && read > 0 && read < rows.count, "\(recorded), \(read) rows read")
+        #expect(recorded.bytes == Int64(header.utf8.count + read * rows[0].utf8.count), "\(recorded), \(read) rows")
     }
 }

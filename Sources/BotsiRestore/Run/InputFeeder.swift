@@ -276,13 +276,11 @@ struct InputFeeder {
     /// whether it was read to its end.
     var inputsRecord: [RunInput] {
         var records = finishedInputs
-        let unfinished = pump.unfinished
         for index in finishedInputs.count..<names.count {
-            if let unfinished, unfinished.index == index {
-                records.append(unfinished.record)
-            } else {
-                records.append(RunInput(path: names[index], sha256: "", bytes: 0, complete: false))
-            }
+            // The one the run was taking records of, as far as it took them (its SHA-256 is not
+            // known: the thread may be blocked in a read); the rest not begun.
+            let bytes = index == finishedInputs.count ? pump.bytesTakenOfCurrent : 0
+            records.append(RunInput(path: names[index], sha256: "", bytes: bytes, complete: false))
         }
         return records
     }

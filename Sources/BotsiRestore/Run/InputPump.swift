@@ -41,16 +41,12 @@ final class InputPump: Sendable {
         var exhausted = false
         var cancelled = false
         var onArrival: (@Sendable () -> Void)?
-        /// Raw bytes consumed from the inputs read to their end, and from the one being read.
-        var bytesOfFinished: Int64 = 0
-        var bytesOfCurrent: Int64 = 0
-        /// The same for the events the run took: what progress shows as read. The thread reads
-        /// ahead of the run by a buffer of records and a window of bytes, which on a small file
-        /// was nearly half of it ("45% read" at 1,120 rows of 20,000).
+        /// Raw bytes behind the events the run took, of the inputs it took to their end and of the
+        /// one it is taking: what progress shows as read, and how far `runs.inputs` says a stopped
+        /// input was read. The thread reads ahead of the run by a buffer of records and a window of
+        /// bytes, which on a small file was nearly half of it ("45% read" at 1,120 rows of 20,000).
         var bytesOfTakenFinished: Int64 = 0
         var bytesOfTakenCurrent: Int64 = 0
-        /// The input being read and its name, while one is.
-        var current: (index: Int, name: String)?
         /// The thread waits for the run to take events from a full buffer.
         var waitingForRoom = false
         /// The run found the buffer empty and waits to be told of the next event: only then does
@@ -136,15 +132,8 @@ final class InputPump: Sendable {
     /// Raw bytes behind the events the run took, for progress.
     var bytesRead: Int64 { shared.withLock { $0.bytesOfTakenFinished + $0.bytesOfTakenCurrent } }
 
-    /// The input being read when the run ended and how far (its SHA-256 is not known: the thread
-    /// may be blocked in a read). Nil when none was.
-    var unfinished: (index: Int, record: RunInput)? {
-        shared.withLock { shared in
-            shared.current.map {
-                ($0.index, RunInput(path: $0.name, sha256: "", bytes: shared.bytesOfCurrent, complete: false))
-            }
-        }
-    }
+    /// Raw bytes behind the events the run took of the input it has not taken to its end.
+    var bytesTakenOfCurrent: Int64 { shared.withLock { $0.bytesOfTakenCurrent } }
 
     /// Asks the thread to stop reading: nothing more is handed over. A thread blocked in a read
     /// stops when it returns; the run does not wait for it.
@@ -200,7 +189,6 @@ final class InputPump: Sendable {
             notify?()
         }
         for (index, reader) in readers.enumerated() {
-            shared.withLock { $0.current = (index, reader.displayName) }
             while true {
                 let event: InputEvent
                 let finished: Bool
@@ -218,13 +206,11 @@ final class InputPump: Sendable {
                         finished = true
                     }
                 } catch {
-                    _ = hand(
-                        .damaged(input: index, message: error.message), bytesRead: reader.bytesRead,
-                        consumed: reader.bytesConsumed, ends: false)
+                    _ = hand(.damaged(input: index, message: error.message), consumed: reader.bytesConsumed)
                     return
                 }
                 let consumed = finished ? reader.bytesRead : reader.bytesConsumed
-                guard hand(event, bytesRead: reader.bytesRead, consumed: consumed, ends: finished) else { return }
+                guard hand(event, consumed: consumed) else { return }
                 if finished { break }
             }
             reader.close()
@@ -232,7 +218,7 @@ final class InputPump: Sendable {
     }
 
     /// Waits for room, then buffers `event`; false once the run cancelled reading.
-    private func hand(_ event: InputEvent, bytesRead: Int64, consumed: Int64, ends input: Bool) -> Bool {
+    private func hand(_ event: InputEvent, consumed: Int64) -> Bool {
         while shared.withLock({ shared in
             let full = !shared.cancelled && shared.buffered >= Self.capacity
             if full { shared.waitingForRoom = true }
@@ -244,13 +230,6 @@ final class InputPump: Sendable {
             guard !shared.cancelled else { return (false, nil) }
             let wasEmpty = shared.buffered == 0
             shared.events.append((event, consumed))
-            if input {
-                shared.bytesOfFinished += bytesRead
-                shared.bytesOfCurrent = 0
-                shared.current = nil
-            } else {
-                shared.bytesOfCurrent = bytesRead
-            }
             let notify = wasEmpty && shared.runWaiting
             if notify { shared.runWaiting = false }
             return (true, notify ? shared.onArrival : nil)

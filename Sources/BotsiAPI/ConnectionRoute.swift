@@ -68,6 +68,13 @@ private func route(
         ConnectionRoute(curlProxy: "", proxyForDisplay: nil, reason: reason, pinnedAddresses: pins)
     }
     if setting == .none { return direct("--no-proxy") }
+    // Whatever the base URL: argv is public, and the run records its options (a reviewer saw an
+    // http:// run keep --proxy's password in the journal and repeat it in its advice).
+    if case .url(let url) = setting, try ProxyURL(url, source: "--proxy").hasCredentials {
+        throw ClientError(
+            "--proxy must not carry a user name or password: every user can read a command line with ps. "
+                + "Put the proxy with its credentials in HTTPS_PROXY instead.")
+    }
     if target.scheme == "http" {
         var ignored = proxyVariables.filter { !(environment[$0] ?? "").isEmpty }
         if case .url = setting { ignored.insert("--proxy", at: 0) }
@@ -85,11 +92,6 @@ private func route(
         return direct("no HTTPS_PROXY" + note)
     }
     let proxy = try ProxyURL(candidate.url, source: candidate.source)
-    if case .url = setting, proxy.hasCredentials {
-        throw ClientError(
-            "--proxy must not carry a user name or password: every user can read a command line with ps. "
-                + "Put the proxy with its credentials in HTTPS_PROXY instead.")
-    }
     if let noProxy = ["no_proxy", "NO_PROXY"].lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }),
         let entry = noProxyMatch(host: target.host, list: noProxy)
     {

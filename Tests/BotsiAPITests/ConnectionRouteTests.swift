@@ -74,9 +74,12 @@ private let everyProxyVariable = Dictionary(uniqueKeysWithValues: proxyVariables
         #expect(chosen.proxyForDisplay == "http://proxy:8080")
     }
 
-    @Test func anExplicitProxyWithCredentialsIsRefusedBecauseArgvIsPublic() {
+    /// Whatever the base URL: a reviewer saw an http:// run accept it, record it in the journal and
+    /// repeat it in its advice.
+    @Test(arguments: ["https://api.botsi.com", "http://127.0.0.1:8080"])
+    func anExplicitProxyWithCredentialsIsRefusedBecauseArgvIsPublic(baseURL: String) {
         #expect {
-            try route("https://api.botsi.com", .url("http://me:s3cret@proxy:8080"))
+            try route(baseURL, .url("http://me:s3cret@proxy:8080"))
         } throws: { error in
             let message = (error as? ClientError)?.message ?? ""
             return message.contains("HTTPS_PROXY") && !message.contains("s3cret")

@@ -146,7 +146,8 @@ extension ReportCommand {
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
             day.timeZone = TimeZone(identifier: "UTC")
-            if let date = day.date(from: text) { return date }
+            // The formatter rolls 2026-02-30 into March: a date is taken only as it reads.
+            if let date = day.date(from: text), day.string(from: date) == text { return date }
         }
         return Timestamp.date(text)
     }

@@ -127,6 +127,14 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
                 (error as? UsageError)?.message.contains("is given twice") == true
             }
         }
+        // UTF-16 (which JSONDecoder reads, and the check above would not see into) is refused.
+        let utf16 = Data(
+            #"{"concurrency": 4, "concurrency": 500}"#.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+        #expect {
+            _ = try JobFile.parse(utf16, path: "wide.json")
+        } throws: { error in
+            (error as? UsageError)?.message.contains("is not UTF-8 text") == true
+        }
         // The same name deeper down, or as a value, is not a second key.
         #expect(JobFile.repeatedTopLevelKey(Data(#"{"inputs": ["rate", "rate"], "rate": 3}"#.utf8)) == nil)
         #expect(JobFile.repeatedTopLevelKey(Data(#"{"a": {"b": 1}, "c": {"b": 2}, "d": "\"b\""}"#.utf8)) == nil)

@@ -22,6 +22,9 @@ import Testing
         #expect(date == Date(timeIntervalSince1970: 1_796_083_200), "\(String(describing: date))")
         let time = try ReportCommand.settings(from: ["--since", "2026-12-01T06:30:00Z"]).settings.since
         #expect(time == Date(timeIntervalSince1970: 1_796_083_200 + 6.5 * 3600))
+        #expect(throws: UsageError.self, "rolled into March") {
+            _ = try ReportCommand.settings(from: ["--since", "2026-02-30"])
+        }
         #expect {
             _ = try ReportCommand.settings(from: ["--since", "2026-13-01"])
         } throws: { error in

@@ -34,6 +34,11 @@ struct JobFile {
     }
 
     static func parse(_ data: Data, path: String) throws(UsageError) -> JobFile {
+        // UTF-8 only (a byte-order mark allowed): JSONDecoder also reads UTF-16, whose keys the
+        // repeated-key check below would not see.
+        guard String(data: data, encoding: .utf8) != nil, !data.contains(0) else {
+            throw UsageError(message: "job file \(path): is not UTF-8 text; save it as UTF-8")
+        }
         guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
             let isJSON = (try? JSONDecoder().decode(JSONValue.self, from: data)) != nil
             throw UsageError(

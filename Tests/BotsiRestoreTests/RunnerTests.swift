@@ -204,12 +204,46 @@ import Testing
         let summary = try harness.run([broken])
         #expect(summary.exitCode == 65 && summary.rejectedRows == 2 && summary.requests == 0)
         #expect(summary.render(journalPath: "j").contains("every row read was rejected by the input checks"))
+        let status = try #require(currentStatus(harness.journalPath)).renderText()
+        #expect(
+            status.contains("next      fix or re-export the input: every row the run read was rejected"), "\(status)")
         let mixed = harness.scratch.csv("mixed.csv", rows: [("p3", "2.00000E+15"), ("p4", "2000000000000004")])
         let fine = try harness.run([mixed])
         #expect(fine.exitCode == 0 && fine.rejectedRows == 1)
         #expect(!fine.render(journalPath: "j").contains("every row read was rejected"))
         // Read again, the broken export is as broken.
         #expect(try harness.run([broken]).exitCode == 65)
+        // A shard: its own rows all rejected is 65, however many rows belong to other shards (a
+        // review: every shard of a broken export exited 0). A shard with no row of its own: 0.
+        let rows = (0..<12).map { ("shard-profile-\($0)", "2.0E+15") }
+        let sharded = harness.scratch.csv("sharded.csv", rows: rows)
+        for index in 0..<4 {
+            let shard = try harness.run([sharded]) {
+                $0.shardIndex = index
+                $0.shardCount = 4
+            }
+            let owned = shard.rowsRead - shard.otherShards
+            #expect(shard.exitCode == (owned > 0 ? 65 : 0), "shard \(index): \(owned) rows of its own")
+        }
+    }
+
+    /// Rows a filter refused on purpose are not a broken export: a file of sandbox rows run with
+    /// `--environment production` has nothing to send, and exits 0.
+    @Test func rowsRefusedByAFilterAreNotABrokenExport() {
+        var summary = RunSummary()
+        summary.rowsRead = 3
+        summary.rejectedByReason = [.wrongEnvironment: 2, .wrongBundleId: 1]
+        #expect(!summary.everyRowRejected)
+        summary.rejectedByReason = [.wrongEnvironment: 2, .scientificNotation: 1]
+        #expect(!summary.everyRowRejected)
+        summary.rejectedByReason = [.scientificNotation: 3]
+        #expect(summary.everyRowRejected)
+        summary.otherShards = 1
+        summary.rejectedByReason = [.scientificNotation: 2]
+        #expect(summary.everyRowRejected, "two of its own rows, both broken")
+        summary.otherShards = 3
+        summary.rejectedByReason = [:]
+        #expect(!summary.everyRowRejected, "no row of its own")
     }
 
     @Test func aDryRunSendsNothingAndLeavesNoJournal() throws {

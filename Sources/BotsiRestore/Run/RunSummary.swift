@@ -55,6 +55,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// The command that sends what the journal owes after this run, reading the input again
     /// when the run did not read it all.
     public var nextCommand: String?
+    /// The command that sends the held rows after review: the run's service, key and pace, with
+    /// `--release-held`.
+    public var releaseCommand: String?
     public var dryRun = false
     /// Whether the run read all of its input before it ended.
     public var inputComplete = false
@@ -92,10 +95,17 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var held: Int { statuses[.held] ?? 0 }
     public var rejectedRows: Int { rejectedByReason.values.reduce(0, +) }
 
-    /// Every row the run read failed the input checks: the export is wrong (ids in scientific
-    /// notation, the wrong columns), not a few rows of it. Such a run exits 65, not 0: a nightly
-    /// job whose export broke must not look fine.
-    public var everyRowRejected: Bool { rowsRead > 0 && rejectedRows == rowsRead }
+    /// Every row of this run's shard failed the checks that a well-formed export passes: the
+    /// export is wrong (ids in scientific notation, the wrong columns), not a few rows of it. Such
+    /// a run exits 65, not 0: a nightly job whose export broke must not look fine. Rows refused by
+    /// a filter asked for (`--environment`, `--bundle-id`) or that hold no purchase are not broken.
+    public var everyRowRejected: Bool {
+        let owned = rowsRead - otherShards
+        let broken = rejectedByReason.filter { !Self.notBroken.contains($0.key) }.values.reduce(0, +)
+        return owned > 0 && broken == owned
+    }
+
+    static let notBroken: Set<RejectionReason> = [.wrongBundleId, .wrongEnvironment, .receiptWithoutPurchases]
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
     /// What the input side counted so far (each slice's counts are added as it is admitted).
@@ -279,8 +289,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append(
                 "held \(held) rows whose transaction another profile claimed first (not sent, not owed); "
                     + "review them, then send them with: "
-                    + ["botsi-restore", "run", "--journal", journalPath, "--release-held"].map(RunAdvice.shellQuoted)
-                    .joined(separator: " "))
+                    + (releaseCommand
+                        ?? ["botsi-restore", "run", "--journal", journalPath, "--release-held"].map(
+                            RunAdvice.shellQuoted
+                        ).joined(separator: " ")))
         }
         let report = RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"])
         lines.append("see the groups with: \(report)")

@@ -256,6 +256,7 @@ extension RunCommand {
                     "botsi-restore: this process may open at most \(limit) files (ulimit -n), enough for "
                         + "\(concurrency) requests at a time: sending at most \(concurrency) instead of --concurrency "
                         + "\(options.concurrency) (for that many, raise it to ulimit -n \(wanted))"))
+            options.concurrencyAsked = options.concurrency
             options.concurrency = concurrency
             return nil
         case .tooLow(let limit, let needed):

@@ -1,9 +1,9 @@
 import BotsiAPI
 import BotsiBasics
-import BotsiJournal
 import Foundation
 import Testing
 
+@testable import BotsiJournal
 @testable import BotsiRestore
 
 /// The lifecycle table, line by line, against expectations written out here by hand (the
@@ -308,10 +308,44 @@ import Testing
         #expect(
             RunAdvice.runCommand(options)
                 == "botsi-restore run --journal j.sqlite --on-conflict hold --key-file /etc/botsi/key "
-                + "--proxy http://proxy:3128 --concurrency 4 --rate 12.5 --no-adaptive --headroom 20 --shard 2/4 "
+                + "--proxy http://proxy:3128 --concurrency 4 --rate 12.5 --no-adaptive --headroom 20% --shard 2/4 "
                 + "--job-rate 40")
         options.proxy = nil
         options.noProxy = true
         #expect(RunAdvice.runCommand(options).contains(" --no-proxy "))
+        // A review: --headroom 0.5% came back as "--headroom 0.5", which the option refuses.
+        options.headroom = 0.5
+        #expect(RunAdvice.runCommand(options).contains(" --headroom 0.5% "))
+        // The concurrency asked for, not the one a low descriptor limit allowed.
+        options.concurrencyAsked = 64
+        #expect(RunAdvice.runCommand(options).contains(" --concurrency 64 "))
+        // Reading inputs again, the filters the run read them with (without them a refused row is sent).
+        options.environment = "Production"
+        options.bundleId = "com.example.app"
+        let reading = RunAdvice.runCommand(options, inputs: ["in.jsonl"])
+        #expect(reading.contains(" --bundle-id com.example.app --environment Production "), "\(reading)")
+        #expect(!RunAdvice.runCommand(options).contains("--environment"), "no input, no filter")
+    }
+
+    /// A review: on a merged journal, status advised one shard's `--shard 1/2 --job-rate 10`, which
+    /// sent half the pending rows, then said nothing was owed. A merged run's command has no shard,
+    /// and the job's rate as its own; a relative key file is given by the path the run recorded.
+    @Test func aMergedJournalsCommandHasNoShardAndTheKeyFilesFullPath() {
+        let options =
+            #"{"baseURL":"http://127.0.0.1:9","shardIndex":1,"shardCount":2,"jobRate":10,"#
+            + #""mergedFrom":{"journal":"s1.sqlite","run":1},"keyFile":"key.txt","keyFilePath":"/srv/job/key.txt"}"#
+        let run = RunRecord(
+            id: 1, startedAt: "2026-12-06T00:00:00.000Z", endedAt: "2026-12-06T00:01:00.000Z", state: .stopped,
+            exitCode: 77, toolVersion: "test", host: "h", pid: 1, options: options, inputs: [], counts: RunCounts())
+        #expect(
+            RunAdvice.runCommand(StatusReport.recordedOptions(run, journalPath: "m.sqlite"))
+                == "botsi-restore run --journal m.sqlite --base-url http://127.0.0.1:9 --key-file /srv/job/key.txt "
+                + "--rate 10")
+        var unmerged = run
+        unmerged.options = options.replacingOccurrences(of: #""mergedFrom":{"journal":"s1.sqlite","run":1},"#, with: "")
+        #expect(
+            RunAdvice.runCommand(StatusReport.recordedOptions(unmerged, journalPath: "s1.sqlite"))
+                == "botsi-restore run --journal s1.sqlite --base-url http://127.0.0.1:9 --key-file /srv/job/key.txt "
+                + "--shard 1/2 --job-rate 10")
     }
 }

@@ -100,9 +100,10 @@ public enum HTMLReportReader {
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }
         if let held = statuses[.held], held > 0 {
-            let command = ["botsi-restore", "run", "--journal", path, "--release-held"].map(RunAdvice.shellQuoted)
-                .joined(separator: " ")
-            return ("review the \(held) held rows (claimed by another profile), then send them", command)
+            return (
+                "review the \(held) held rows (claimed by another profile), then send them",
+                StatusReport.releaseCommand(run, journalPath: path)
+            )
         }
         if let fix { return (fix, nil) }
         return ("nothing to do: every row the journal knows is final", nil)

@@ -52,7 +52,7 @@ extension RunOptions {
         add("--retry-after-cap", retryAfterCap, defaults.retryAfterCap)
         add("--rate", rate.map(Self.number))
         add("--no-adaptive", !adaptive)
-        add("--headroom", headroom, defaults.headroom, duration: false)
+        if headroom != defaults.headroom { add("--headroom", Self.number(headroom) + "%") }
         add("--max-failure-rate", maxFailureRate, defaults.maxFailureRate, duration: false)
         add("--min-sample", minSample, defaults.minSample)
         add("--seed", seed.map { "\($0)" })

@@ -152,12 +152,14 @@ public struct StatusReport: Sendable {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) with: \(nextCommand(run))")
+        } else if !isAlive && run.exitCode == Int(ExitCode.dataError) && run.counts.stopCause == nil {
+            // Every row it read was rejected: the summary said so; nothing else is owed.
+            lines.append(
+                "next      fix or re-export the input: every row the run read was rejected (\(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]))), then run it again"
+            )
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
             // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
-            var options = RunOptions.recorded(run.options) ?? RunOptions()
-            options.journalPath = journalPath
-            (options.retryFailed, options.refreshOlderThan, options.releaseHeld) = (false, nil, true)
-            let release = RunAdvice.runCommand(options, selection: true)
+            let release = Self.releaseCommand(run, journalPath: journalPath)
             lines.append(
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them with: \(release)")
@@ -270,11 +272,33 @@ public struct StatusReport: Sendable {
     /// killed, or stopped before it took up every row it owed, had its selection
     /// (`--retry-failed`, `--refresh-older-than`) repeated: the rows it did get to are not chosen
     /// again.
-    func nextCommand(_ run: RunRecord) -> String {
-        // All the run recorded (its key file, proxy, pace and conflict rule too, as its summary's
-        // command keeps them), under the path this status was given.
+    /// All the run recorded (its key file, proxy, pace and conflict rule too, as its summary's
+    /// command keeps them), under the path this status was given. A merged journal's run was one
+    /// shard's: its shard and the job's rate go (a reviewer: `--shard 1/2` on the merged journal
+    /// sent half its pending rows, then said nothing was owed, then advised it again); one run
+    /// on it has the whole job's rate.
+    static func recordedOptions(_ run: RunRecord, journalPath: String) -> RunOptions {
+        let recorded = RecordedOptions(run.options)
         var options = RunOptions.recorded(run.options) ?? RunOptions()
         options.journalPath = journalPath
+        if let absolute = recorded.keyFilePath, options.keyFile != nil { options.keyFile = absolute }
+        if recorded.merged {
+            (options.shardIndex, options.shardCount) = (0, 1)
+            options.rate = options.rate ?? options.jobRate
+            options.jobRate = nil
+        }
+        return options
+    }
+
+    /// `run --release-held` with what the run recorded: the held rows, sent after review.
+    public static func releaseCommand(_ run: RunRecord, journalPath: String) -> String {
+        var options = recordedOptions(run, journalPath: journalPath)
+        (options.retryFailed, options.refreshOlderThan, options.releaseHeld) = (false, nil, true)
+        return RunAdvice.runCommand(options, selection: true)
+    }
+
+    func nextCommand(_ run: RunRecord) -> String {
+        let options = Self.recordedOptions(run, journalPath: journalPath)
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
         return RunAdvice.runCommand(
             RunAdvice.readingAs(snapshot.unreadInputs.first, options), inputs: unreadInputs, selection: selectionLeft)
@@ -299,6 +323,13 @@ struct RecordedOptions: Decodable {
     var noHeader: Bool?
     var profileColumn: String?
     var transactionColumn: String?
+    var bundleId: String?
+    var environment: String?
+    /// The key file's absolute path, where the run recorded one: a relative `--key-file` names a
+    /// file only from the run's working directory.
+    var keyFilePath: String?
+    /// Set on the runs of a journal `merge` made: each was one shard's run.
+    var merged = false
     var retryFailed: Bool?
     var refreshOlderThan: Double?
     var releaseHeld: Bool?
@@ -306,7 +337,7 @@ struct RecordedOptions: Decodable {
     private enum CodingKeys: String, CodingKey {
         case inputs, baseURL, keyEnvironmentVariable, caCertificatePath, insecureSkipTLSVerify, shardIndex, shardCount
         case format, delimiter, encoding, noHeader, profileColumn, transactionColumn, retryFailed, refreshOlderThan
-        case releaseHeld
+        case releaseHeld, bundleId, environment, keyFilePath, mergedFrom
     }
 
     init(_ json: String) {
@@ -333,6 +364,10 @@ struct RecordedOptions: Decodable {
         retryFailed = try? container.decodeIfPresent(Bool.self, forKey: .retryFailed)
         refreshOlderThan = try? container.decodeIfPresent(Double.self, forKey: .refreshOlderThan)
         releaseHeld = try? container.decodeIfPresent(Bool.self, forKey: .releaseHeld)
+        bundleId = try? container.decodeIfPresent(String.self, forKey: .bundleId)
+        environment = try? container.decodeIfPresent(String.self, forKey: .environment)
+        keyFilePath = try? container.decodeIfPresent(String.self, forKey: .keyFilePath)
+        merged = container.contains(.mergedFrom)
     }
 }
 

@@ -24,6 +24,9 @@ public enum RunAdvice {
             if options.noHeader { words.append("--no-header") }
             if let column = options.profileColumn { words += ["--profile-column", column] }
             if let column = options.transactionColumn { words += ["--transaction-column", column] }
+            // The filters the run read with: without them the rows it refused are sent.
+            if let bundle = options.bundleId { words += ["--bundle-id", bundle] }
+            if let environment = options.environment { words += ["--environment", environment] }
         }
         if options.onConflict != defaults.onConflict { words += ["--on-conflict", options.onConflict.rawValue] }
         if options.baseURL != defaults.baseURL { words += ["--base-url", options.baseURL] }
@@ -39,10 +42,11 @@ public enum RunAdvice {
         if options.noProxy { words.append("--no-proxy") }
         if let path = options.caCertificatePath { words += ["--cacert", path] }
         if options.insecureSkipTLSVerify { words.append("--insecure-skip-tls-verify") }
-        if options.concurrency != defaults.concurrency { words += ["--concurrency", "\(options.concurrency)"] }
+        let concurrency = options.concurrencyAsked ?? options.concurrency
+        if concurrency != defaults.concurrency { words += ["--concurrency", "\(concurrency)"] }
         if let rate = options.rate { words += ["--rate", RunOptions.number(rate)] }
         if !options.adaptive { words.append("--no-adaptive") }
-        if options.headroom != defaults.headroom { words += ["--headroom", RunOptions.number(options.headroom)] }
+        if options.headroom != defaults.headroom { words += ["--headroom", RunOptions.number(options.headroom) + "%"] }
         if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
         if let rate = options.jobRate { words += ["--job-rate", RunOptions.number(rate)] }
         return words.map(shellQuoted).joined(separator: " ")
@@ -61,6 +65,8 @@ public enum RunAdvice {
         options.noHeader = naming.noHeader ?? false
         options.profileColumn = naming.profileColumn
         options.transactionColumn = naming.transactionColumn
+        options.bundleId = naming.bundleId
+        options.environment = naming.environment
         options.shardIndex = naming.shardIndex ?? 0
         options.shardCount = naming.shardCount ?? 1
         return options
@@ -86,7 +92,9 @@ public enum RunAdvice {
     static func fixFirst(_ cause: StopCause) -> String? {
         switch cause {
         case .unauthorized, .forbidden:
-            return "fix the key first (the raw key of this app, without \"Bearer \", in the variable the run reads)"
+            return
+                "fix the key first (the raw key of this app, without \"Bearer \", in the variable or the --key-file "
+                + "the run reads)"
         case .iosSettingsMissing:
             return "set up the app's App Store connection (iOS settings) in Botsi first"
         case .tlsFailure:

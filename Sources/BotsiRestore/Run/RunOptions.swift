@@ -28,6 +28,9 @@ public struct RunOptions: Sendable, Codable, Equatable {
     /// `--no-proxy`: never a proxy, whatever HTTPS_PROXY says.
     public var noProxy = false
     public var concurrency = 8
+    /// The `--concurrency` asked for, when the descriptor limit lowered `concurrency` for this
+    /// run: the run's record keeps what was asked.
+    public var concurrencyAsked: Int?
     public var maxAttempts = 6
     public var timeout: Double = 30
     public var connectTimeout: Double = 10

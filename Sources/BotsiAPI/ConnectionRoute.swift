@@ -70,7 +70,8 @@ private func route(
     if setting == .none { return direct("--no-proxy") }
     // Whatever the base URL: argv is public, and the run records its options (a reviewer saw an
     // http:// run keep --proxy's password in the journal and repeat it in its advice).
-    if case .url(let url) = setting, try ProxyURL(url, source: "--proxy").hasCredentials {
+    // (A --proxy that does not parse is refused below only where a proxy is used, as before.)
+    if case .url(let url) = setting, (try? ProxyURL(url, source: "--proxy"))?.hasCredentials == true {
         throw ClientError(
             "--proxy must not carry a user name or password: every user can read a command line with ps. "
                 + "Put the proxy with its credentials in HTTPS_PROXY instead.")

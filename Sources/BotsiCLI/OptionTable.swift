@@ -142,14 +142,13 @@ extension ReportCommand {
         example: "2026-01-01T00:00:00Z"
     ) { text in
         if let duration = parseDuration(text) { return Date().addingTimeInterval(-duration) }
-        if text.count == 10 {
-            let day = ISO8601DateFormatter()
-            day.formatOptions = [.withFullDate]
-            day.timeZone = TimeZone(identifier: "UTC")
-            // The formatter rolls 2026-02-30 into March: a date is taken only as it reads.
-            if let date = day.date(from: text), day.string(from: date) == text { return date }
-        }
-        return Timestamp.date(text)
+        // The formatters roll 2026-02-30 into March: the date part is taken only as it reads.
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        day.timeZone = TimeZone(identifier: "UTC")
+        let datePart = String(text.prefix(10))
+        guard let date = day.date(from: datePart), day.string(from: date) == datePart else { return nil }
+        return text.count == 10 ? date : Timestamp.date(text)
     }
 }
 

@@ -86,6 +86,14 @@ private let everyProxyVariable = Dictionary(uniqueKeysWithValues: proxyVariables
         }
     }
 
+    /// Only the credentials are refused whatever the base URL: a --proxy that does not parse is
+    /// still no matter to a plain http:// run, which never uses one.
+    @Test func anUnusableProxyIsNoMatterToPlainHTTP() throws {
+        for proxy in ["not a url", "proxy:abc", "http://"] {
+            #expect(try route("http://127.0.0.1:8080", .url(proxy)).curlProxy == "", "\(proxy)")
+        }
+    }
+
     @Test func noProxyAndTheNoProxyListBothGoDirect() throws {
         #expect(try route("https://api.botsi.com", .none, ["HTTPS_PROXY": "http://p:1"]).curlProxy == "")
         let cases: [(String, String)] = [

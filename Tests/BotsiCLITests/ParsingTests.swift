@@ -22,8 +22,10 @@ import Testing
         #expect(date == Date(timeIntervalSince1970: 1_796_083_200), "\(String(describing: date))")
         let time = try ReportCommand.settings(from: ["--since", "2026-12-01T06:30:00Z"]).settings.since
         #expect(time == Date(timeIntervalSince1970: 1_796_083_200 + 6.5 * 3600))
-        #expect(throws: UsageError.self, "rolled into March") {
-            _ = try ReportCommand.settings(from: ["--since", "2026-02-30"])
+        for impossible in ["2026-02-30", "2026-02-30T00:00:00Z", "2025-02-29T12:00:00.000Z"] {
+            #expect(throws: UsageError.self, "rolled into March: \(impossible)") {
+                _ = try ReportCommand.settings(from: ["--since", impossible])
+            }
         }
         #expect {
             _ = try ReportCommand.settings(from: ["--since", "2026-13-01"])

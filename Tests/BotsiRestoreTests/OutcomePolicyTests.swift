@@ -316,6 +316,9 @@ import Testing
         // A review: --headroom 0.5% came back as "--headroom 0.5", which the option refuses.
         options.headroom = 0.5
         #expect(RunAdvice.runCommand(options).contains(" --headroom 0.5% "))
+        options.headroom = 0.00001
+        #expect(RunAdvice.runCommand(options).contains(" --headroom 0.00001% "), "never an exponent")
+        options.headroom = 0.5
         // The concurrency asked for, not the one a low descriptor limit allowed.
         options.concurrencyAsked = 64
         #expect(RunAdvice.runCommand(options).contains(" --concurrency 64 "))

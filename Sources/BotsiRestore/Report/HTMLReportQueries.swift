@@ -99,6 +99,9 @@ public enum HTMLReportReader {
             let words = what.joined(separator: " and ")
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }
+        if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {
+            return (advice, nil)
+        }
         if let held = statuses[.held], held > 0 {
             return (
                 "review the \(held) held rows (claimed by another profile), then send them",

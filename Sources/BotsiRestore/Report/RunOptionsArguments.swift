@@ -85,6 +85,10 @@ extension RunOptions {
 
     /// `20`, `12.5`: a number as one types it.
     static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? "\(Int(value))" : "\(value)"
+        if value == value.rounded() && abs(value) < 1e15 { return "\(Int(value))" }
+        // Never an exponent (1e-05), which the options do not read back.
+        var text = String(format: "%.6f", value)
+        while text.hasSuffix("0") { text.removeLast() }
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 }

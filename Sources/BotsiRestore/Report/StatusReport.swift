@@ -152,11 +152,8 @@ public struct StatusReport: Sendable {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) with: \(nextCommand(run))")
-        } else if !isAlive && run.exitCode == Int(ExitCode.dataError) && run.counts.stopCause == nil {
-            // Every row it read was rejected: the summary said so; nothing else is owed.
-            lines.append(
-                "next      fix or re-export the input: every row the run read was rejected (\(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]))), then run it again"
-            )
+        } else if let advice = Self.rejectedInputAdvice(run, journalPath: journalPath), !isAlive {
+            lines.append("next      \(advice)")
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
             // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
             let release = Self.releaseCommand(run, journalPath: journalPath)
@@ -206,7 +203,8 @@ public struct StatusReport: Sendable {
         object["outcomes"] = Dictionary(
             uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })
         object["pending"] = pendingRows
-        object["unreadInputs"] = unreadInputs
+        // Each (input, shard) the runs left unread, as `Journal.unreadInputs` gives them.
+        object["unreadInputs"] = snapshot.unreadInputs.map(\.path)
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
@@ -265,7 +263,12 @@ public struct StatusReport: Sendable {
 
     /// The inputs no run has read to their end: the latest run's, and those an earlier run left
     /// unread that no run since read to the end (a run resumed without inputs reads none).
-    var unreadInputs: [String] { snapshot.unreadInputs.map(\.path) }
+    /// Each once, for words and commands: in a merged journal every shard's run named the same input.
+    var unreadInputs: [String] {
+        snapshot.unreadInputs.map(\.path).reduce(into: []) { unique, path in
+            if !unique.contains(path) { unique.append(path) }
+        }
+    }
 
     /// The command that sends what the journal owes, against the service the latest run used, and
     /// reads again the inputs it did not finish (its rows already finished are skipped). A run
@@ -290,6 +293,14 @@ public struct StatusReport: Sendable {
         return options
     }
 
+    /// After a run whose every row was rejected (exit 65 with no stop): the summary said so, and
+    /// nothing else is owed.
+    static func rejectedInputAdvice(_ run: RunRecord, journalPath: String) -> String? {
+        guard run.exitCode == Int(ExitCode.dataError) && run.counts.stopCause == nil else { return nil }
+        return "fix or re-export the input: the run's rows were all rejected ("
+            + RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]) + "), then run it again"
+    }
+
     /// `run --release-held` with what the run recorded: the held rows, sent after review.
     public static func releaseCommand(_ run: RunRecord, journalPath: String) -> String {
         var options = recordedOptions(run, journalPath: journalPath)
@@ -300,8 +311,13 @@ public struct StatusReport: Sendable {
     func nextCommand(_ run: RunRecord) -> String {
         let options = Self.recordedOptions(run, journalPath: journalPath)
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
-        return RunAdvice.runCommand(
-            RunAdvice.readingAs(snapshot.unreadInputs.first, options), inputs: unreadInputs, selection: selectionLeft)
+        var reading = RunAdvice.readingAs(snapshot.unreadInputs.first, options)
+        if RecordedOptions(run.options).merged {
+            // A merged journal holds every shard's rows: one run reads each unread input whole,
+            // without the shard the naming run had.
+            (reading.shardIndex, reading.shardCount) = (0, 1)
+        }
+        return RunAdvice.runCommand(reading, inputs: unreadInputs, selection: selectionLeft)
     }
 
 }

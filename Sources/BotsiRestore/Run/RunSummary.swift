@@ -100,9 +100,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// a run exits 65, not 0: a nightly job whose export broke must not look fine. Rows refused by
     /// a filter asked for (`--environment`, `--bundle-id`) or that hold no purchase are not broken.
     public var everyRowRejected: Bool {
-        let owned = rowsRead - otherShards
-        let broken = rejectedByReason.filter { !Self.notBroken.contains($0.key) }.values.reduce(0, +)
-        return owned > 0 && broken == owned
+        let filtered = rejectedByReason.filter { Self.notBroken.contains($0.key) }.values.reduce(0, +)
+        let owned = rowsRead - otherShards - filtered
+        return owned > 0 && rejectedRows - filtered == owned
     }
 
     static let notBroken: Set<RejectionReason> = [.wrongBundleId, .wrongEnvironment, .receiptWithoutPurchases]

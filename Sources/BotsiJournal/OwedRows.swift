@@ -25,6 +25,8 @@ public struct OwedRow: Sendable, Equatable {
     public var attempts: Int
     /// `file:line` where the pair was last read.
     public var source: String
+    /// The run that last worked on it, given back its row when a stop leaves the row unsent.
+    public var lastRun: Int64
 }
 
 /// Rows a killed run left in flight, as the next run found them.
@@ -64,12 +66,13 @@ extension Journal {
     ) throws(JournalError) -> [OwedRow] {
         let columns =
             "id, profile_id, original_transaction_id, status, attempts, "
-            + "(SELECT path FROM inputs WHERE inputs.id = last_input) || ':' || last_line"
+            + "(SELECT path FROM inputs WHERE inputs.id = last_input) || ':' || last_line, last_run"
         let sql = Self.owedQuery(columns: columns, selection: selection) + " ORDER BY id LIMIT ?2"
         // The status is decoded outside SQLite's wrap: the query selects known statuses only, and
         // still a reader never guesses one (docs/journal.md).
         typealias Found = (
-            itemID: Int64, profileID: String, transactionID: String, status: Int64, attempts: Int64, source: String
+            itemID: Int64, profileID: String, transactionID: String, status: Int64, attempts: Int64, source: String,
+            lastRun: Int64
         )
         let found = try wrap { () throws(SQLiteError) -> [Found] in
             let statement = try statement(built: sql)
@@ -80,7 +83,7 @@ extension Journal {
                 rows.append(
                     (
                         statement.int(0), statement.text(1) ?? "", statement.text(2) ?? "", statement.int(3),
-                        statement.int(4), statement.text(5) ?? ""
+                        statement.int(4), statement.text(5) ?? "", statement.int(6)
                     ))
             }
             statement.rewind()
@@ -96,7 +99,7 @@ extension Journal {
             rows.append(
                 OwedRow(
                     itemID: row.itemID, profileID: row.profileID, originalTransactionID: row.transactionID,
-                    status: status, attempts: Int(row.attempts), source: row.source))
+                    status: status, attempts: Int(row.attempts), source: row.source, lastRun: row.lastRun))
         }
         return rows
     }
@@ -149,7 +152,7 @@ extension Journal {
     private static func list(_ statuses: Set<ItemStatus>) -> String { ItemStatus.sqlList(statuses) }
 
     /// Makes an owed row this run's: its input will not send it a second time, and its counts
-    /// include it.
+    /// include it. Given the run that had it before, it gives the row back (a stop left it unsent).
     public func claim(itemID: Int64, runID: Int64) throws(JournalError) {
         try wrap { () throws(SQLiteError) in
             try statement("UPDATE items SET last_run = ? WHERE id = ?").reset(.int(runID), .int(itemID)).run()

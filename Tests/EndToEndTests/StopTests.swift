@@ -28,6 +28,52 @@ struct StopTests {
         #expect(journal.pairs { $0 == "pending" } == Set(rows), "rows not pending after a 401")
     }
 
+    /// A selection run takes up finished rows a batch at a time; stopped by a refused key after a
+    /// request or so, the rows it took up and never sent are neither counted as its own (by the
+    /// status an earlier run gave them) nor forgotten: they stay owed, and the advice and `status`
+    /// give the selection's command again.
+    @Test func aStoppedSelectionRunOwesTheRowsItTookUpAndDidNotSend() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { options in
+            options.keys = ["key-A-accepted"]
+            options.latencyMilliseconds = 20
+        }
+        defer { simulator.stop() }
+        let rows = Pair.generate(30)
+        let input = workspace.csv(rows)
+        let first = try botsi(runArguments([input], workspace, simulator), key: "key-A-accepted", in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let stopped = try botsi(
+            runArguments([], workspace, simulator, ["--refresh-older-than", "0s", "--concurrency", "4", "--log-format", "json"]),
+            key: "key-B-refused", in: workspace)
+        #expect(stopped.status == 77, "stderr: \(stopped.stderr)")
+        let sent = simulator.stats().statusCounts["401"] ?? 0
+        let summary = try #require(
+            stopped.stderr.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            }.last { $0["event"] as? String == "summary" }, "stderr: \(stopped.stderr)")
+        #expect(summary["owedRows"] as? Int == sent, "summary: \(summary)")
+        #expect(summary["owedNotTakenUp"] as? Int == rows.count - sent, "summary: \(summary)")
+        let statuses = summary["statuses"] as? [String: Int] ?? [:]
+        #expect(statuses.values.reduce(0, +) <= sent, "counted as the stopped run's: \(statuses)")
+        let next = summary["nextCommand"] as? String ?? ""
+        #expect(next.contains("--refresh-older-than 0s"), "next: \(next)")
+        let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
+        let lines = runs.stdout.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        let firstRunRows = (lines.first?["statuses"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        #expect(firstRunRows >= rows.count - sent, "runs: \(runs.stdout)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains("finish the selection it stopped in with:")
+                && status.stdout.contains("--refresh-older-than 0s"), "status: \(status.stdout)")
+        let resumed = try botsi(
+            runArguments([], workspace, simulator, ["--refresh-older-than", "0s"]), key: "key-A-accepted", in: workspace)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

@@ -145,9 +145,10 @@ public struct StatusReport: Sendable {
             )
         } else if let eta = etaSeconds {
             lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
-        } else if !isAlive && (pendingRows > 0 || !unreadInputs.isEmpty) {
+        } else if !isAlive && (pendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
             var what: [String] = []
             if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
+            if selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
@@ -306,6 +307,15 @@ public struct StatusReport: Sendable {
         var options = recordedOptions(run, journalPath: journalPath)
         (options.retryFailed, options.refreshOlderThan, options.releaseHeld) = (false, nil, true)
         return RunAdvice.runCommand(options, selection: true)
+    }
+
+    /// A selection run (`--retry-failed`, `--refresh-older-than`, `--release-held`) that stopped
+    /// before sending all it chose: its final rows are not pending, and still owed to it.
+    private func selectionLeft(_ run: RunRecord) -> Bool {
+        let recorded = RecordedOptions(run.options)
+        let selection =
+            recorded.retryFailed == true || recorded.refreshOlderThan != nil || recorded.releaseHeld == true
+        return selection && (run.counts.owedNotTakenUp ?? 0) > 0
     }
 
     func nextCommand(_ run: RunRecord) -> String {

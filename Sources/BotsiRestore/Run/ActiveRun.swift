@@ -31,6 +31,8 @@ actor ActiveRun {
     private var progress: ProgressTracker
     private var waits = ReplyWaits()
     private var summary = RunSummary()
+    /// Owed final rows a stop gave back unsent: still owed, to the next run of the selection.
+    private var owedGivenBack = 0
     private(set) var phase: RunPhase = .running
     private var stepScheduled = false
     /// When the open batch was first found open (monotonic seconds): it commits by `batchAge`.
@@ -319,8 +321,16 @@ actor ActiveRun {
         // writes to them (nothing: their last error is on record, a final row keeps its status).
         var (unsent, waiting) = scheduler.stop()
         unsent += withdrawn
+        // Owed rows taken up and never sent were not "sent first"; the final ones (a selection's)
+        // go back to the run that had them and stay owed to the next run of that selection.
+        let owedUnsent = scheduler.idlePayloads.filter { $0.readerIndex == nil && $0.attemptsThisRun == 0 }
+        if !options.dryRun { summary.owedRows -= owedUnsent.count }
         do {
             try unmark(unsent)
+            for row in owedUnsent where row.status.isFinal {
+                try writer.giveBack(row)
+                owedGivenBack += 1
+            }
             for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {
                 let action = OutcomePolicy.action(for: .stop(reason.cause), row: OutcomePolicy.RowClass(row.status))
                 try writer.applyStopRule(action.write, to: row)
@@ -352,7 +362,9 @@ actor ActiveRun {
         // The counts the summary, its `runs` line and the exit status rest on, from the journal.
         do {
             summary.take(try writer.rowCounts())
-            if isStopping && !options.dryRun { summary.owedNotTakenUp = try feeder.owedNotTakenUp(writer: writer) }
+            if isStopping && !options.dryRun {
+                summary.owedNotTakenUp = owedGivenBack + (try feeder.owedNotTakenUp(writer: writer))
+            }
         } catch {
             failJournal(error)
             return

@@ -13,6 +13,8 @@ struct RunRow {
     let status: ItemStatus
     /// The input it was read from (an index into the run's inputs); nil for a row the journal owed.
     let readerIndex: Int?
+    /// For a row the journal owed, the run that had it before this one claimed it.
+    var claimedFrom: Int64?
     var line = 0
     var attemptsThisRun = 0
     var lastWasTimeout = false
@@ -140,7 +142,7 @@ struct InputFeeder {
                     profileId: row.profileID, transactionId: row.originalTransactionID,
                     row: RunRow(
                         itemID: row.itemID, owedSource: row.source, attemptsBefore: row.attempts, status: row.status,
-                        readerIndex: nil)))
+                        readerIndex: nil, claimedFrom: row.lastRun)))
         }
         while budget > 0 {
             guard room > 0 else {

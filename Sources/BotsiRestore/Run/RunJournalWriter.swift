@@ -128,6 +128,14 @@ struct RunJournalWriter {
         try noteConflict(owed.originalTransactionID, profileId: owed.profileID)
     }
 
+    /// An owed final row a stop left unsent goes back to the run that had it: this run's counts
+    /// do not show it by a status it did not give, and the next selection takes it up again.
+    func giveBack(_ row: RunRow) throws(JournalError) {
+        guard let previous = row.claimedFrom else { return }
+        try beginBatch()
+        try journal.claim(itemID: row.itemID, runID: previous)
+    }
+
     /// Admits a slice's rows of this shard in input order (`Journal.admit`, which finds them a
     /// batch at a time).
     mutating func admit(_ pairs: [PairToAdmit], now: Int64, holdConflicts: Bool) throws(JournalError) -> [Admission] {

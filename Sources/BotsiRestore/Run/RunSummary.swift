@@ -187,7 +187,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if notSent > 0 { lines.append("  of the pending rows, not sent before the run stopped: \(notSent)") }
         if owedNotTakenUp > 0 {
-            lines.append("  owed by the journal, not taken up before the run stopped: \(owedNotTakenUp)")
+            lines.append("  owed by the journal, not sent before the run stopped: \(owedNotTakenUp)")
         }
         if kept > 0 {
             lines.append("  resent without a definitive answer, kept their earlier status: \(kept)")
@@ -347,7 +347,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         if let fix { lines.append(fix + ";") }
         let then = fix != nil || cause == .failureThreshold ? "then " : ""
         lines.append("\(then)\(what.joined(separator: " and ")) with: \(nextCommand)")
-        if owed > 0 {
+        // A stopped selection's rows keep their final statuses: they are not pending.
+        if pending > 0 {
             lines.append(
                 "see the pending rows with: \(RunAdvice.reportCommand(journalPath: journalPath, ["--status", "pending"]))"
             )

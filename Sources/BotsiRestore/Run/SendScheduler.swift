@@ -81,6 +81,9 @@ struct SendScheduler<Payload> {
         return (summary.throttleEvents, summary.lowestRate, summary.finalRate != nil, summary.finalRate)
     }
 
+    /// Rows held and not on the wire nor waiting to retry: after a stop, the rows it never sends.
+    var idlePayloads: [Payload] { window.entries.values.filter { !$0.isBusy }.map(\.payload) }
+
     /// Rows held: not sent yet, in flight, or waiting to be retried.
     var count: Int { window.count }
     var isEmpty: Bool { window.isEmpty }

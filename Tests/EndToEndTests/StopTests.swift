@@ -44,7 +44,8 @@ struct StopTests {
         let first = try botsi(runArguments([input], workspace, simulator), key: "key-A-accepted", in: workspace)
         #expect(first.status == 0, "stderr: \(first.stderr)")
         let stopped = try botsi(
-            runArguments([], workspace, simulator, ["--refresh-older-than", "0s", "--concurrency", "4", "--log-format", "json"]),
+            runArguments(
+                [], workspace, simulator, ["--refresh-older-than", "0s", "--concurrency", "4", "--log-format", "json"]),
             key: "key-B-refused", in: workspace)
         #expect(stopped.status == 77, "stderr: \(stopped.stderr)")
         let sent = simulator.stats().statusCounts["401"] ?? 0
@@ -69,7 +70,8 @@ struct StopTests {
             status.stdout.contains("finish the selection it stopped in with:")
                 && status.stdout.contains("--refresh-older-than 0s"), "status: \(status.stdout)")
         let resumed = try botsi(
-            runArguments([], workspace, simulator, ["--refresh-older-than", "0s"]), key: "key-A-accepted", in: workspace)
+            runArguments([], workspace, simulator, ["--refresh-older-than", "0s"]), key: "key-A-accepted", in: workspace
+        )
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
     }

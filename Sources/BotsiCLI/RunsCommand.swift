@@ -27,14 +27,9 @@ enum RunsCommand: Command {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
             let runs = try journal.runs()
-            var unrecorded: [Int64: [ItemStatus: Int]] = [:]
-            for run in runs where run.counts.statuses == nil {
-                for count in try journal.rowCounts(runID: run.id) {
-                    unrecorded[run.id, default: [:]][count.status, default: 0] += count.count
-                }
-            }
             let lines = RunLine.make(
-                runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(), rowsOfUnrecordedRuns: unrecorded,
+                runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(),
+                unrecorded: try RunLine.Unrecorded(journal, runs: runs),
                 holder: journal.runLockHolder(), now: Date())
             let sink = try ReportSink(path: nil)
             RunsWriter.write(lines, format: settings.format) { sink.write($0) }

@@ -159,6 +159,17 @@ extension Journal {
         }
     }
 
+    /// Input rows run `runID` was the last to find rejected: what a run without a recorded
+    /// summary (killed) is counted by, as `status` counts the journal's.
+    public func rejectionCount(runID: Int64) throws(JournalError) -> Int {
+        try wrap { () throws(SQLiteError) in
+            let count = try statement("SELECT count(*) FROM rejections WHERE last_run = ?")
+            try count.reset(.int(runID))
+            defer { count.rewind() }
+            return try count.step() ? Int(count.int(0)) : 0
+        }
+    }
+
     /// The rows run `runID` worked on (its new input rows and the owed rows it claimed), by their
     /// status and code now: what the run's summary and its `runs` line show. Kept as the rows change
     /// (`run_counts`, by the journal's triggers), so it is read at once however large the run;

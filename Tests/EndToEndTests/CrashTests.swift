@@ -62,7 +62,10 @@ struct CrashTests {
         let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
         defer { simulator.stop() }
         let rows = Pair.generate(6000)
-        let input = workspace.csv(rows)
+        // Two rows the input checks refuse, read long before the kill: `runs` counts them too.
+        let input = workspace.csv(
+            "in.csv",
+            rows: [("", "2000000000000001"), ("p-bad", "not-a-number")] + rows.map { ($0.profileId, $0.transactionId) })
         let child = try Child(
             runArguments([input], workspace, simulator, ["--concurrency", "8"]), key: Simulator.defaultKey,
             in: workspace)
@@ -78,6 +81,7 @@ struct CrashTests {
         let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
         let line = ModelSequence.jsonObjects(runs.stdout).last
         #expect((line?["statuses"] as? [String: Int])?.filter { $0.value != 0 } == leftByIt, "\(runs.stdout)")
+        #expect(line?["rejectedInput"] as? Int == 2, "\(runs.stdout)")
 
         let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         let next = try #require(

@@ -118,15 +118,9 @@ public enum HTMLReportReader {
         let unsummed = runs.filter { $0.counts.statuses == nil }.map(\.id)
         let outcomes = try journal.attemptOutcomes(runIDs: unsummed)
         // As `runs` counts them: a run without a summary by its rows as they stand.
-        var unrecorded: [Int64: [ItemStatus: Int]] = [:]
-        for id in unsummed {
-            for count in try journal.rowCounts(runID: id) {
-                unrecorded[id, default: [:]][count.status, default: 0] += count.count
-            }
-        }
         let lines = RunLine.make(
-            runs: runs, attemptOutcomes: outcomes, rowsOfUnrecordedRuns: unrecorded, holder: journal.runLockHolder(),
-            now: now)
+            runs: runs, attemptOutcomes: outcomes, unrecorded: try RunLine.Unrecorded(journal, runs: runs),
+            holder: journal.runLockHolder(), now: now)
         return zip(runs, lines).map { run, line in
             HistoryRun(journal: index, line: line, options: HTMLRunOptions(run.options).words)
         }

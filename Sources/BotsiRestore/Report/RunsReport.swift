@@ -23,12 +23,30 @@ public struct RunLine: Sendable, Equatable {
     /// from the journal as they stand, or, without those, from its attempts so far.
     public var countsFromAttempts: Bool
 
-    /// `rowsOfUnrecordedRuns`: for the runs without a recorded summary, the rows they worked on
-    /// by their status now (`Journal.rowCounts`), which a killed run's pending and in-flight rows
-    /// are among; its attempts alone count only the rows that got an answer.
+    /// What runs without a recorded summary (killed, or running) are counted by.
+    public struct Unrecorded: Sendable {
+        /// The rows each worked on by their status now (`Journal.rowCounts`), which a killed run's
+        /// pending and in-flight rows are among; its attempts alone count only the rows answered.
+        public var rows: [Int64: [ItemStatus: Int]] = [:]
+        /// The input rows each was the last to find rejected.
+        public var rejections: [Int64: Int] = [:]
+
+        public init() {}
+
+        /// Read from the journal for those of `runs` without a summary.
+        public init(_ journal: Journal, runs: [RunRecord]) throws(JournalError) {
+            for run in runs where run.counts.statuses == nil {
+                for count in try journal.rowCounts(runID: run.id) {
+                    rows[run.id, default: [:]][count.status, default: 0] += count.count
+                }
+                rejections[run.id] = try journal.rejectionCount(runID: run.id)
+            }
+        }
+    }
+
     public static func make(
         runs: [RunRecord], attemptOutcomes: [Int64: [AttemptOutcome: Int]],
-        rowsOfUnrecordedRuns: [Int64: [ItemStatus: Int]] = [:], holder: LockHolder?, now: Date
+        unrecorded: Unrecorded = Unrecorded(), holder: LockHolder?, now: Date
     ) -> [RunLine] {
         runs.map { run in
             let isLatest = run.id == runs.last?.id
@@ -44,13 +62,13 @@ public struct RunLine: Sendable, Equatable {
             for (outcome, count) in outcomes {
                 if let status = outcome.status { fromAttempts[status, default: 0] += count }
             }
-            let statuses = run.counts.statuses ?? rowsOfUnrecordedRuns[run.id] ?? fromAttempts
+            let statuses = run.counts.statuses ?? unrecorded.rows[run.id] ?? fromAttempts
             return RunLine(
                 id: run.id, startedAt: run.startedAt, endedAt: run.endedAt,
                 durationSeconds: start.flatMap { start in end.map { max($0.timeIntervalSince(start), 0) } },
                 state: state, exitCode: run.exitCode, inputs: inputPaths(run),
                 statuses: Dictionary(uniqueKeysWithValues: statuses.map { ($0.key.rawValue, $0.value) }),
-                rejectedInput: run.counts.rejectedByReason?.values.reduce(0, +) ?? 0,
+                rejectedInput: run.counts.rejectedByReason?.values.reduce(0, +) ?? unrecorded.rejections[run.id] ?? 0,
                 requests: run.counts.requests ?? outcomes.values.reduce(0, +),
                 retries: run.counts.retries ?? outcomes[.retry] ?? 0, host: run.host,
                 countsFromAttempts: run.counts.statuses == nil)

@@ -194,7 +194,12 @@ stamp() {
 fifo_dir=$(mktemp -d) || { log "cannot make a temporary directory; nothing was run"; exit 73; }
 trap 'rm -rf "$fifo_dir"' EXIT
 mkfifo "$fifo_dir/output"
-stamp <"$fifo_dir/output" >&8 &
+# The stamper outlives a TERM or INT to the process group (systemd's stop, timeout, Ctrl-C): it
+# logs botsi-restore's drain and summary, and ends when botsi-restore closes the pipe.
+(
+    trap '' TERM INT
+    stamp
+) <"$fifo_dir/output" >&8 &
 stamper=$!
 "$bin" run --job "$job" "$@" >"$fifo_dir/output" 2>&1 8>&- &
 child=$!
@@ -209,16 +214,28 @@ while :; do
 done
 wait "$stamper"
 
+# The journal is the job's (or --journal's), relative paths from the working directory as for the
+# run: the advice below and the page name it.
+journal=botsi-restore.sqlite
+if [ -r "$job" ] && [[ $(<"$job") =~ \"journal\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then journal=${BASH_REMATCH[1]}; fi
+previous=""
+for argument in "$@"; do
+    case $argument in --journal=*) journal=${argument#--journal=} ;; esac
+    [ "$previous" = --journal ] && journal=$argument
+    previous=$argument
+done
+printf -v journal_arg '%q' "$journal"
+
 case $status in
     0) advice="ok: every row reached a final status; nothing to do" ;;
     64) advice="usage error: fix the job file or the crontab line (the message above names the option)" ;;
-    65) advice="input unusable: every row rejected (see 'botsi-restore report --status rejected'), not data at all, or damaged part-way (rows before the damage were sent and journaled): fix or re-export the input file" ;;
+    65) advice="input unusable: every row rejected (see 'botsi-restore report --journal $journal_arg --status rejected'), not data at all, or damaged part-way (rows before the damage were sent and journaled): fix or re-export the input file" ;;
     66) advice="input or job file missing: check that the export ran, the job's inputs paths and the job file's path on the crontab line" ;;
-    69) advice="unavailable (TLS failure, or too many rows failing): look at the lines above; see failures with 'botsi-restore report --run latest --status failed --format table'" ;;
+    69) advice="unavailable (TLS failure, or too many rows failing): look at the lines above; see failures with 'botsi-restore report --journal $journal_arg --run latest --status failed --status pending --format table'" ;;
     70) advice="internal error: keep this log and report it" ;;
     71) advice="a local resource ran out (memory, file descriptors, a thread): raise what the message above names (ulimit -n, ulimit -v, the unit's LimitNOFILE=); nothing was sent, the next run continues" ;;
     73) advice="journal unusable (disk full, permissions, not a journal): fix as the message says; committed rows are safe" ;;
-    75) advice="rows remain pending (window ended, retries spent, or another run holds the journal): nothing to do, the next run continues; if it repeats for days see 'botsi-restore status'" ;;
+    75) advice="rows remain pending (window ended, retries spent, or another run holds the journal): nothing to do, the next run continues; if it repeats for days see 'botsi-restore status --journal $journal_arg'" ;;
     77) advice="the API key was refused: put a valid key in $env_file" ;;
     78) advice="the App Store connection is not set up in Botsi for this app: set it up in Botsi, then the next run continues" ;;
     126 | 127) advice="botsi-restore could not be started ($bin): set BOTSI_RESTORE_BIN or install it" ;;
@@ -227,17 +244,8 @@ case $status in
 esac
 log "end: exit $status — $advice"
 
-# Last night's page beside the log, when asked for: the journal is the job's (or --journal's),
-# relative paths from the working directory as for the run. A failure is logged, never the exit.
+# Last night's page beside the log, when asked for. A failure is logged, never the exit.
 if [ -n "$html_report" ] && [ "$status" != 126 ] && [ "$status" != 127 ]; then
-    journal=botsi-restore.sqlite
-    if [ -r "$job" ] && [[ $(<"$job") =~ \"journal\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then journal=${BASH_REMATCH[1]}; fi
-    previous=""
-    for argument in "$@"; do
-        case $argument in --journal=*) journal=${argument#--journal=} ;; esac
-        [ "$previous" = --journal ] && journal=$argument
-        previous=$argument
-    done
     if page_error=$("$bin" report --journal "$journal" --format html --output "$html_report" 2>&1 8>&-); then
         log "page: $html_report (botsi-restore report --journal $journal --format html)"
     else

@@ -85,18 +85,31 @@ private func invoke<C: Command>(_ command: C.Type, _ arguments: [String]) throws
 /// The one choke point for text meant for people: controls (but tab and newline), DEL, C1 controls
 /// and bidi overrides are shown as visible escapes (`\u001B`), so a file name, a lock holder's host
 /// or a server's message cannot drive the terminal. Reports escape their own cells (`ReportSink`).
+///
+/// A write that fails (a reader gone: `run … | head`, a closed terminal, a logger stopped first) is
+/// dropped: `run` ignores SIGPIPE, so that losing its audience never stops it mid-drain, and its
+/// journal, not its stderr, is the record.
 enum Output {
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
+        write(FileHandle.standardOutput, VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n")
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n").utf8))
+        write(FileHandle.standardError, VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n")
     }
 
     /// The live progress line on a terminal: our own carriage return and erase-line, then the text.
     static func liveLine(_ text: String) {
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + VisibleText.escaped(text)).utf8))
+        write(FileHandle.standardError, "\r\u{1B}[K" + VisibleText.escaped(text))
+    }
+
+    /// Bytes to stdout as they are (a dry run's CSV), dropped when nobody reads them.
+    static func raw(_ bytes: Data) {
+        try? FileHandle.standardOutput.write(contentsOf: bytes)
+    }
+
+    private static func write(_ handle: FileHandle, _ text: String) {
+        try? handle.write(contentsOf: Data(text.utf8))
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }

@@ -271,18 +271,25 @@ extension RunCommand {
     }
 }
 
-/// SIGINT/SIGTERM through Dispatch, counting how many arrived.
+/// SIGINT/SIGTERM through Dispatch, counting how many arrived. Signals within `sameStop` of the
+/// first are that one stop asked again, not a second: a stop often arrives twice at once (a TERM
+/// to the process group beside the cron wrapper's forward of its own, systemd's TERM to the whole
+/// control group beside a wrapper's), and a second signal means "exit at once", without the drain.
 final class SignalWatcher {
+    static let sameStop: UInt64 = 500_000_000
     private let sources: [DispatchSourceSignal]
     private let queue = DispatchQueue(label: "botsi-restore.signals")
 
     init(handler: @escaping @Sendable (Int32, Int) -> Void) {
         let counter = Counter()
         let queue = self.queue
+        // A closed stderr or stdout (`| head`, `| tee` killed by the same Ctrl-C, a logger stopped
+        // first) must not kill the run before it drains and journals: the write fails instead.
+        signal(SIGPIPE, SIG_IGN)
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { handler(number, counter.increment()) }
+            source.setEventHandler { if let count = counter.count() { handler(number, count) } }
             source.resume()
             return source
         }
@@ -292,10 +299,18 @@ final class SignalWatcher {
         for source in sources { source.cancel() }
     }
 
-    /// Signals counted as they arrive.
+    /// Signals counted as they arrive (on one serial queue); nil for the first one's repeats.
     private final class Counter: Sendable {
         private let value = Atomic(0)
-        func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
+        private let firstAt = Atomic<UInt64>(0)
+
+        func count() -> Int? {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let first = firstAt.load(ordering: .relaxed)
+            if first != 0 && now &- first < SignalWatcher.sameStop { return nil }
+            if first == 0 { firstAt.store(max(now, 1), ordering: .relaxed) }
+            return value.add(1, ordering: .relaxed).newValue
+        }
     }
 }
 
@@ -316,7 +331,7 @@ final class WouldSendListing: Sendable {
     private let state: Mutex<State>
 
     init() {
-        let writer = WouldSendWriter(format: .csv, sink: .chunks { FileHandle.standardOutput.write(Data($0)) })
+        let writer = WouldSendWriter(format: .csv, sink: .chunks { Output.raw(Data($0)) })
         state = Mutex(State(writer: writer))
     }
 

@@ -98,6 +98,28 @@ struct CrashTests {
         #expect(after.finalPairs == Set(rows), "\(rows.count - after.finalPairs.count) rows are not final")
     }
 
+    /// `run … 2>&1 | head -1` (or a `tee` that the same Ctrl-C ended): the reader is gone after the
+    /// first line, and the run's next write must not kill it with SIGPIPE half-way (it left rows
+    /// in flight, recorded as killed): it finishes every row and records its end.
+    @Test func aRunWhoseOutputReaderIsGoneFinishesAndRecordsItsEnd() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 5 }
+        defer { simulator.stop() }
+        let rows = Pair.generate(600)
+        let arguments = runArguments(
+            [workspace.csv(rows)], workspace, simulator, ["--rate", "200", "--log-interval", "1s"])
+        let binary = try #require(Locations.binary)
+        let quoted = ([binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }
+        let script = quoted.joined(separator: " ") + " 2>&1 | head -1"
+        let child = try Child(["-c", script], key: Simulator.defaultKey, in: workspace, executable: "/bin/sh")
+        let finished = child.wait(timeout: 120)
+        #expect(finished.status == 0, "\(finished.stdout) \(finished.stderr)")
+        let runs = try botsi(["runs", "--journal", workspace.journal, "--format", "jsonl"], key: nil, in: workspace)
+        let line = ModelSequence.jsonObjects(runs.stdout).last
+        #expect(line?["state"] as? String == "finished" && line?["exitCode"] as? Int == 0, "\(runs.stdout)")
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+    }
+
     @Test func twentyKillsAtRandomMomentsNeverResendAFinishedRow() throws {
         let workspace = Workspace()
         let simulator = try startSimulator { options in
@@ -244,7 +266,11 @@ struct CrashTests {
             runArguments([input], workspace, slow, ["--concurrency", "8"]), key: Simulator.defaultKey, in: workspace)
         let inFlight = eventually(timeout: 60) { slow.stats().inFlight >= 8 }
         child.send(signal)
+        // A repeat within half a second is the same stop (a process group's and a wrapper's).
         usleep(100_000)
+        child.send(signal)
+        usleep(900_000)
+        #expect(child.isRunning, "a repeat of the first signal ended the drain")
         child.send(signal)
         let ended = child.wait(timeout: 60)
         try #require(inFlight, "requests never went out: \(ended.stderr)")

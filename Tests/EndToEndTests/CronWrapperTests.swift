@@ -276,6 +276,43 @@ struct CronWrapperTests {
         #expect(journal.finalPairs == Set(rows))
     }
 
+    /// systemd's stop, `timeout` and `kill -TERM -PGID` signal the whole process group: the
+    /// wrapper's log stamper got the TERM too and died, and botsi-restore's next line (its drain
+    /// message) killed it with SIGPIPE (exit 141, rows left in flight). The run drains, journals
+    /// and exits 143, and its summary and the advice reach the log.
+    @Test func aTermToTheWholeProcessGroupIsDrainedAndLogged() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator { $0.latencyMilliseconds = 20 }
+        defer { simulator.stop() }
+        let cron = Self.realRun(
+            binary: binary, rows: Pair.generate(2000),
+            job: """
+                {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "concurrency": 4, "rate": 100, "logInterval": "0.5s"}
+                """)
+        // The wrapper leads a process group of its own (`setsid` forks first when it must; its
+        // `--wait` gives back the wrapper's exit status), whose id its log lines carry. The signals
+        // are put back to their defaults, as cron and systemd start it: this test process ignores
+        // them (a signal watcher under test), and a process ignoring TERM would hide the defect.
+        let child = try Child(
+            [
+                "--default-signal=TERM,INT,PIPE", "/usr/bin/setsid", "--wait", "/bin/bash", CronSetup.script,
+                cron.jobFile,
+            ], key: nil, in: cron.workspace, environment: cron.environment(), executable: "/usr/bin/env")
+        let journal = cron.workdir + "/nightly.sqlite"
+        let working = eventually(timeout: 60) { (JournalView.read(journal)?.finalPairs.count ?? 0) >= 50 }
+        let group = try #require(
+            cron.log.firstMatch(of: /\[cron (\d+)\]/).flatMap { Int32($0.1) }, "no pid in the log: \(cron.log)")
+        kill(-group, SIGTERM)
+        let finished = child.wait(timeout: 60)
+        try #require(working, "the run never got going: \(cron.log)")
+        #expect(finished.status == 143, "log: \(cron.log)")
+        #expect(cron.log.contains("end: exit 143 — stopped by a signal"), "log: \(cron.log)")
+        #expect(cron.log.contains("run stopped after"), "the summary is not in the log: \(cron.log)")
+        let after = try #require(JournalView.read(journal))
+        #expect(after.pairs { $0 == "in_flight" }.isEmpty, "rows left in flight")
+    }
+
     /// Issue 19, item 15: botsi-restore's progress lines carry their own UTC time, and the
     /// wrapper stamped them again in its own format. One stamp a line, in one format.
     @Test func everyLogLineHasOneTimestampInOneFormat() throws {

@@ -142,6 +142,17 @@ extension ReportCommand {
         example: "2026-01-01T00:00:00Z"
     ) { text in
         if let duration = parseDuration(text) { return Date().addingTimeInterval(-duration) }
+        return parseInstant(text)
+    }
+
+    /// An ISO-8601 time or a date (its start in UTC): an instant, never relative to now.
+    static let instantKind = ValueKind<Date>(
+        placeholder: "TIME",
+        expected: "an ISO-8601 time such as 2026-12-06T04:58:33.375Z, or a date such as 2026-12-01",
+        example: "2026-12-06T04:58:33.375Z"
+    ) { parseInstant($0) }
+
+    private static func parseInstant(_ text: String) -> Date? {
         // The formatters roll 2026-02-30 into March: the date part is taken only as it reads.
         let day = ISO8601DateFormatter()
         day.formatOptions = [.withFullDate]

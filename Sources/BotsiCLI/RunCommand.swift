@@ -85,6 +85,10 @@ enum RunCommand: Command {
         if options.keyFile != nil && options.keyEnvironmentVariable != RunOptions().keyEnvironmentVariable {
             throw UsageError(message: "give the key with --key-env or with --key-file, not both")
         }
+        if options.answeredBefore != nil && !options.retryFailed && options.refreshOlderThan == nil {
+            throw UsageError(
+                message: "--answered-before narrows --retry-failed or --refresh-older-than; give one of them with it")
+        }
         if options.proxy != nil && options.noProxy {
             throw UsageError(message: "--proxy and --no-proxy contradict each other; give one")
         }

@@ -1,5 +1,6 @@
 // The `run` command's options, in the sections its help lists them under. The rest of the option
 // table, and how to add an option, are in `OptionTable.swift`.
+import BotsiJournal
 import BotsiRestore
 import Foundation
 
@@ -81,6 +82,14 @@ extension RunCommand {
                     "also resend restored and nothing_to_restore rows whose last definitive answer is older than DUR "
                     + "(e.g. 7d); a resend without one changes nothing"
             ) { $0.options.refreshOlderThan = $1 },
+            .value(
+                "--answered-before", ReportCommand.instantKind,
+                job: .notInJobFiles(
+                    because: "it continues one stopped run: the command that run's advice gives carries it"),
+                help:
+                    "with --retry-failed or --refresh-older-than: only rows last answered before TIME; the advice "
+                    + "after a stopped selection run adds it, so that the rows that run did get to are not sent again"
+            ) { $0.options.answeredBefore = Timestamp.string($1) },
             .value(
                 "--on-conflict", .choice(ConflictHandling.allCases), job: "onConflict", default: "send",
                 help: "a new pair whose transaction another profile already claims: send it (restores link the "

@@ -7,11 +7,18 @@ public struct OwedSelection: Sendable, Equatable {
     public var statuses: Set<ItemStatus>
     public var refreshStatuses: Set<ItemStatus>
     public var answeredBefore: Date?
+    /// `--answered-before` (a stopped selection's continuation): of `statuses`, the final ones are
+    /// chosen only when last answered before this instant.
+    public var finalAnsweredBefore: Date?
 
-    public init(statuses: Set<ItemStatus>, refreshStatuses: Set<ItemStatus> = [], answeredBefore: Date? = nil) {
+    public init(
+        statuses: Set<ItemStatus>, refreshStatuses: Set<ItemStatus> = [], answeredBefore: Date? = nil,
+        finalAnsweredBefore: Date? = nil
+    ) {
         self.statuses = statuses
         self.refreshStatuses = refreshStatuses
         self.answeredBefore = answeredBefore
+        self.finalAnsweredBefore = finalAnsweredBefore
     }
 }
 
@@ -120,6 +127,8 @@ extension Journal {
     /// The owed rows after `?1` not claimed by run `?3` (`?4`: the refresh cutoff).
     private static func owedQuery(columns: String, selection: OwedSelection) -> String {
         let refreshing = selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty
+        let finalStatuses = selection.statuses.filter(\.isFinal)
+        let continuing = selection.finalAnsweredBefore != nil && !finalStatuses.isEmpty
         if selection.statuses == [.pending] && !refreshing {
             // The plain run: the partial index `items_pending` holds exactly these rows, in id order
             // (named, or the planner may pick `items_status` and sort every pending row per batch).
@@ -130,7 +139,12 @@ extension Journal {
         }
         // Failures and refreshable rows may be most of the journal: walk it in id order once,
         // batch by batch (`+status` keeps SQLite from trading that walk for an index and a sort).
-        var conditions = ["+status IN (\(list(selection.statuses)))"]
+        var conditions = [
+            "+status IN (\(list(continuing ? selection.statuses.subtracting(finalStatuses) : selection.statuses)))"
+        ]
+        if continuing {
+            conditions.append("(+status IN (\(list(finalStatuses))) AND answered_at < ?5)")
+        }
         if refreshing {
             conditions.append("(+status IN (\(list(selection.refreshStatuses))) AND answered_at < ?4)")
         }
@@ -142,10 +156,12 @@ extension Journal {
 
     private static func owedValues(after: Int64, limit: Int, selection: OwedSelection, runID: Int64) -> [SQLiteValue] {
         var values: [SQLiteValue] = [.int(after), .int(Int64(limit)), .int(runID)]
-        if selection.answeredBefore != nil && !selection.refreshStatuses.isEmpty, let cutoff = selection.answeredBefore
-        {
-            values.append(.int(Timestamp.milliseconds(cutoff)))
+        let refreshCutoff = selection.refreshStatuses.isEmpty ? nil : selection.answeredBefore
+        let finalCutoff = selection.statuses.contains(where: \.isFinal) ? selection.finalAnsweredBefore : nil
+        if refreshCutoff != nil || finalCutoff != nil {
+            values.append(refreshCutoff.map { .int(Timestamp.milliseconds($0)) } ?? .null)
         }
+        if let finalCutoff { values.append(.int(Timestamp.milliseconds(finalCutoff))) }
         return values
     }
 

@@ -110,4 +110,17 @@ import Testing
         twice.options.inputs = ["-", "-"]
         #expect(throws: UsageError.self) { try RunCommand.runOptions(twice, now: .now) }
     }
+
+    /// `--answered-before` narrows a selection: alone it would choose nothing it could narrow.
+    @Test func answeredBeforeNeedsASelectionToNarrow() throws {
+        var alone = RunSettings()
+        alone.options.answeredBefore = "2026-12-06T04:58:33.375Z"
+        #expect(throws: UsageError.self) { try RunCommand.runOptions(alone, now: .now) }
+        var retry = alone
+        retry.options.retryFailed = true
+        #expect(try RunCommand.runOptions(retry, now: .now).answeredBefore == alone.options.answeredBefore)
+        var refresh = alone
+        refresh.options.refreshOlderThan = 0
+        #expect(try RunCommand.runOptions(refresh, now: .now).answeredBefore == alone.options.answeredBefore)
+    }
 }

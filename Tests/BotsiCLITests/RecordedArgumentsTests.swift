@@ -37,10 +37,14 @@ import Testing
                 let value = try fixed[spec.long] ?? #require(spec.example, "\(spec.long)")
                 typed.append(spec.defaultValue == value ? value + "1" : value)
             }
+            // An option that narrows another is given with it (and shown after it).
+            let companion = ["--answered-before": ["--retry-failed"]][spec.long] ?? []
+            typed = companion + typed
             let given = try Self.options(typed)
             #expect(given != defaults, "\(typed) changes nothing to record")
             let shown = try Self.recorded(given).arguments
-            #expect(shown.first == spec.long, "\(typed) is shown as \(shown)")
+            #expect(
+                Array(shown.prefix(companion.count + 1)) == companion + [spec.long], "\(typed) is shown as \(shown)")
             #expect(try Self.options(shown) == given, "\(shown) is not the run \(typed) made")
         }
     }

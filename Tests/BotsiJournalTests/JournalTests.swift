@@ -165,6 +165,23 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(try owed(journal, OwedSelection(statuses: [.pending, status])) == ["p"])
     }
 
+    /// `--answered-before`, a stopped selection's continuation: the failures it chose and answered
+    /// since are left out (a refresh's cutoff is the earlier of its own and this one:
+    /// `OutcomePolicy.owedSelection`); pending rows stay owed.
+    @Test(arguments: [ItemStatus.failed, .rejected])
+    func aContinuationLeavesOutFinalRowsAnsweredSinceItsCutoff(status: ItemStatus) throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        let run = try startRun(journal)
+        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
+        try settle(journal, item: item, status, code: "x")
+        _ = try admit(journal, "q", "2", run: run)
+        let before = OwedSelection(statuses: [.pending, status], finalAnsweredBefore: Date().addingTimeInterval(-3600))
+        #expect(try owed(journal, before) == ["q"], "answered after the cutoff: left out")
+        let after = OwedSelection(statuses: [.pending, status], finalAnsweredBefore: Date().addingTimeInterval(3600))
+        #expect(try owed(journal, after) == ["p", "q"], "answered before the cutoff: chosen")
+    }
+
     @Test(arguments: [ItemStatus.restored, .nothingToRestore])
     func refreshableRowsAreOwedOnlyWhenAnsweredBeforeTheCutoff(status: ItemStatus) throws {
         let directory = Workspace()

@@ -118,6 +118,26 @@ import Testing
         }
     }
 
+    /// `--answered-before`: of what the selectors choose, a final row answered at or after the
+    /// cutoff (or never answered) is left out; pending and held rows are not its concern.
+    @Test func aContinuationsCutoffLeavesOutFinalRowsAnsweredSince() {
+        let now = Date()
+        let cutoff = now.addingTimeInterval(-3600)
+        var mode = Policy.RunMode()
+        (mode.retryFailed, mode.refreshOlderThan, mode.releaseHeld, mode.answeredBefore) = (true, 0, true, cutoff)
+        for status in ItemStatus.allCases where status != .inFlight {
+            for answeredAt in [nil, cutoff.addingTimeInterval(-1), cutoff, now] as [Date?] {
+                let expected = !status.isFinal || (answeredAt.map { $0 < cutoff } ?? false)
+                #expect(
+                    Policy.isOwed(status: status, answeredAt: answeredAt, profileId: "p", mode: mode, now: now)
+                        == expected, "\(status) answered \(String(describing: answeredAt))")
+            }
+        }
+        let selection = Policy.owedSelection(mode: mode, now: now)
+        #expect(selection.finalAnsweredBefore == cutoff)
+        #expect(selection.answeredBefore == cutoff, "the refresh's own cutoff (now − 0s) is later")
+    }
+
     @Test func theJournalsSelectionIsTheTables() {
         let now = Date()
         for mode in Self.modes {

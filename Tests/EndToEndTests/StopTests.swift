@@ -76,6 +76,43 @@ struct StopTests {
         #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
     }
 
+    /// A refresh of every row (`--refresh-older-than 0s`, jobs/audit.json) that a time window
+    /// stops: the command its advice gives, typed again after each stop, gets through the
+    /// selection: every row refreshed once, none twice (it restarted at the first row each time,
+    /// and never reached the rows past one window's worth).
+    @Test func theAdvisedContinuationOfAStoppedRefreshSendsEachRowOnce() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(120)
+        let first = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        var command = runArguments(
+            [], workspace, simulator, ["--refresh-older-than", "0s", "--rate", "50", "--max-duration", "0.5s"])
+        var stops = 0
+        while true {
+            let child = try Child(command + ["--log-format", "json"], key: Simulator.defaultKey, in: workspace)
+            let finished = child.wait(timeout: 60)
+            guard finished.status == 75 else {
+                #expect(finished.status == 0, "stderr: \(finished.stderr)")
+                break
+            }
+            stops += 1
+            try #require(stops < 20, "the continuation never ends: \(finished.stderr)")
+            let summary = ModelSequence.jsonObjects(finished.stderr).last { $0["event"] as? String == "summary" }
+            let next = try #require(summary?["nextCommand"] as? String, "no advice: \(finished.stderr)")
+            #expect(next.contains("--answered-before "), "\(next)")
+            // As typed, with the window again: the advice leaves a run's own window out.
+            let words = next.split(separator: " ").map(String.init)
+            command = Array(words.dropFirst()) + ["--max-duration", "0.5s", "--timeout", "10"]
+        }
+        #expect(stops >= 2, "the window never stopped the refresh")
+        let attempts = try #require(JournalView.read(workspace.journal)).items.values.map(\.attempts)
+        #expect(
+            attempts.count == rows.count && attempts.allSatisfy { $0 == 2 }, "attempts per row: \(attempts.sorted())")
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

@@ -31,6 +31,7 @@ extension RunOptions {
         // Journal
         add("--retry-failed", retryFailed)
         add("--refresh-older-than", refreshOlderThan.map(Basics.durationOption))
+        add("--answered-before", answeredBefore)
         if onConflict != defaults.onConflict { add("--on-conflict", onConflict.rawValue) }
         add("--release-held", releaseHeld)
         add("--dry-run", dryRun)

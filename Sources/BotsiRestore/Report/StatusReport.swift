@@ -319,8 +319,11 @@ public struct StatusReport: Sendable {
     }
 
     func nextCommand(_ run: RunRecord) -> String {
-        let options = Self.recordedOptions(run, journalPath: journalPath)
+        var options = Self.recordedOptions(run, journalPath: journalPath)
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
+        if selectionLeft, let started = Timestamp.date(run.startedAt) {
+            options = RunAdvice.continuingSelection(options, startedAt: started)
+        }
         var reading = RunAdvice.readingAs(snapshot.unreadInputs.first, options)
         if RecordedOptions(run.options).merged {
             // A merged journal holds every shard's rows: one run reads each unread input whole,

@@ -351,6 +351,7 @@ actor ActiveRun {
     private func continuation(selection: Bool) -> String {
         let earlier = summary.earlierUnreadInputs.isEmpty ? nil : writer.earlierUnreadInputs.first
         let unreadOwn = !feeder.isDone && !options.inputs.isEmpty
+        let options = selection ? RunAdvice.continuingSelection(options, startedAt: startedAt) : options
         return RunAdvice.runCommand(
             unreadOwn ? options : RunAdvice.readingAs(earlier, options),
             inputs: (unreadOwn ? options.inputs : []) + summary.earlierUnreadInputs, selection: selection)

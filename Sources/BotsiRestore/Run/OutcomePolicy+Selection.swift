@@ -48,6 +48,9 @@ extension OutcomePolicy {
         /// Seconds: `--refresh-older-than`.
         public var refreshOlderThan: Double?
         public var releaseHeld = false
+        /// `--answered-before`: the final rows the selectors choose are only those last answered
+        /// before this instant (the continuation of a selection run that stopped).
+        public var answeredBefore: Date?
         public var dryRun = false
         public var shardIndex = 0
         public var shardCount = 1
@@ -58,6 +61,7 @@ extension OutcomePolicy {
             retryFailed = options.retryFailed
             refreshOlderThan = options.refreshOlderThan
             releaseHeld = options.releaseHeld
+            answeredBefore = options.answeredBefore.flatMap(Timestamp.date)
             dryRun = options.dryRun
             shardIndex = options.shardIndex
             shardCount = options.shardCount
@@ -89,6 +93,10 @@ extension OutcomePolicy {
         status: ItemStatus, answeredAt: Date?, profileId: String, mode: RunMode, now: Date
     ) -> Bool {
         guard mode.owns(profileId: profileId) else { return false }
+        // A stopped selection's continuation leaves out the final rows it did get to.
+        if status.isFinal, let cutoff = mode.answeredBefore, !(answeredAt.map { $0 < cutoff } ?? false) {
+            return false
+        }
         switch selection(of: status, mode: mode) {
         case .owed: return true
         case .notSent: return false
@@ -113,7 +121,9 @@ extension OutcomePolicy {
         selection.statuses.remove(.inFlight)
         if let age = mode.refreshOlderThan, !selection.refreshStatuses.isEmpty {
             selection.answeredBefore = now.addingTimeInterval(-age)
+            if let cutoff = mode.answeredBefore { selection.answeredBefore = min(selection.answeredBefore!, cutoff) }
         }
+        selection.finalAnsweredBefore = mode.answeredBefore
         return selection
     }
 }

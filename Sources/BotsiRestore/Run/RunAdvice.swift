@@ -9,12 +9,26 @@ public enum RunAdvice {
     /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
     /// final rows the run chose (`--retry-failed`, `--refresh-older-than`, `--release-held`), for a
     /// run that stopped before it took them all up.
+    /// The options that continue a selection run started at `startedAt` that stopped before it
+    /// took up all it chose: the final rows it did get to were answered after its start, and are
+    /// left out (`--answered-before`), so that a window-bound run gets through its selection.
+    public static func continuingSelection(_ options: RunOptions, startedAt: Date) -> RunOptions {
+        guard options.retryFailed || options.refreshOlderThan != nil else { return options }
+        var continued = options
+        let earlier = options.answeredBefore.flatMap(Timestamp.date)
+        continued.answeredBefore = Timestamp.string(min(earlier ?? startedAt, startedAt))
+        return continued
+    }
+
     public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
         if selection {
             if options.retryFailed { words.append("--retry-failed") }
             if let age = options.refreshOlderThan { words += ["--refresh-older-than", Basics.durationOption(age)] }
+            if let before = options.answeredBefore, options.retryFailed || options.refreshOlderThan != nil {
+                words += ["--answered-before", before]
+            }
             if options.releaseHeld { words.append("--release-held") }
         }
         if !inputs.isEmpty {

@@ -40,6 +40,10 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var retryFailed = false
     /// Seconds: also resend restored rows whose last success is older than this.
     public var refreshOlderThan: Double?
+    /// `--answered-before` (ISO-8601, UTC): with `--retry-failed` or `--refresh-older-than`, only
+    /// the final rows last answered before it: the continuation of a selection run that stopped,
+    /// which leaves out the rows that run did get to.
+    public var answeredBefore: String?
     public var dryRun = false
     /// What to do with a new pair whose transaction another profile already claims.
     public var onConflict = ConflictHandling.send

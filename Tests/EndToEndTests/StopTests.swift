@@ -113,6 +113,37 @@ struct StopTests {
             attempts.count == rows.count && attempts.allSatisfy { $0 == 2 }, "attempts per row: \(attempts.sorted())")
     }
 
+    /// Rows waiting out a long Retry-After when a Ctrl-C stops the run were never resent: the
+    /// summary counts no retry for them, and `status` (and the page, which takes its count) says
+    /// the same (it counted every "retry" answer as a retry made).
+    @Test func statusCountsTheRetriesTheStoppedRunMadeAsItsSummaryDoes() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { options in
+            options.faultRate = 0.3
+            options.faults = [.unavailable]
+            options.retryAfterSeconds = 100
+            options.latencyMilliseconds = 5
+        }
+        defer { simulator.stop() }
+        let rows = Pair.generate(50)
+        let child = try Child(
+            [
+                "run", workspace.csv(rows), "--journal", workspace.journal, "--base-url", simulator.baseURL,
+                "--log-format", "json",
+            ], key: Simulator.defaultKey, in: workspace)
+        let sent = eventually(timeout: 60) { simulator.stats().requests >= rows.count }
+        child.send(SIGINT)
+        let finished = child.wait(timeout: 60)
+        try #require(sent, "the rows never went out: \(finished.stderr)")
+        let summary = ModelSequence.jsonObjects(finished.stderr).last { $0["event"] as? String == "summary" }
+        let retries = try #require(summary?["retries"] as? Int, "no summary: \(finished.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let object = try #require(ModelSequence.jsonObjects(status.stdout).first, "\(status.stdout)")
+        #expect(object["retries"] as? Int == retries, "status: \(status.stdout)")
+        let waiting = try #require(JournalView.read(workspace.journal)).items.values.filter { $0.code == "http_503" }
+        #expect(!waiting.isEmpty, "no row was waiting to be retried")
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

@@ -81,7 +81,10 @@ public struct StatusReport: Sendable {
         return min(Double(read) / Double(total), 1)
     }
 
-    public var retries: Int { snapshot.activity.outcomes[.retry] ?? 0 }
+    /// Resends the run made: its summary's count once it ended; while it runs (or after a kill),
+    /// the attempts answered "retry" so far, whose resends mostly follow (a stop leaves some unsent,
+    /// which its summary does not count).
+    public var retries: Int { snapshot.latestRun?.counts.retries ?? snapshot.activity.outcomes[.retry] ?? 0 }
 
     // MARK: Rendering
 

@@ -465,7 +465,9 @@ public final class Journal {
                 for fact in facts where fact.typed != "-" {
                     let key = fact.path + shard
                     if latest[key] == nil { order.append(key) }
-                    latest[key] = (UnreadInput(path: fact.typed, run: run, options: options), fact.complete)
+                    latest[key] = (
+                        UnreadInput(path: fact.typed, commandPath: fact.path, run: run, options: options), fact.complete
+                    )
                 }
             }
             return order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }

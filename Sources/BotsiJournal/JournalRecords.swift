@@ -108,12 +108,17 @@ public enum AttemptOutcome: Hashable, Sendable, RawRepresentable, CustomStringCo
 /// that run was given it, the run, and that run's recorded options (`runs.options`), which say how
 /// to read it (its format and columns) and in which shard.
 public struct UnreadInput: Sendable, Equatable {
+    /// As the run named it.
     public var path: String
+    /// Its absolute path where the run recorded one: what a command typed in another directory
+    /// (`status` from anywhere) must name.
+    public var commandPath: String
     public var run: Int64
     public var options: String
 
-    public init(path: String, run: Int64, options: String) {
+    public init(path: String, commandPath: String? = nil, run: Int64, options: String) {
         self.path = path
+        self.commandPath = commandPath ?? path
         self.run = run
         self.options = options
     }

@@ -352,23 +352,25 @@ import Testing
 
     /// A review: on a merged journal, status advised one shard's `--shard 1/2 --job-rate 10`, which
     /// sent half the pending rows, then said nothing was owed. A merged run's command has no shard,
-    /// and the job's rate as its own; a relative key file is given by the path the run recorded.
+    /// and the job's rate as its own; a relative key file and CA file are given by the paths the
+    /// run recorded.
     @Test func aMergedJournalsCommandHasNoShardAndTheKeyFilesFullPath() {
         let options =
             #"{"baseURL":"http://127.0.0.1:9","shardIndex":1,"shardCount":2,"jobRate":10,"#
-            + #""mergedFrom":{"journal":"s1.sqlite","run":1},"keyFile":"key.txt","keyFilePath":"/srv/job/key.txt"}"#
+            + #""mergedFrom":{"journal":"s1.sqlite","run":1},"keyFile":"key.txt","keyFilePath":"/srv/job/key.txt","#
+            + #""caCertificatePath":"ca.pem","caCertificateFilePath":"/srv/job/ca.pem"}"#
         let run = RunRecord(
             id: 1, startedAt: "2026-12-06T00:00:00.000Z", endedAt: "2026-12-06T00:01:00.000Z", state: .stopped,
             exitCode: 77, toolVersion: "test", host: "h", pid: 1, options: options, inputs: [], counts: RunCounts())
         #expect(
             RunAdvice.runCommand(StatusReport.recordedOptions(run, journalPath: "m.sqlite"))
                 == "botsi-restore run --journal m.sqlite --base-url http://127.0.0.1:9 --key-file /srv/job/key.txt "
-                + "--rate 10")
+                + "--cacert /srv/job/ca.pem --rate 10")
         var unmerged = run
         unmerged.options = options.replacingOccurrences(of: #""mergedFrom":{"journal":"s1.sqlite","run":1},"#, with: "")
         #expect(
             RunAdvice.runCommand(StatusReport.recordedOptions(unmerged, journalPath: "s1.sqlite"))
                 == "botsi-restore run --journal s1.sqlite --base-url http://127.0.0.1:9 --key-file /srv/job/key.txt "
-                + "--shard 1/2 --job-rate 10")
+                + "--cacert /srv/job/ca.pem --shard 1/2 --job-rate 10")
     }
 }

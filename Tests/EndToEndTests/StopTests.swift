@@ -144,6 +144,38 @@ struct StopTests {
         #expect(!waiting.isEmpty, "no row was waiting to be retried")
     }
 
+    /// README's morning check runs `status` from another directory than the run: the command it
+    /// advises names the input the run left unread by the absolute path the run recorded (the
+    /// relative name the run was given exited 66 from there), and it finishes the job.
+    @Test func statusAdvisesAnUnreadInputByAPathThatWorksFromAnyDirectory() throws {
+        let workspace = Workspace()
+        let elsewhere = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        // More rows than the run reads ahead in its window: the input is left unread.
+        let rows = Pair.generate(20000)
+        _ = workspace.csv(rows)
+        // A CA file given by a relative path, too (unused over http://, still checked and advised).
+        _ = workspace.write("ca.pem", "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+        let stopped = try botsi(
+            [
+                "run", "in.csv", "--journal", workspace.journal, "--base-url", simulator.baseURL,
+                "--max-duration", "0.3s", "--cacert", "ca.pem",
+            ],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: elsewhere)
+        let next = try #require(
+            status.stdout.split(separator: "\n").first { $0.hasPrefix("next") }, "no advice: \(status.stdout)")
+        let command = try #require(next.range(of: "with: botsi-restore ").map { String(next[$0.upperBound...]) })
+        #expect(command.contains(" \(workspace.path)/in.csv "), "\(command)")
+        #expect(command.contains(" --cacert \(workspace.path)/ca.pem"), "\(command)")
+        let finished = try botsi(
+            command.split(separator: " ").map(String.init), key: Simulator.defaultKey, in: elsewhere)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

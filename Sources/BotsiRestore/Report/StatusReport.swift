@@ -268,8 +268,14 @@ public struct StatusReport: Sendable {
     /// The inputs no run has read to their end: the latest run's, and those an earlier run left
     /// unread that no run since read to the end (a run resumed without inputs reads none).
     /// Each once, for words and commands: in a merged journal every shard's run named the same input.
-    var unreadInputs: [String] {
-        snapshot.unreadInputs.map(\.path).reduce(into: []) { unique, path in
+    var unreadInputs: [String] { Self.unique(snapshot.unreadInputs.map(\.path)) }
+
+    /// The same inputs by the absolute paths their runs recorded: the advised command works from
+    /// any directory (README's morning check runs `status` from another one).
+    var unreadInputCommandPaths: [String] { Self.unique(snapshot.unreadInputs.map(\.commandPath)) }
+
+    private static func unique(_ paths: [String]) -> [String] {
+        paths.reduce(into: []) { unique, path in
             if !unique.contains(path) { unique.append(path) }
         }
     }
@@ -289,6 +295,9 @@ public struct StatusReport: Sendable {
         var options = RunOptions.recorded(run.options) ?? RunOptions()
         options.journalPath = journalPath
         if let absolute = recorded.keyFilePath, options.keyFile != nil { options.keyFile = absolute }
+        if let absolute = recorded.caCertificateFilePath, options.caCertificatePath != nil {
+            options.caCertificatePath = absolute
+        }
         if recorded.merged {
             (options.shardIndex, options.shardCount) = (0, 1)
             options.rate = options.rate ?? options.jobRate
@@ -333,7 +342,7 @@ public struct StatusReport: Sendable {
             // without the shard the naming run had.
             (reading.shardIndex, reading.shardCount) = (0, 1)
         }
-        return RunAdvice.runCommand(reading, inputs: unreadInputs, selection: selectionLeft)
+        return RunAdvice.runCommand(reading, inputs: unreadInputCommandPaths, selection: selectionLeft)
     }
 
 }
@@ -360,6 +369,7 @@ struct RecordedOptions: Decodable {
     /// The key file's absolute path, where the run recorded one: a relative `--key-file` names a
     /// file only from the run's working directory.
     var keyFilePath: String?
+    var caCertificateFilePath: String?
     /// Set on the runs of a journal `merge` made: each was one shard's run.
     var merged = false
     var retryFailed: Bool?
@@ -369,7 +379,7 @@ struct RecordedOptions: Decodable {
     private enum CodingKeys: String, CodingKey {
         case inputs, baseURL, keyEnvironmentVariable, caCertificatePath, insecureSkipTLSVerify, shardIndex, shardCount
         case format, delimiter, encoding, noHeader, profileColumn, transactionColumn, retryFailed, refreshOlderThan
-        case releaseHeld, bundleId, environment, keyFilePath, mergedFrom
+        case releaseHeld, bundleId, environment, keyFilePath, caCertificateFilePath, mergedFrom
     }
 
     init(_ json: String) {
@@ -399,6 +409,7 @@ struct RecordedOptions: Decodable {
         bundleId = try? container.decodeIfPresent(String.self, forKey: .bundleId)
         environment = try? container.decodeIfPresent(String.self, forKey: .environment)
         keyFilePath = try? container.decodeIfPresent(String.self, forKey: .keyFilePath)
+        caCertificateFilePath = try? container.decodeIfPresent(String.self, forKey: .caCertificateFilePath)
         merged = container.contains(.mergedFrom)
     }
 }

@@ -354,7 +354,9 @@ actor ActiveRun {
         let options = selection ? RunAdvice.continuingSelection(options, startedAt: startedAt) : options
         return RunAdvice.runCommand(
             unreadOwn ? options : RunAdvice.readingAs(earlier, options),
-            inputs: (unreadOwn ? options.inputs : []) + summary.earlierUnreadInputs, selection: selection)
+            inputs: (unreadOwn ? options.inputs : [])
+                + (summary.earlierUnreadInputs.isEmpty ? [] : writer.earlierUnreadInputs.map(\.commandPath)),
+            selection: selection)
     }
 
     private func finishIfDone() {

@@ -353,6 +353,7 @@ struct RunJournalWriter {
         object["inputPaths"] = options.inputs.map { $0 == "-" ? $0 : absolute($0) }
         // The key file's too, for the command `status` advises from another directory.
         if let keyFile = options.keyFile { object["keyFilePath"] = absolute(keyFile) }
+        if let caFile = options.caCertificatePath { object["caCertificateFilePath"] = absolute(caFile) }
         // The concurrency asked for, not the one the descriptor limit allowed this time: what
         // `status` shows as typed and the next command asks for again.
         if let asked = options.concurrencyAsked { object["concurrency"] = asked }

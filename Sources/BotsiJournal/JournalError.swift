@@ -34,7 +34,7 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
             return "cannot open journal \(path): \(reason); check the path and its directory's permissions"
         case .notAJournal(let path, let reason):
             return
-                "\(path) is not a botsi-restore journal (\(reason)); nothing was changed — pass a different --journal path"
+                "\(path) is not a botsi-restore journal (\(reason)); nothing was changed — name the journal's path instead"
         case .damaged(let path, let reason):
             return
                 "journal \(path) is damaged (\(reason)); nothing was sent — restore it from a backup, or move it aside and start a new journal (rows it held will be sent again)"

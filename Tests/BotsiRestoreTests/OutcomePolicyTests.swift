@@ -348,6 +348,8 @@ import Testing
         let reading = RunAdvice.runCommand(options, inputs: ["in.jsonl"])
         #expect(reading.contains(" --bundle-id com.example.app --environment Production "), "\(reading)")
         #expect(!RunAdvice.runCommand(options).contains("--environment"), "no input, no filter")
+        // An input named like an option is given as a path, which no option parser takes for one.
+        #expect(RunAdvice.runCommand(RunOptions(), inputs: ["-big.csv"]).hasPrefix("botsi-restore run ./-big.csv "))
     }
 
     /// A review: on a merged journal, status advised one shard's `--shard 1/2 --job-rate 10`, which

@@ -22,6 +22,8 @@ public enum RunAdvice {
 
     public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
+        // An input named like an option (`-big.csv`) would be taken for one: `./-big.csv` is the file.
+        let inputs = inputs.map { $0.hasPrefix("-") && $0 != "-" ? "./" + $0 : $0 }
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
         if selection {
             if options.retryFailed { words.append("--retry-failed") }

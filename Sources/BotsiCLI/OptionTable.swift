@@ -121,7 +121,11 @@ extension ReportCommand {
                         + "columns and a change: " + ChangeKind.allCases.map(\.rawValue).joined(separator: ", ")
                         + "; --run names the later run (default latest)"
                 ) { $0.changes = true },
-                .value("--since-run", .text("ID"), help: "the earlier run (default the run before --run)") {
+                .value(
+                    "--since-run", .text("ID"),
+                    help:
+                        "the earlier run (default the run before --run; in a merged journal, before each shard's latest run)"
+                ) {
                     $0.sinceRun = $1
                 },
             ])

@@ -79,7 +79,8 @@ enum ReportCommand: Command {
     }
 
     /// `--changes --run B --since-run A`: rows whose status or profile snapshot differs between
-    /// the two runs. B defaults to the latest run, A to the run before B (none before the first).
+    /// the two runs. B defaults to the latest run, A to the run before B (none before the first;
+    /// in a merged journal, before each shard's latest run: `ChangeRange`).
     static func changes(_ settings: ReportSettings) throws -> Int32 {
         try refuse(
             [
@@ -91,7 +92,10 @@ enum ReportCommand: Command {
             let later = try resolveRun(settings.run ?? "latest", journal: journal)
             // The first run, with no --since-run, is compared with the empty journal before it (run
             // 0): a morning audit's first morning lists what the first night did, not exit 64.
-            let earlier = try settings.sinceRun.map { try resolveRun($0, journal: journal) } ?? max(later - 1, 0)
+            let earlier =
+                try settings.sinceRun.map { try resolveRun($0, journal: journal) }
+                ?? (settings.run == nil
+                    ? ChangeRange.defaultEarlier(runs: try journal.runs(), later: later) : max(later - 1, 0))
             guard earlier >= (settings.sinceRun == nil ? 0 : 1), earlier < later else {
                 throw UsageError(
                     message: "--changes compares an earlier run (--since-run) with a later one (--run); "

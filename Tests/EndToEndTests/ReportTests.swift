@@ -39,6 +39,40 @@ struct ReportTests {
         #expect(rows.first?.last?.hasSuffix("in.csv:2") == true, "\(csv.stdout)")
     }
 
+    /// Two shards, two nights each, merged: the shards' runs interleave by start time, so the run
+    /// before the latest is the other shard's second night. `--changes` compares from before each
+    /// shard's latest run: both shards' new rows of the second night, and nothing of the first
+    /// (it listed only the last shard's).
+    @Test func changesOfAMergedJournalCoverEveryShardsLatestRun() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let first = Pair.generate(40)
+        let added = Array(Pair.generate(80).dropFirst(40))
+        let nights = [workspace.csv(first, name: "night1.csv"), workspace.csv(first + added, name: "night2.csv")]
+        for night in nights {
+            for shard in 0..<2 {
+                let run = try botsi(
+                    [
+                        "run", night, "--journal", workspace.file("s\(shard).sqlite"), "--base-url", simulator.baseURL,
+                        "--shard", "\(shard)/2",
+                    ], key: Simulator.defaultKey, in: workspace)
+                #expect(run.status == 0, "stderr: \(run.stderr)")
+            }
+        }
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(
+            ["merge", merged, workspace.file("s0.sqlite"), workspace.file("s1.sqlite")], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let report = try botsi(
+            ["report", "--journal", merged, "--changes", "--format", "csv", "--columns", "profileId,change"], key: nil,
+            in: workspace)
+        #expect(report.status == 0, "stderr: \(report.stderr)")
+        let lines = parseCSV(report.stdout).dropFirst()
+        #expect(Set(lines.map { $0.first ?? "" }) == Set(added.map(\.profileId)), "\(report.stdout)")
+        #expect(lines.allSatisfy { ["new", "newly_restored"].contains($0.last ?? "") }, "\(report.stdout)")
+    }
+
     @Test func csvJSONLinesStatusAndRunFilters() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

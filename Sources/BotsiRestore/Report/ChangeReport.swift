@@ -1,6 +1,26 @@
 import BotsiJournal
 import Foundation
 
+/// Which runs `report --changes` compares when not told.
+public enum ChangeRange {
+    /// The run before `later`, or in a merged journal, the run before the first of each shard
+    /// journal's latest runs up to `later`: there the shards' runs interleave, and the run just
+    /// before the latest is another shard's, whose comparison left out every other shard's night.
+    public static func defaultEarlier(runs: [RunRecord], later: Int64) -> Int64 {
+        var latestOfShard: [String: Int64] = [:]
+        for run in runs where run.id <= later {
+            if let source = mergedSource(run.options) { latestOfShard[source] = run.id }
+        }
+        let first = latestOfShard.values.min() ?? later
+        return max(first - 1, 0)
+    }
+
+    private static func mergedSource(_ options: String) -> String? {
+        let object = (try? JSONSerialization.jsonObject(with: Data(options.utf8))) as? [String: Any]
+        return (object?["mergedFrom"] as? [String: Any])?["journal"] as? String
+    }
+}
+
 /// How a row changed between two runs, most telling first: a row gets the first kind that fits.
 public enum ChangeKind: String, Sendable, CaseIterable {
     /// Now failing (`failed`, `rejected`, or `pending` after its retries) and was not before.

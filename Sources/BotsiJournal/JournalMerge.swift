@@ -92,6 +92,12 @@ extension Journal {
         var values: [SQLiteValue]
     }
 
+    /// A shard's path as a command typed anywhere can name it (`status` advises it).
+    private static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL.path
+    }
+
     private func copy(shards: [(name: String, path: String)]) throws(SQLiteError) -> MergeSummary {
         var summary = MergeSummary()
         // Pass 1: every shard's runs. A run found in several shards (a journal copied, then each
@@ -104,11 +110,11 @@ extension Journal {
                 """
                 SELECT id, uid, started_at, ended_at, state, exit_code, tool_version, host, pid,
                     json_set(CASE WHEN json_valid(options) THEN options ELSE '{}' END,
-                        '$.mergedFrom', json_object('journal', ?1, 'run', id)),
+                        '$.mergedFrom', json_object('journal', ?1, 'path', ?2, 'run', id)),
                     inputs, counts, progress
                 FROM shard.runs ORDER BY id
                 """)
-            try read.reset(.text(shard.name))
+            try read.reset(.text(shard.name), .text(Self.absolute(shard.path)))
             while try read.step() {
                 runs.append(
                     ShardRun(

@@ -40,6 +40,9 @@ public struct JournalSnapshot: Sendable, Equatable {
     public var longWindow: RecordedLongWindow?
     /// The inputs no run has read to their end (`Journal.unreadInputs`).
     public var unreadInputs: [UnreadInput] = []
+    /// For a journal made by `merge`: the shard journals it copies, each once, by the absolute
+    /// path `merge` recorded (or the name it was given, from an older merge).
+    public var mergedFrom: [String] = []
 
     public init() {}
 
@@ -91,6 +94,18 @@ extension Journal {
         }
         if let run = snapshot.latestRun {
             snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
+        }
+        try wrap { () throws(SQLiteError) in
+            let shards = try connection.prepare(
+                """
+                SELECT coalesce(json_extract(options, '$.mergedFrom.path'), json_extract(options, '$.mergedFrom.journal'))
+                FROM runs WHERE json_valid(options) ORDER BY id
+                """)
+            while try shards.step() {
+                if let shard = shards.text(0), !snapshot.mergedFrom.contains(shard) {
+                    snapshot.mergedFrom.append(shard)
+                }
+            }
         }
         return snapshot
     }

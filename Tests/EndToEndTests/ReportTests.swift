@@ -73,6 +73,37 @@ struct ReportTests {
         #expect(lines.allSatisfy { ["new", "newly_restored"].contains($0.last ?? "") }, "\(report.stdout)")
     }
 
+    /// A merged journal is a copy: `status` on it advised `run --journal merged.sqlite`, which sent
+    /// the rows a stopped shard still owed while that shard's journal kept owing them (its next
+    /// run sent them again). It points at the shard journals instead, by absolute paths.
+    @Test func statusOfAMergedJournalSendsOwedRowsThroughTheShardJournals() throws {
+        let workspace = Workspace()
+        let elsewhere = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(20000))
+        let full = try botsi(
+            ["run", input, "--journal", "s1.sqlite", "--base-url", simulator.baseURL, "--shard", "1/2", "-j", "32"],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(full.status == 0, "stderr: \(full.stderr)")
+        let stopped = try botsi(
+            [
+                "run", input, "--journal", "s0.sqlite", "--base-url", simulator.baseURL, "--shard", "0/2",
+                "--max-duration", "0.3s",
+            ],
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let merge = try botsi(["merge", "merged.sqlite", "s0.sqlite", "s1.sqlite"], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let status = try botsi(["status", "--journal", workspace.file("merged.sqlite")], key: nil, in: elsewhere)
+        let next = try #require(
+            status.stdout.split(separator: "\n").first { $0.hasPrefix("next") }, "no advice: \(status.stdout)")
+        #expect(!next.contains("botsi-restore run"), "\(next)")
+        #expect(
+            next.contains("botsi-restore status --journal \(workspace.file("s0.sqlite"))")
+                && next.contains("botsi-restore status --journal \(workspace.file("s1.sqlite"))"), "\(next)")
+    }
+
     @Test func csvJSONLinesStatusAndRunFilters() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

@@ -96,7 +96,8 @@ public enum HTMLReportReader {
             var what: [String] = []
             if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
             if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
-            let words = what.joined(separator: " and ")
+            var words = what.joined(separator: " and ")
+            if status.nextLead != "with" { words += " " + status.nextLead }
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
         }
         if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {

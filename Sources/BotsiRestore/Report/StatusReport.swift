@@ -155,7 +155,7 @@ public struct StatusReport: Sendable {
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
-            lines.append("next      \(fix)\(what.joined(separator: " and ")) with: \(nextCommand(run))")
+            lines.append("next      \(fix)\(what.joined(separator: " and ")) \(nextLead): \(nextCommand(run))")
         } else if let advice = Self.rejectedInputAdvice(run, journalPath: journalPath), !isAlive {
             lines.append("next      \(advice)")
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
@@ -330,7 +330,17 @@ public struct StatusReport: Sendable {
         return selection && (run.counts.owedNotTakenUp ?? 0) > 0
     }
 
+    /// How the next command is introduced. A journal made by `merge` is a copy: a run on it would
+    /// send the rows its shard journals still owe, which their next runs send again.
+    var nextLead: String {
+        snapshot.mergedFrom.isEmpty
+            ? "with" : "through the shard journals it merges (each one's status gives its command; merge again after)"
+    }
+
     func nextCommand(_ run: RunRecord) -> String {
+        if !snapshot.mergedFrom.isEmpty {
+            return snapshot.mergedFrom.map { RunAdvice.statusCommand(journalPath: $0) }.joined(separator: "; ")
+        }
         var options = Self.recordedOptions(run, journalPath: journalPath)
         let selectionLeft = run.state == .running || (run.counts.owedNotTakenUp ?? 0) > 0
         if selectionLeft, let started = Timestamp.date(run.startedAt) {

@@ -176,6 +176,35 @@ struct StopTests {
         #expect(JournalView.read(workspace.journal)?.finalPairs == Set(rows))
     }
 
+    /// The failure threshold stops a refresh whose every resend fails: those rows kept their
+    /// earlier status, so the advice points at the page, not at a report of failed and pending
+    /// rows that lists none of them, and the stop does not say the rows stay pending.
+    @Test func aFailingRefreshStoppedByTheThresholdPointsWhereItsFailuresShow() throws {
+        let workspace = Workspace()
+        let good = try startSimulator()
+        defer { good.stop() }
+        let rows = Pair.generate(40)
+        let first = try botsi(
+            runArguments([workspace.csv(rows)], workspace, good), key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let stopped = try botsi(
+            runArguments(
+                [], workspace, failing,
+                ["--refresh-older-than", "0s", "--max-attempts", "2", "--min-sample", "10", "--concurrency", "2"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 69, "stderr: \(stopped.stderr)")
+        #expect(stopped.stderr.contains("the rows not sent are left as they were"), "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("look at the failures on the page"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains("--status failed --status pending"), "\(stopped.stderr)")
+        #expect(
+            JournalView.read(workspace.journal)?.pairs { $0 == "restored" || $0 == "nothing_to_restore" } == Set(rows))
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

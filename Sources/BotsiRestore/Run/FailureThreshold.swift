@@ -27,7 +27,7 @@ struct FailureThreshold {
         let threshold = String(format: "%.0f%%", maxFailureRate)
         return .failureThreshold(
             message:
-                "\(share) of the \(settled) rows sent failed or ran out of attempts (threshold \(threshold) after \(minSample) rows); the rows not sent stay pending"
+                "\(share) of the \(settled) rows sent failed or ran out of attempts (threshold \(threshold) after \(minSample) rows); the rows not sent are left as they were"
         )
     }
 }

@@ -304,7 +304,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
     private func advice(journalPath: String) -> [String] {
         let cause = stopCause
         var lines: [String] = []
-        if cause == .failureThreshold {
+        if cause == .failureThreshold && kept > 0 {
+            // Resent final rows that failed kept their status: a report by status does not list them.
+            lines.append(
+                "look at the failures on the page (resent rows that failed kept their earlier status): "
+                    + "\(HTMLReportAdvice.command(journalPath: journalPath)) — and fix their cause first")
+        } else if cause == .failureThreshold {
             let report = RunAdvice.reportCommand(
                 journalPath: journalPath, ["--run", "latest", "--status", "failed", "--status", "pending"])
             lines.append("look at the failures with: \(report) — and fix their cause first")

@@ -316,9 +316,7 @@ public struct StatusReport: Sendable {
 
     /// `run --release-held` with what the run recorded: the held rows, sent after review.
     public static func releaseCommand(_ run: RunRecord, journalPath: String) -> String {
-        var options = recordedOptions(run, journalPath: journalPath)
-        (options.retryFailed, options.refreshOlderThan, options.releaseHeld) = (false, nil, true)
-        return RunAdvice.runCommand(options, selection: true)
+        RunAdvice.releaseCommand(recordedOptions(run, journalPath: journalPath))
     }
 
     /// A selection run (`--retry-failed`, `--refresh-older-than`, `--release-held`) that stopped

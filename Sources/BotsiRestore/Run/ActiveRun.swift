@@ -377,11 +377,7 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : continuation(selection: summary.owedNotTakenUp > 0)
-        if summary.held > 0 && !options.dryRun {
-            var release = options
-            (release.retryFailed, release.refreshOlderThan, release.releaseHeld) = (false, nil, true)
-            summary.releaseCommand = RunAdvice.runCommand(release, selection: true)
-        }
+        if summary.held > 0 && !options.dryRun { summary.releaseCommand = RunAdvice.releaseCommand(options) }
         let exitCode = ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending)
         finish(exitCode: exitCode == ExitCode.success && summary.everyRowRejected ? ExitCode.dataError : exitCode)
     }

@@ -20,6 +20,13 @@ public enum RunAdvice {
         return continued
     }
 
+    /// `run --release-held` with the run's service, key and pace: the held rows, sent after review.
+    public static func releaseCommand(_ options: RunOptions) -> String {
+        var release = options
+        (release.retryFailed, release.refreshOlderThan, release.releaseHeld) = (false, nil, true)
+        return runCommand(release, selection: true)
+    }
+
     public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
         // An input named like an option (`-big.csv`) would be taken for one: `./-big.csv` is the file.

@@ -94,7 +94,7 @@ enum ReportCommand: Command {
             // 0): a morning audit's first morning lists what the first night did, not exit 64.
             let earlier =
                 try settings.sinceRun.map { try resolveRun($0, journal: journal) }
-                ?? (settings.run == nil
+                ?? ([nil, "latest"].contains(settings.run)
                     ? ChangeRange.defaultEarlier(runs: try journal.runs(), later: later) : max(later - 1, 0))
             guard earlier >= (settings.sinceRun == nil ? 0 : 1), earlier < later else {
                 throw UsageError(

@@ -41,6 +41,27 @@ func currentStatus(_ path: String) -> StatusReport? {
         #expect(summary.nextCommand.map { next.hasSuffix($0) } == true, "one command: \(next)")
     }
 
+    /// A merged journal whose only owed work is held rows: releasing them on the copy would leave
+    /// the shard journal holding them, so the advice points at the shard journals there too.
+    @Test func heldRowsOfAMergedJournalAreReleasedThroughTheShardJournals() throws {
+        let directory = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let journal = directory.file("journal.sqlite")
+        for (index, profile) in ["p1", "p2"].enumerated() {
+            let input = directory.csv("in\(index).csv", rows: [(profile, "2000000000000011")])
+            _ = try runJob([input], journal: journal, baseURL: simulator.baseURL) { $0.onConflict = .hold }
+        }
+        let status = try #require(currentStatus(journal))
+        #expect(status.renderText().contains("--release-held"), "\(status.renderText())")
+        var snapshot = status.snapshot
+        snapshot.mergedFrom = ["/srv/job/s0.sqlite", "/srv/job/s1.sqlite"]
+        let merged = StatusReport(journalPath: journal, snapshot: snapshot, holder: nil, now: Date()).renderText()
+        let next = try #require(merged.split(separator: "\n").first { $0.hasPrefix("next ") }, "\(merged)")
+        #expect(!next.contains("--release-held"), "\(next)")
+        #expect(next.contains("botsi-restore status --journal /srv/job/s1.sqlite"), "\(next)")
+    }
+
     @Test func statusReadsAJournalWhileARunWritesIt() throws {
         let directory = Workspace()
         let simulator = try startSimulator { $0.latencyMilliseconds = 100 }

@@ -71,6 +71,14 @@ struct ReportTests {
         let lines = parseCSV(report.stdout).dropFirst()
         #expect(Set(lines.map { $0.first ?? "" }) == Set(added.map(\.profileId)), "\(report.stdout)")
         #expect(lines.allSatisfy { ["new", "newly_restored"].contains($0.last ?? "") }, "\(report.stdout)")
+        // `--run latest` is the default spelled out: the same comparison.
+        let latest = try botsi(
+            [
+                "report", "--journal", merged, "--changes", "--run", "latest", "--format", "csv", "--columns",
+                "profileId,change",
+            ],
+            key: nil, in: workspace)
+        #expect(latest.stdout == report.stdout, "\(latest.stdout)")
     }
 
     /// A merged journal is a copy: `status` on it advised `run --journal merged.sqlite`, which sent

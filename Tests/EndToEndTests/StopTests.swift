@@ -69,11 +69,49 @@ struct StopTests {
         #expect(
             status.stdout.contains("finish the selection it stopped in with:")
                 && status.stdout.contains("--refresh-older-than 0s"), "status: \(status.stdout)")
+        let page = try botsi(
+            ["report", "--journal", workspace.journal, "--format", "html", "--output", workspace.file("page.html")],
+            key: nil, in: workspace)
+        #expect(page.status == 0, "\(page.stderr)")
+        #expect(
+            workspace.text("page.html")?.contains("finish the selection it stopped in") == true,
+            "the page's next step forgets the selection")
         let resumed = try botsi(
             runArguments([], workspace, simulator, ["--refresh-older-than", "0s"]), key: "key-A-accepted", in: workspace
         )
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
+    }
+
+    /// `--release-held` takes held rows up as a selection takes final ones: stopped by a refused
+    /// key, the held rows it did not send stay held and owed to the next release, not counted as
+    /// rows this run held.
+    @Test func aStoppedReleaseOfHeldRowsOwesTheRestAndHeldNone() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { options in
+            options.keys = ["key-A-accepted"]
+            options.latencyMilliseconds = 20
+        }
+        defer { simulator.stop() }
+        let claimed = Pair.generate(30)
+        let second = claimed.map { Pair("other-" + $0.profileId, $0.transactionId) }
+        for (rows, name) in [(claimed, "a.csv"), (second, "b.csv")] {
+            let run = try botsi(
+                runArguments([workspace.csv(rows, name: name)], workspace, simulator, ["--on-conflict", "hold"]),
+                key: "key-A-accepted", in: workspace)
+            #expect(run.status == 0, "stderr: \(run.stderr)")
+        }
+        #expect(JournalView.read(workspace.journal)?.pairs { $0 == "held" } == Set(second))
+        let stopped = try botsi(
+            runArguments([], workspace, simulator, ["--release-held", "--concurrency", "2", "--log-format", "json"]),
+            key: "key-B-refused", in: workspace)
+        #expect(stopped.status == 77, "stderr: \(stopped.stderr)")
+        let summary = ModelSequence.jsonObjects(stopped.stderr).last { $0["event"] as? String == "summary" }
+        let statuses = summary?["statuses"] as? [String: Int] ?? [:]
+        #expect(statuses["held"] == nil, "counted as held by the release: \(statuses)")
+        let owed = summary?["owedNotTakenUp"] as? Int ?? 0
+        let sent = simulator.stats().statusCounts["401"] ?? 0
+        #expect(owed + sent == second.count, "owed \(owed), sent \(sent): \(summary ?? [:])")
     }
 
     /// A refresh of every row (`--refresh-older-than 0s`, jobs/audit.json) that a time window

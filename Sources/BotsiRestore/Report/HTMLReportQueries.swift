@@ -92,9 +92,10 @@ public enum HTMLReportReader {
         }
         let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst)
         let unread = status.unreadInputs
-        if status.pendingRows > 0 || !unread.isEmpty {
+        if status.pendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []
             if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
+            if status.selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
             var words = what.joined(separator: " and ")
             if status.nextLead != "with" { words += " " + status.nextLead }
@@ -105,8 +106,10 @@ public enum HTMLReportReader {
         }
         if let held = statuses[.held], held > 0 {
             return (
-                "review the \(held) held rows (claimed by another profile), then send them",
-                StatusReport.releaseCommand(run, journalPath: path)
+                "review the \(held) held rows (claimed by another profile), then send them"
+                    + (status.nextLead == "with" ? "" : " " + status.nextLead),
+                status.nextLead == "with"
+                    ? StatusReport.releaseCommand(run, journalPath: path) : status.nextCommand(run)
             )
         }
         if let fix { return (fix, nil) }

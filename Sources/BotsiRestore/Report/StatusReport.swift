@@ -160,10 +160,11 @@ public struct StatusReport: Sendable {
             lines.append("next      \(advice)")
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
             // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
-            let release = Self.releaseCommand(run, journalPath: journalPath)
+            let merged = !snapshot.mergedFrom.isEmpty
+            let release = merged ? nextCommand(run) : Self.releaseCommand(run, journalPath: journalPath)
             lines.append(
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
-                    + "then send them with: \(release)")
+                    + "then send them \(nextLead): \(release)")
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
@@ -321,7 +322,7 @@ public struct StatusReport: Sendable {
 
     /// A selection run (`--retry-failed`, `--refresh-older-than`, `--release-held`) that stopped
     /// before sending all it chose: its final rows are not pending, and still owed to it.
-    private func selectionLeft(_ run: RunRecord) -> Bool {
+    func selectionLeft(_ run: RunRecord) -> Bool {
         let recorded = RecordedOptions(run.options)
         let selection =
             recorded.retryFailed == true || recorded.refreshOlderThan != nil || recorded.releaseHeld == true

@@ -327,7 +327,8 @@ actor ActiveRun {
         if !options.dryRun { summary.owedRows -= owedUnsent.count }
         do {
             try unmark(unsent)
-            for row in owedUnsent where row.status.isFinal {
+            // Held rows a `--release-held` run took up too: they stay held, owed to the next one.
+            for row in owedUnsent where row.status.isFinal || row.status == .held {
                 try writer.giveBack(row)
                 owedGivenBack += 1
             }

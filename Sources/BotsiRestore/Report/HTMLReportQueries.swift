@@ -107,9 +107,8 @@ public enum HTMLReportReader {
         if let held = statuses[.held], held > 0 {
             return (
                 "review the \(held) held rows (claimed by another profile), then send them"
-                    + (status.nextLead == "with" ? "" : " " + status.nextLead),
-                status.nextLead == "with"
-                    ? StatusReport.releaseCommand(run, journalPath: path) : status.nextCommand(run)
+                    + (status.isMerged ? " " + status.nextLead : ""),
+                status.releaseAdvice(run)
             )
         }
         if let fix { return (fix, nil) }

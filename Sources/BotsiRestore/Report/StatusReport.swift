@@ -160,8 +160,7 @@ public struct StatusReport: Sendable {
             lines.append("next      \(advice)")
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {
             // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
-            let merged = !snapshot.mergedFrom.isEmpty
-            let release = merged ? nextCommand(run) : Self.releaseCommand(run, journalPath: journalPath)
+            let release = releaseAdvice(run)
             lines.append(
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
@@ -332,12 +331,19 @@ public struct StatusReport: Sendable {
     /// How the next command is introduced. A journal made by `merge` is a copy: a run on it would
     /// send the rows its shard journals still owe, which their next runs send again.
     var nextLead: String {
-        snapshot.mergedFrom.isEmpty
-            ? "with" : "through the shard journals it merges (each one's status gives its command; merge again after)"
+        isMerged
+            ? "through the shard journals it merges (each one's status gives its command; merge again after)" : "with"
+    }
+
+    var isMerged: Bool { !snapshot.mergedFrom.isEmpty }
+
+    /// What sends the held rows: `run --release-held`, or on a merged copy the shard journals' own.
+    func releaseAdvice(_ run: RunRecord) -> String {
+        isMerged ? nextCommand(run) : Self.releaseCommand(run, journalPath: journalPath)
     }
 
     func nextCommand(_ run: RunRecord) -> String {
-        if !snapshot.mergedFrom.isEmpty {
+        if isMerged {
             return snapshot.mergedFrom.map { RunAdvice.statusCommand(journalPath: $0) }.joined(separator: "; ")
         }
         var options = Self.recordedOptions(run, journalPath: journalPath)

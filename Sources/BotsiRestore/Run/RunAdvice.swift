@@ -5,10 +5,6 @@ import Foundation
 /// What to do after a run, in words that name the journal and give a command that does what they
 /// say: the same service, key, CA, pace and shard as the run, so it sends what the journal owes.
 public enum RunAdvice {
-    /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
-    /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
-    /// final rows the run chose (`--retry-failed`, `--refresh-older-than`, `--release-held`), for a
-    /// run that stopped before it took them all up.
     /// The options that continue a selection run started at `startedAt` that stopped before it
     /// took up all it chose: the final rows it did get to were answered after its start, and are
     /// left out (`--answered-before`), so that a window-bound run gets through its selection.
@@ -27,6 +23,10 @@ public enum RunAdvice {
         return runCommand(release, selection: true)
     }
 
+    /// `botsi-restore run [INPUT...] --journal J ...`: without inputs it sends the rows the journal
+    /// owes; with them it also reads them (finished rows are skipped). `selection`: also choose the
+    /// final rows the run chose (`--retry-failed`, `--refresh-older-than`, `--release-held`), for a
+    /// run that stopped before it took them all up.
     public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
         // An input named like an option (`-big.csv`) would be taken for one: `./-big.csv` is the file.

@@ -34,11 +34,11 @@ enum RunCommand: Command {
         failed or aged ones). With no INPUT it sends only those; it exits 0 saying so when none is owed.
         """
     static let epilogue = """
-        Exit status: 0 every row final; 64 usage; 65 input unusable, or every row read rejected; 66
-        input, job file or journal missing; 69 TLS failure or failure threshold; 71 a local resource ran
-        out (memory, descriptors, a thread); 73 journal unusable; 75 rows remain pending, the time window
-        ended, or the journal is in use; 77 key refused; 78 App Store connection not set up in Botsi;
-        130/143 stopped by SIGINT/SIGTERM.
+        Exit status: 0 every row final; 64 usage; 65 input unusable, or every row read (or every row
+        of one input) rejected; 66 input, job file or journal missing; 69 TLS failure or failure
+        threshold; 71 a local resource ran out (memory, descriptors, a thread); 73 journal unusable;
+        75 rows remain pending, the time window ended, or the journal is in use; 77 key refused; 78
+        App Store connection not set up in Botsi; 130/143 stopped by SIGINT/SIGTERM.
         """
 
     static func initialSettings() -> RunSettings { RunSettings() }

@@ -361,6 +361,9 @@ public struct RunCounts: Sendable, Equatable, Codable {
     public var stoppedAt: String?
     /// Times adaptive throttling slowed it down.
     public var throttleEvents: Int?
+    /// Inputs whose every row failed the checks beside inputs that did not (the run exited 65);
+    /// absent when every row read was rejected, or none of an input's.
+    public var rejectedInputs: [String]?
 
     public init() {}
 }

@@ -13,7 +13,7 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("Fixtures/journals")
 
     /// Fields a version added after c6f06ff: absent from its records.
-    private static let newerThanC6f06ff: Set<String> = ["owedNotTakenUp", "stoppedAt"]
+    private static let newerThanC6f06ff: Set<String> = ["owedNotTakenUp", "stoppedAt", "rejectedInputs"]
 
     private func runs(of version: String) throws -> [RunRecord] {
         let workspace = Workspace()
@@ -55,6 +55,7 @@ import Testing
         counts.rejectedByReason = ["line_too_long": 1]
         counts.stopCause = .journalFailure
         counts.owedNotTakenUp = 4
+        counts.rejectedInputs = ["/exports/b.csv"]
         let text = ColumnJSON.encode(counts)
         #expect(try ColumnJSON.decode(RunCounts.self, text, path: "j", column: "counts", row: 1) == counts)
         #expect(text.contains(#""pending\/http_503":1"#) || text.contains(#""pending/http_503":1"#), "\(text)")

@@ -213,6 +213,46 @@ struct OwedRowsAndPreflightTests {
         #expect(!finished.stderr.contains("nothing was sent"), "stderr: \(finished.stderr)")
     }
 
+    /// Two nightly exports, one of them broken (every id in scientific notation): the good one's
+    /// rows are sent, and the run exits 65 naming the broken one, as a run of it alone does; its
+    /// `status` names it too. An input with one bad row among good ones, or whose rows a filter
+    /// refused, is not broken.
+    @Test func anInputWhoseEveryRowIsRejectedBesideAGoodOneExits65AndIsNamed() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let good = workspace.csv(Pair.generate(5), name: "good.csv")
+        let broken = workspace.csv(
+            "broken.csv", rows: [("p-sheet-1", "2.00000000000001E+15"), ("p-sheet-2", "2.00000000000002E+15")])
+        let finished = try botsi(
+            runArguments([good, broken], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(finished.status == 65, "stderr: \(finished.stderr)")
+        #expect(simulator.stats().requests == 5)
+        #expect(
+            finished.stderr.contains("every row of \(broken) was rejected by the input checks"),
+            "stderr: \(finished.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains("fix or re-export \(broken): every row of it"), "status: \(status.stdout)")
+
+        // One bad row among good ones: the input is not broken, and the run finishes with 0.
+        let mixed = workspace.csv(
+            "mixed.csv", rows: [("p-mixed-1", "2000000000000901"), ("p-mixed-2", "2.00000000000003E+15")])
+        let again = try botsi(
+            runArguments([good, mixed], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(!again.stderr.contains("every row of"), "stderr: \(again.stderr)")
+
+        // Every row of an input refused by a filter asked for (another app's transaction): not broken.
+        let signed = try String(
+            contentsOfFile: ExportInputTests.repositoryFile("samples/signed-transactions.jsonl"), encoding: .utf8)
+        let otherApp = workspace.write("other-app.jsonl", String(signed.split(separator: "\n")[0]) + "\n")
+        let filtered = try botsi(
+            runArguments([good, otherApp], workspace, simulator, ["--bundle-id", "com.example.other"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(filtered.status == 0, "stderr: \(filtered.stderr)")
+        #expect(filtered.stderr.contains("wrong_bundle_id"), "stderr: \(filtered.stderr)")
+    }
+
     /// A gzip cut before its first row is damaged data too, so 65 like one cut later (docs/exit-codes.md),
     /// not 66, "missing" (issue 20, item 9). An unreadable gzip header and garbage after the magic bytes too.
     @Test func aGzipCutBeforeItsFirstRowExits65AsADamagedInput() throws {

@@ -306,12 +306,17 @@ public struct StatusReport: Sendable {
         return options
     }
 
-    /// After a run whose every row was rejected (exit 65 with no stop): the summary said so, and
-    /// nothing else is owed.
+    /// After a run whose every row was rejected, or every row of an input (exit 65 with no stop):
+    /// the summary said so, and nothing else is owed.
     static func rejectedInputAdvice(_ run: RunRecord, journalPath: String) -> String? {
         guard run.exitCode == Int(ExitCode.dataError) && run.counts.stopCause == nil else { return nil }
-        return "fix or re-export the input: the run's rows were all rejected ("
-            + RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]) + "), then run it again"
+        let report = RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"])
+        if let inputs = run.counts.rejectedInputs, !inputs.isEmpty {
+            return "fix or re-export "
+                + inputs.map(RunAdvice.shellQuoted).joined(separator: ", ")
+                + ": every row of it was rejected (\(report)), then run again with it"
+        }
+        return "fix or re-export the input: the run's rows were all rejected (\(report)), then run it again"
     }
 
     /// `run --release-held` with what the run recorded: the held rows, sent after review.

@@ -380,7 +380,7 @@ actor ActiveRun {
             : continuation(selection: summary.owedNotTakenUp > 0)
         if summary.held > 0 && !options.dryRun { summary.releaseCommand = RunAdvice.releaseCommand(options) }
         let exitCode = ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending)
-        finish(exitCode: exitCode == ExitCode.success && summary.everyRowRejected ? ExitCode.dataError : exitCode)
+        finish(exitCode: exitCode == ExitCode.success && summary.inputRejected ? ExitCode.dataError : exitCode)
     }
 
     /// The journal refused a write: the open batch is rolled back, so the summary counts what was

@@ -51,6 +51,9 @@ struct InputCounts {
         return byStatus
     }
     var inputNotes: [String] = []
+    /// Inputs read to their end whose every row of this shard failed the checks (see
+    /// `RunSummary.everyRowRejected`): a broken export beside good ones must not look fine.
+    var rejectedInputs: [String] = []
 }
 
 /// How far the run has read its inputs, for progress.
@@ -100,6 +103,10 @@ struct InputFeeder {
     /// Rows read from each input and, of those, rows sent: what a damaged file's message tells.
     private var rowsReadByInput: [Int]
     private var rowsSentByInput: [Int]
+    /// Rows of this shard read from each input (those a filter refused left out), and of those
+    /// the ones the checks refused as broken: equal at an input's end, the input is broken.
+    private var ownRowsByInput: [Int]
+    private var brokenRowsByInput: [Int]
     private var finishedInputs: [RunInput] = []
     /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
     /// can a resend have been kept without an answer.
@@ -117,6 +124,8 @@ struct InputFeeder {
         owed = OwedRowFeeder(mode: mode, runID: runID, startedAt: startedAt)
         rowsReadByInput = Array(repeating: 0, count: names.count)
         rowsSentByInput = Array(repeating: 0, count: names.count)
+        ownRowsByInput = Array(repeating: 0, count: names.count)
+        brokenRowsByInput = Array(repeating: 0, count: names.count)
     }
 
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
@@ -169,8 +178,11 @@ struct InputFeeder {
                     slice.counts.rowsRead += 1
                     rowsReadByInput[input] += 1
                     try take(record, input: input, now: now, into: &rows, writer: &writer, counts: &slice.counts)
-                case .finished(_, let record, let noRows):
+                case .finished(let input, let record, let noRows):
                     finishedInputs.append(record)
+                    if ownRowsByInput[input] > 0 && brokenRowsByInput[input] == ownRowsByInput[input] {
+                        slice.counts.rejectedInputs.append(record.path)
+                    }
                     if let empty = noRows {
                         slice.counts.inputNotes.append(
                             (empty.isWarning ? "warning: " : "") + empty.message(input: record.path))
@@ -196,7 +208,7 @@ struct InputFeeder {
 
     /// One input record: journaled as a rejection, or kept to be admitted with the rest of its
     /// take. Rows of other shards are only counted.
-    private func take(
+    private mutating func take(
         _ record: InputRecord, input: Int, now: Int64, into rows: inout AdmittedRows, writer: inout RunJournalWriter,
         counts: inout InputCounts
     ) throws(JournalError) {
@@ -205,11 +217,16 @@ struct InputFeeder {
             counts.otherShards += 1
         case .rejected(let rejected):
             counts.rejectedByReason[rejected.reason, default: 0] += 1
+            if !RunSummary.notBroken.contains(rejected.reason) {
+                ownRowsByInput[input] += 1
+                brokenRowsByInput[input] += 1
+            }
             try writer.recordRejection(
                 rejected, source: RowSource(input: inputIDs[input], line: rejected.line), now: now)
         case .row(let row) where !isMine(row.profileId):
             counts.otherShards += 1
         case .row(let row):
+            ownRowsByInput[input] += 1
             rows.pairs.append(
                 PairToAdmit(
                     profileId: row.profileId, originalTransactionId: row.originalTransactionId,

@@ -69,6 +69,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// starts with "warning: ", since a failed export looks the same. Printed before the summary,
     /// as messages of their own, not in `render`.
     public var inputNotes: [String] = []
+    /// Inputs whose every row of this shard failed the checks, beside inputs that did not: the
+    /// run exits 65 as when every row read was rejected.
+    public var rejectedInputs: [String] = []
     /// Transactions among this run's rows that several profiles claim, and their rows in the journal.
     public var conflicts = ConflictCounts(groups: 0, rows: 0)
     /// Adaptive throttling: how many times the run slowed down, how low it went, where it ended.
@@ -105,6 +108,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         return owned > 0 && rejectedRows - filtered == owned
     }
 
+    /// Every row read was rejected, or every row of one input: the exit status is 65.
+    public var inputRejected: Bool { everyRowRejected || !rejectedInputs.isEmpty }
+
     static let notBroken: Set<RejectionReason> = [.wrongBundleId, .wrongEnvironment, .receiptWithoutPurchases]
     public var requestsPerSecond: Double { durationSeconds > 0 ? Double(requests) / durationSeconds : 0 }
 
@@ -120,6 +126,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         rejectedByReason.merge(input.rejectedByReason, uniquingKeysWith: +)
         alreadyFinished.merge(input.alreadyFinished, uniquingKeysWith: +)
         inputNotes += input.inputNotes
+        rejectedInputs += input.rejectedInputs
     }
 
     /// The journal's counts of the rows the run worked on: whatever stopped the run, the
@@ -160,6 +167,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         record.stopMessage = stopMessage
         record.stoppedAt = stoppedAt
         record.throttleEvents = throttleEvents
+        record.rejectedInputs = everyRowRejected || rejectedInputs.isEmpty ? nil : rejectedInputs
         return record
     }
 
@@ -269,6 +277,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 lines.append(
                     "every row read was rejected by the input checks (reasons above): the export is probably wrong; "
                         + "fix or re-export it, then run again")
+            } else if !rejectedInputs.isEmpty && stopCause == nil {
+                let names = rejectedInputs.map(RunAdvice.shellQuoted).joined(separator: ", ")
+                lines.append(
+                    "every row of \(names) was rejected by the input checks (reasons above), though the other inputs' "
+                        + "were not: that export is probably wrong; fix or re-export it, then run again with it")
             }
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")

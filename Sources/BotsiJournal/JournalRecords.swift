@@ -345,6 +345,10 @@ public struct RunCounts: Sendable, Equatable, Codable {
     /// Owed rows the run took up, and those it did not take up because it stopped first.
     public var owedRows: Int?
     public var owedNotTakenUp: Int?
+    /// Of the final (or held) rows a stopped selection resent, those it stopped before an answer
+    /// came (they waited out a backoff): they kept their status (counted in `kept`) and are owed
+    /// to the selection's next run as much as the rows it did not take up.
+    public var owedUnanswered: Int?
     /// Of the pending rows it worked on, those it did not send because it stopped first.
     public var notSent: Int?
     /// Final rows it resent without a definitive answer: they kept their status.

@@ -304,6 +304,11 @@ struct OwedRowsAndPreflightTests {
             #expect(during.items[pair]?.code == record.code, "\(pair)")
             #expect(during.items[pair]?.accessLevels == record.accessLevels, "\(pair)")
         }
+        // The killed run recorded nothing of what it left: `status` still says how to finish it.
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains("finish the selection it stopped in")
+                && status.stdout.contains("--refresh-older-than 0s --answered-before"), "status: \(status.stdout)")
         slow.settle()
         let next = try botsi(runArguments([input], workspace, quick), key: Simulator.defaultKey, in: workspace)
         #expect(next.status == 0, "stderr: \(next.stderr)")

@@ -83,6 +83,68 @@ struct StopTests {
         #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
     }
 
+    /// A refresh stopped by Ctrl-C after it sent every row, each answered 500: most wait out a
+    /// backoff, the last ones get their 500 during the drain. Those rows kept their status and are
+    /// owed to the selection as much as rows it never sent: the summary counts them as kept and
+    /// owed (it said "the journal owes no row"), `status` says to finish the selection, a stop by
+    /// the window says how many the journal owes, and the advised command refreshes each row once.
+    @Test func aStoppedSelectionOwesTheRowsItResentAndStoppedBeforeAnAnswer() throws {
+        let workspace = Workspace()
+        let good = try startSimulator()
+        defer { good.stop() }
+        let rows = Pair.generate(12)
+        let first = try botsi(
+            runArguments([workspace.csv(rows)], workspace, good), key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+            options.latencyMilliseconds = 300
+        }
+        defer { failing.stop() }
+        let refresh = [
+            "run", "--journal", workspace.journal, "--base-url", failing.baseURL, "--refresh-older-than", "0s",
+        ]
+        // A first retry waits up to a minute: none comes due before the stop.
+        let child = try Child(
+            refresh + ["--concurrency", "4", "--backoff-base", "60s", "--log-format", "json"],
+            key: Simulator.defaultKey,
+            in: workspace)
+        let sent = eventually(timeout: 60) { failing.stats().requests >= rows.count }
+        child.send(SIGINT)
+        let stopped = child.wait(timeout: 60)
+        try #require(sent, "the rows never went out: \(stopped.stderr)")
+        #expect(stopped.status == 130, "stderr: \(stopped.stderr)")
+        let summary = try #require(
+            ModelSequence.jsonObjects(stopped.stderr).last { $0["event"] as? String == "summary" },
+            "stderr: \(stopped.stderr)")
+        #expect(summary["owedUnanswered"] as? Int == rows.count, "summary: \(summary)")
+        #expect(summary["kept"] as? Int == rows.count, "summary: \(summary)")
+        let next = try #require(summary["nextCommand"] as? String, "summary: \(summary)")
+        #expect(next.contains("--refresh-older-than 0s") && next.contains("--answered-before"), "next: \(next)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains("finish the selection it stopped in with:"), "status: \(status.stdout)")
+
+        // Stopped by its window, paced, with retries coming due faster than the pace sends them.
+        let windowed = try botsi(
+            refresh + ["--concurrency", "4", "--rate", "20", "--backoff-base", "200ms", "--max-duration", "1s"],
+            key: Simulator.defaultKey,
+            in: workspace)
+        #expect(windowed.status == 75, "stderr: \(windowed.stderr)")
+        #expect(
+            windowed.stderr.contains("send the \(rows.count) rows the journal still owes"),
+            "stderr: \(windowed.stderr)")
+
+        let advice = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        let advised = try #require(advice.stdout.firstMatch(of: /with: (botsi-restore run [^\n]*)/)?.1)
+        let words = String(advised).split(separator: " ").map(String.init).dropFirst()
+            .map { $0 == failing.baseURL ? good.baseURL : $0 }
+        let before = good.stats().requests
+        let resumed = try botsi(Array(words) + ["--retry-after-cap", "0.05"], key: Simulator.defaultKey, in: workspace)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(good.stats().requests - before == rows.count, "stderr: \(resumed.stderr)")
+    }
+
     /// `--release-held` takes held rows up as a selection takes final ones: stopped by a refused
     /// key, the held rows it did not send stay held and owed to the next release, not counted as
     /// rows this run held.

@@ -275,6 +275,11 @@ actor ActiveRun {
             case .done:
                 summary.count(status: status, code: answered ? code : nil)
                 if !answered { summary.kept += 1 }
+                // In flight when a selection stopped, answered by an error worth a retry: owed to it.
+                if !answered && decision.reply == .retryableWhileStopping && (row.status.isFinal || row.status == .held)
+                {
+                    summary.owedUnanswered += 1
+                }
                 scheduler.settle(result.tag)
                 // A final row resent without an answer counts as a row that ran out of attempts.
                 if !isStopping, let crossed = threshold.record(answered ? status : .pending) { stop(crossed) }
@@ -332,7 +337,18 @@ actor ActiveRun {
                 try writer.giveBack(row)
                 owedGivenBack += 1
             }
-            for row in waiting + unsent.filter({ $0.attemptsThisRun > 0 }) {
+            // Resent rows: waiting out a backoff, marked again and taken back, or due again and not yet marked.
+            let unsentIDs = Set(unsent.map(\.itemID))
+            let due = scheduler.idlePayloads.filter { $0.attemptsThisRun > 0 && !unsentIDs.contains($0.itemID) }
+            let resent = waiting + unsent.filter { $0.attemptsThisRun > 0 } + due
+            // A selection's rows resent and not yet answered keep their status, as a resend without
+            // a definitive answer does, and are still owed to it: the next run of it sends them.
+            let unanswered = resent.filter { $0.status.isFinal || $0.status == .held }.count
+            if !options.dryRun {
+                summary.kept += unanswered
+                summary.owedUnanswered += unanswered
+            }
+            for row in resent {
                 let action = OutcomePolicy.action(for: .stop(reason.cause), row: OutcomePolicy.RowClass(row.status))
                 try writer.applyStopRule(action.write, to: row)
             }
@@ -377,7 +393,7 @@ actor ActiveRun {
         summary.nextCommand =
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
-            : continuation(selection: summary.owedNotTakenUp > 0)
+            : continuation(selection: summary.selectionOwed > 0)
         if summary.held > 0 && !options.dryRun { summary.releaseCommand = RunAdvice.releaseCommand(options) }
         let exitCode = ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending)
         finish(exitCode: exitCode == ExitCode.success && summary.inputRejected ? ExitCode.dataError : exitCode)

@@ -91,10 +91,13 @@ public enum LifecycleDocument {
             "`--answered-before TIME` narrows `--retry-failed` and `--refresh-older-than` to the final",
             "rows last answered before TIME. A selection run that stops before it took up all it chose",
             "(a time window, a signal, a refused key) gives back the final rows it took up and did not",
-            "send, counts them as still owed, and advises its command again with `--answered-before`",
-            "its start (or the earlier cutoff it ran with): the rows it did get to were answered after",
-            "that, so the continuation sends each chosen row once, and a window-bound selection gets",
-            "through all of it rather than starting again at the first row each time.",
+            "send, counts them as still owed (`owedNotTakenUp`) with the ones it sent and had no",
+            "answer for yet: waiting out a backoff, or answered by a transient error during the stop's",
+            "drain (`owedUnanswered`; they keep their status, as any resend without a definitive answer",
+            "does). It advises its command again with `--answered-before` its start (or the earlier",
+            "cutoff it ran with): the rows it did get an answer for were answered after that, so the",
+            "continuation sends each chosen row once, and a window-bound selection gets through all of",
+            "it rather than starting again at the first row each time.",
             "",
         ]
         return lines

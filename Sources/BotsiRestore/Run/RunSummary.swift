@@ -17,6 +17,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var owedRows = 0
     /// Rows the journal owed that this run did not take up because it stopped first: still owed.
     public var owedNotTakenUp = 0
+    /// Final or held rows a stopped selection resent without an answer yet: kept, and still owed to it.
+    public var owedUnanswered = 0
     /// Final rows this run resent without getting a definitive answer: they kept their status.
     public var kept = 0
     /// Rows refused by the input checks, by reason.
@@ -108,6 +110,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         return owned > 0 && rejectedRows - filtered == owned
     }
 
+    /// Rows a stopped run owes its selection's next run: taken up and not sent, or resent and not answered.
+    public var selectionOwed: Int { owedNotTakenUp + owedUnanswered }
+
     /// Every row read was rejected, or every row of one input: the exit status is 65.
     public var inputRejected: Bool { everyRowRejected || !rejectedInputs.isEmpty }
 
@@ -157,6 +162,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         record.otherShards = otherShards
         record.owedRows = owedRows
         record.owedNotTakenUp = owedNotTakenUp
+        record.owedUnanswered = owedUnanswered > 0 ? owedUnanswered : nil
         record.notSent = notSent
         record.kept = kept
         record.requests = requests
@@ -199,6 +205,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if kept > 0 {
             lines.append("  resent without a definitive answer, kept their earlier status: \(kept)")
+        }
+        if owedUnanswered > 0 {
+            lines.append("  of those, stopped before an answer and still owed to the selection: \(owedUnanswered)")
         }
         for (reason, value) in rejectedByReason.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             lines.append("  rejected by input checks (\(reason.rawValue)): \(value)")
@@ -342,7 +351,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         let fix = cause.flatMap(RunAdvice.fixFirst)
         let unreadOwn = stopMessage != nil && !inputComplete
         let unread = unreadOwn || !earlierUnreadInputs.isEmpty
-        let owed = pending + owedNotTakenUp
+        let owed = pending + selectionOwed
         // Counts the journal could not give back say nothing of what it owes.
         guard owed > 0 || unread || countsUnreadable, let nextCommand else {
             if let fix { lines.append(fix) }
@@ -354,7 +363,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             return lines
         }
         var what: [String] = []
-        if owedNotTakenUp > 0 {
+        if selectionOwed > 0 {
             what.append("send the \(owed) rows the journal still owes")
         } else if pending > 0 {
             what.append("send the \(pending) pending rows")

@@ -1,8 +1,11 @@
+import BotsiRestore
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
 import Glibc
 import Testing
+
+@testable import BotsiJournal
 
 @Suite("where the key comes from and who can read it")
 struct KeySourceTests {
@@ -21,6 +24,38 @@ struct KeySourceTests {
         #expect(finished.stderr.contains("--key-env takes the name of the variable that holds the key"))
         #expect(!finished.stderr.contains(path))
         #expect(simulator.stats().requests == 0)
+    }
+
+    /// A run under systemd reads its key from `/run/credentials/UNIT/…`, which exists only while the
+    /// unit runs: `status` advises starting the unit again, not a run that names a file that is gone
+    /// (it exited 66). The run here records the path a unit's run would have.
+    @Test func afterARunWithSystemdsCredentialStatusAdvisesTheUnit() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.unavailable]
+        }
+        defer { simulator.stop() }
+        let keyFile = workspace.write("botsi-secret-key", Simulator.defaultKey + "\n")
+        chmod(keyFile, 0o400)
+        let run = try botsi(
+            runArguments(
+                [workspace.csv(Pair.generate(3))], workspace, simulator, ["--key-file", keyFile, "--max-attempts", "1"]),
+            key: nil, in: workspace)
+        #expect(run.status == 75, "stderr: \(run.stderr)")
+        let journal = try Journal(path: workspace.journal, create: false)
+        try journal.connection.execute(
+            "UPDATE runs SET options = json_set(options, '$.keyFilePath', "
+                + "'/run/credentials/botsi-restore-nightly.service/botsi-secret-key')")
+        journal.close()
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains("send the 3 pending rows with: systemctl start botsi-restore-nightly.service"),
+            "status: \(status.stdout)")
+        #expect(!status.stdout.contains("/run/credentials"), "status: \(status.stdout)")
+        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/a.service/k") == "a.service")
+        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/k") == nil)
+        #expect(RunAdvice.credentialUnit(ofKeyFile: "/etc/botsi-restore/secret-key") == nil)
     }
 
     /// `--key-file`: the key from a private file, e.g. a systemd credential. Nothing in the

@@ -368,7 +368,9 @@ public struct StatusReport: Sendable {
             // without the shard the naming run had.
             (reading.shardIndex, reading.shardCount) = (0, 1)
         }
-        return RunAdvice.runCommand(reading, inputs: unreadInputCommandPaths, selection: selectionLeft)
+        return RunAdvice.continuing(
+            RunAdvice.runCommand(reading, inputs: unreadInputCommandPaths, selection: selectionLeft),
+            keyFile: options.keyFile)
     }
 
 }

@@ -369,11 +369,12 @@ actor ActiveRun {
         let earlier = summary.earlierUnreadInputs.isEmpty ? nil : writer.earlierUnreadInputs.first
         let unreadOwn = !feeder.isDone && !options.inputs.isEmpty
         let options = selection ? RunAdvice.continuingSelection(options, startedAt: startedAt) : options
-        return RunAdvice.runCommand(
+        let command = RunAdvice.runCommand(
             unreadOwn ? options : RunAdvice.readingAs(earlier, options),
             inputs: (unreadOwn ? options.inputs : [])
                 + (summary.earlierUnreadInputs.isEmpty ? [] : writer.earlierUnreadInputs.map(\.commandPath)),
             selection: selection)
+        return RunAdvice.continuing(command, keyFile: options.keyFile)
     }
 
     private func finishIfDone() {

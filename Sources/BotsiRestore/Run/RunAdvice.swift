@@ -16,6 +16,24 @@ public enum RunAdvice {
         return continued
     }
 
+    /// The systemd unit whose key file this is (`LoadCredential=` hands it in
+    /// `/run/credentials/UNIT/`): that file exists only while the unit runs, so the command that
+    /// goes on is the unit's own, not a run that names the file.
+    public static func credentialUnit(ofKeyFile path: String?) -> String? {
+        let directory = "/run/credentials/"
+        guard let path, path.hasPrefix(directory) else { return nil }
+        let parts = path.dropFirst(directory.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+        return String(parts[0])
+    }
+
+    /// What sends what the journal owes: `command`, or `systemctl start UNIT` for a run whose key
+    /// systemd handed to its unit (the unit runs the same job, with the key).
+    public static func continuing(_ command: String, keyFile: String?) -> String {
+        guard let unit = credentialUnit(ofKeyFile: keyFile) else { return command }
+        return "systemctl start \(shellQuoted(unit))"
+    }
+
     /// `run --release-held` with the run's service, key and pace: the held rows, sent after review.
     public static func releaseCommand(_ options: RunOptions) -> String {
         var release = options

@@ -224,6 +224,8 @@ for argument in "$@"; do
     [ "$previous" = --journal ] && journal=$argument
     previous=$argument
 done
+# Absolute, as the run resolved it from the working directory: the advice is read and typed elsewhere.
+[[ $journal == /* ]] || journal=$PWD/$journal
 printf -v journal_arg '%q' "$journal"
 
 case $status in
@@ -247,7 +249,7 @@ log "end: exit $status — $advice"
 # Last night's page beside the log, when asked for. A failure is logged, never the exit.
 if [ -n "$html_report" ] && [ "$status" != 126 ] && [ "$status" != 127 ]; then
     if page_error=$("$bin" report --journal "$journal" --format html --output "$html_report" 2>&1 8>&-); then
-        log "page: $html_report (botsi-restore report --journal $journal --format html)"
+        log "page: $html_report (botsi-restore report --journal $journal_arg --format html)"
     else
         log "page: not written to $html_report: ${page_error//$'\n'/ }"
     fi

@@ -38,7 +38,7 @@ enum MergeCommand: Command {
                     + "a final one over any that owes the row)"
             }
             Output.error(line)
-            Output.error("see it with: botsi-restore report --journal \(output) --format table")
+            Output.error("see it with: " + RunAdvice.reportCommand(journalPath: output, ["--format", "table"]))
             return ExitCode.success
         } catch {
             Output.error("botsi-restore merge: \(error.description)")

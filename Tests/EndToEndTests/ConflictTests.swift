@@ -142,11 +142,28 @@ struct ConflictTests {
                 "p-e=held",
             ])
 
-        // After review: --release-held sends them.
+        // With a row left pending too, status gives its command and still says the held rows wait.
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.unavailable]
+        }
+        defer { failing.stop() }
+        let pendingRow = workspace.csv([Pair("p-g", "2000000000000007")], name: "pending.csv")
+        let left = try botsi(
+            runArguments([pendingRow], workspace, failing, ["--max-attempts", "1"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(left.status == 75, "stderr: \(left.stderr)")
+        let both = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace).stdout
+        #expect(both.contains("next      send the 1 pending rows with: "), "\(both)")
+        #expect(
+            both.contains("held      4 rows claimed by another profile wait for review (botsi-restore report --journal")
+                && both.contains("--conflicts); then send them with: botsi-restore run --journal"), "\(both)")
+
+        // After review: --release-held sends them (and the pending row: owed to every run).
         let release = try botsi(
             runArguments([], workspace, simulator, ["--release-held"]), key: Simulator.defaultKey, in: workspace)
         #expect(release.status == 0, "stderr: \(release.stderr)")
-        #expect(simulator.stats().requests == 7)
+        #expect(simulator.stats().requests == 8)
         let after = try #require(JournalView.read(workspace.journal))
         for pair in Self.later + [Pair("p-f", "2000000000000003")] {
             #expect(after.items[pair]?.status == .restored, "\(pair)")

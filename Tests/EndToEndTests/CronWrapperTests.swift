@@ -40,15 +40,18 @@ struct CronWrapperTests {
         let asked = try cron.run(["--journal", "other.sqlite"], exit: 75, environment: ["BOTSI_HTML_REPORT": page])
         #expect(asked.status == 75, "the run's status stays the wrapper's: \(asked.stderr)")
         #expect(
-            cron.starts.last == "started report --journal other.sqlite --format html --output \(page)",
+            cron.starts.last == "started report --journal \(cron.workdir)/other.sqlite --format html --output \(page)",
             "starts: \(cron.starts)")
+        // Named absolute, as the run resolved it: the advice is typed from another directory.
+        #expect(cron.log.contains("'botsi-restore status --journal \(cron.workdir)/other.sqlite'"), "log: \(cron.log)")
         // The stand-in exits 75 for the report too: the failure is logged, the status is the run's.
         #expect(cron.log.contains("page: not written to \(page)"), "log: \(cron.log)")
         cron.write("exit-status", "0\n", mode: 0o644)
         let written = try cron.start([], environment: ["BOTSI_HTML_REPORT": page]).wait(timeout: 90)
         #expect(written.status == 0)
-        #expect(cron.starts.last == "started report --journal journals/nightly.sqlite --format html --output \(page)")
-        #expect(cron.log.contains("page: \(page) (botsi-restore report --journal journals/nightly.sqlite"))
+        let journal = "\(cron.workdir)/journals/nightly.sqlite"
+        #expect(cron.starts.last == "started report --journal \(journal) --format html --output \(page)")
+        #expect(cron.log.contains("page: \(page) (botsi-restore report --journal \(journal)"))
     }
 
     @Test func anEnvFileOthersCanReadIsRefusedAndNothingRuns() throws {

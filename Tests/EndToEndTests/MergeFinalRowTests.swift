@@ -40,9 +40,13 @@ struct MergeFinalRowTests {
         #expect(try run(b, against: failing, []) == 75, "B's pending records are the later ones")
         #expect(try statuses(b, in: workspace)["pending"] == 20)
 
-        let merged = workspace.file("merged.sqlite")
+        // A name with a space: the command merge gives to look at it works as typed.
+        let merged = workspace.file("merged night.sqlite")
         let merge = try botsi(["merge", merged, a, b], key: nil, in: workspace)
         #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        #expect(
+            merge.stderr.contains("see it with: botsi-restore report --journal '\(merged)' --format table"),
+            "stderr: \(merge.stderr)")
         let finished = try statuses(merged, in: workspace)
         #expect(finished["pending"] ?? 0 == 0, "a later pending record replaced a final one: \(finished)")
         #expect(finished.values.reduce(0, +) == 20, "\(finished)")

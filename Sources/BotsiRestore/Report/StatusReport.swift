@@ -156,6 +156,13 @@ public struct StatusReport: Sendable {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) \(nextLead): \(nextCommand(run))")
+            // Held rows are not owed, so the command above leaves them; they still wait for a person.
+            if case let held = snapshot.itemCount(status: .held), held > 0 {
+                lines.append(
+                    "held      \(held) rows claimed by another profile wait for review "
+                        + "(\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))); "
+                        + "then send them \(nextLead): \(releaseAdvice(run))")
+            }
         } else if let advice = Self.rejectedInputAdvice(run, journalPath: journalPath), !isAlive {
             lines.append("next      \(advice)")
         } else if !isAlive, case let held = snapshot.itemCount(status: .held), held > 0 {

@@ -44,6 +44,7 @@ struct FileStatus {
     var owner: uid_t { raw.st_uid }
     var group: gid_t { raw.st_gid }
     var linkCount: Int { Int(raw.st_nlink) }
+    var size: Int64 { Int64(raw.st_size) }
     var isOwnedByUser: Bool { owner == geteuid() }
 
     /// "a directory", "a FIFO", …: what the file is, for a message.

@@ -94,8 +94,11 @@ public final class JournalFile {
             // Only a journal is ever narrowed: a link to any other file of the user's (/etc/passwd,
             // for root) must not make the tool chmod it. SQLite refuses the file later.
             let isJournal = Self.isJournalOrEmpty(descriptor)
-            if isJournal { try Self.makePrivate(descriptor, status, name: "journal \(typed)") }
-            try Self.checkSideFiles(of: resolved, identity: status.identity, narrowing: isJournal)
+            // An empty file is not set up yet: a command that only reads it changes nothing (it
+            // says so); the run that sets it up narrows it.
+            let readsEmpty = access == .read && status.size == 0
+            if isJournal && !readsEmpty { try Self.makePrivate(descriptor, status, name: "journal \(typed)") }
+            try Self.checkSideFiles(of: resolved, identity: status.identity, narrowing: isJournal && !readsEmpty)
         } catch {
             // A refused open leaves nothing behind, not even the file it just made.
             if created { unlink(resolved.path) }

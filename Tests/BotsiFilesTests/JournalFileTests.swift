@@ -102,8 +102,11 @@ import Testing
         let wide = scratch.write("wide.sqlite", "", mode: 0o664)
         scratch.write("wide.sqlite-wal", "", mode: 0o644)
         let readOnly = scratch.write("read-only.sqlite", "", mode: 0o444)
+        // Empty: not set up yet, and a reader changes nothing (it says "nothing was changed").
         try JournalFile(path: wide, access: .read).close()
-        try JournalFile(path: readOnly, access: .read).close()
+        #expect(permissions(wide) == 0o664 && noticesNaming(wide).isEmpty)
+        try JournalFile(path: wide, access: .write).close()
+        try JournalFile(path: readOnly, access: .write).close()
         #expect(permissions(wide) == 0o600 && permissions(wide + "-wal") == 0o600)
         #expect(permissions(readOnly) == 0o400, "narrowing must never add a permission")
         try JournalFile(path: wide, access: .read).close()

@@ -61,13 +61,17 @@ struct StatusOutputTests {
     /// to upgrade it. It is not set up yet: 75, try again; a run sets it up. Left so, it is 66.
     @Test func aJournalNotSetUpYetIsToTryAgainNotToUpgrade() throws {
         let workspace = Workspace()
-        let journal = workspace.write("journal.sqlite", "", mode: 0o600)
+        // Made 0644 by whoever made it: a reader says "nothing was changed", and changes nothing
+        // (it narrowed the mode, and said so, before saying that); the run that sets it up does.
+        let journal = workspace.write("journal.sqlite", "", mode: 0o644)
         for command in [["status"], ["runs"], ["report"]] {
             let finished = try botsi(command + ["--journal", journal], key: nil, in: workspace)
             #expect(finished.status == 75, "\(command): \(finished.stderr)")
             #expect(finished.stderr.contains("is not set up yet"), "\(command): \(finished.stderr)")
             #expect(!finished.stderr.contains("upgrade"), "\(command): \(finished.stderr)")
+            #expect(!finished.stderr.contains("it is now"), "\(command): \(finished.stderr)")
         }
+        #expect(Self.mode(journal) == 0o644)
         // Empty for a while and held by no run: nobody is setting it up, and a reader retrying on
         // 75 would wait for ever (a path `touch`ed by mistake). 66: nothing to read.
         let old = Date().addingTimeInterval(-60)
@@ -85,7 +89,12 @@ struct StatusOutputTests {
             runArguments([workspace.csv(Pair.generate(3, prefix: "setup"))], workspace, simulator),
             key: Simulator.defaultKey, in: workspace)
         #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.mode(journal) == 0o600, "the run that set it up made it private")
         #expect(try botsi(["status", "--journal", journal], key: nil, in: workspace).status == 0)
+    }
+
+    private static func mode(_ path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? nil
     }
 
     @Test func statusJSONHasNumbersBooleansAndPlainSlashes() throws {

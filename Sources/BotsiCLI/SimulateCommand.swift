@@ -137,6 +137,15 @@ enum DemoCommand: Command {
         options.retryAfterCap = 1
         options.timeout = 5
         let code = RunCommand.execute(options: options, apiKey: key, quiet: false, logInterval: 1)
+        if code != ExitCode.success {
+            // The command the summary gives to go on sends to this simulator, which ends with the demo.
+            Output.error(
+                "\ndemo: the simulator at \(simulator.baseURL) stops with the demo, so the command above finds nothing "
+                    + "there; run the demo again"
+                    + (keepJournal == nil
+                        ? " (with --keep-journal PATH its journal is kept, and the demo after goes on from it)"
+                        : " with the same --keep-journal: it sends only what is left"))
+        }
         if let retried = try? retriedAndRestored(journal: journal), retried > 0 {
             Output.error("\ndemo: \(retried) rows met a fault, were retried, and still ended restored.")
         }

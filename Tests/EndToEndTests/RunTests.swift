@@ -91,6 +91,26 @@ struct RunTests {
         #expect(mismatched.isEmpty, "\(mismatched.count) rows: \(mismatched.prefix(5))")
     }
 
+    /// Ctrl-C in the demo: the summary's command to go on names the demo's simulator, which ends
+    /// with it; the demo says so and how to see it whole instead.
+    @Test func anInterruptedDemoSaysItsSimulatorIsGone() throws {
+        let workspace = Workspace()
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = workspace.path
+        let child = try Child(
+            ["demo"], key: nil, in: workspace, workingDirectory: Locations.packageRoot, environment: environment)
+        let started = eventually(timeout: 60) { child.stderrSoFar.contains("demo: botsi-restore run") }
+        Thread.sleep(forTimeInterval: 0.5)
+        child.send(SIGINT)
+        let finished = child.wait(timeout: 60)
+        try #require(started, "stderr: \(finished.stderr)")
+        #expect(finished.status == 130, "stderr: \(finished.stderr)")
+        let url = try #require(finished.stderr.firstMatch(of: /simulator on (http:\/\/127\.0\.0\.1:[0-9]+)/)?.1)
+        #expect(
+            finished.stderr.contains("demo: the simulator at \(url) stops with the demo")
+                && finished.stderr.contains("--keep-journal PATH"), "stderr: \(finished.stderr)")
+    }
+
     @Test func theDemoRetriesFaultedRowsUntilTheyAreRestored() throws {
         let workspace = Workspace()
         try #require(FileManager.default.fileExists(atPath: Locations.packageRoot + "/samples/demo.csv"))

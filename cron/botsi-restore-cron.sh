@@ -231,7 +231,7 @@ printf -v journal_arg '%q' "$journal"
 case $status in
     0) advice="ok: every row reached a final status; nothing to do" ;;
     64) advice="usage error: fix the job file or the crontab line (the message above names the option)" ;;
-    65) advice="input unusable: every row rejected (see 'botsi-restore report --journal $journal_arg --status rejected'), not data at all, or damaged part-way (rows before the damage were sent and journaled): fix or re-export the input file" ;;
+    65) advice="input unusable: every row rejected, or every row of one input (see 'botsi-restore report --journal $journal_arg --status rejected'), not data at all, or damaged part-way (rows before the damage were sent and journaled): fix or re-export the input file" ;;
     66) advice="input or job file missing: check that the export ran, the job's inputs paths and the job file's path on the crontab line" ;;
     69) advice="unavailable (TLS failure, or too many rows failing): look at the lines above; see failures with 'botsi-restore report --journal $journal_arg --run latest --status failed --status pending --format table'" ;;
     70) advice="internal error: keep this log and report it" ;;

@@ -345,9 +345,10 @@ public struct RunCounts: Sendable, Equatable, Codable {
     /// Owed rows the run took up, and those it did not take up because it stopped first.
     public var owedRows: Int?
     public var owedNotTakenUp: Int?
-    /// Of the final (or held) rows a stopped selection resent, those it stopped before an answer
-    /// came (they waited out a backoff): they kept their status (counted in `kept`) and are owed
-    /// to the selection's next run as much as the rows it did not take up.
+    /// Of the final rows a stopped selection resent, those it stopped before an answer came (they
+    /// waited out a backoff, or the stop's drain or the refusal that stopped it answered them):
+    /// they kept their status (counted in `kept`) and are owed to the selection's next run as much
+    /// as the rows it did not take up.
     public var owedUnanswered: Int?
     /// Of the pending rows it worked on, those it did not send because it stopped first.
     public var notSent: Int?
@@ -365,8 +366,9 @@ public struct RunCounts: Sendable, Equatable, Codable {
     public var stoppedAt: String?
     /// Times adaptive throttling slowed it down.
     public var throttleEvents: Int?
-    /// Inputs whose every row failed the checks beside inputs that did not (the run exited 65);
-    /// absent when every row read was rejected, or none of an input's.
+    /// Inputs whose every row failed the checks beside inputs that did not (the run exits 65 unless
+    /// rows left pending or a stop set its status); absent when every row read was rejected, or
+    /// none of an input's.
     public var rejectedInputs: [String]?
 
     public init() {}

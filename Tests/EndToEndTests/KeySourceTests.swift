@@ -53,8 +53,12 @@ struct KeySourceTests {
             status.stdout.contains("send the 3 pending rows with: systemctl start botsi-restore-nightly.service"),
             "status: \(status.stdout)")
         #expect(!status.stdout.contains("/run/credentials"), "status: \(status.stdout)")
+        var options = RunOptions()
+        options.keyFile = "/run/credentials/botsi-restore-nightly.service/botsi-secret-key"
+        #expect(RunAdvice.releaseCommand(options).hasSuffix("--release-held --key-file KEY_FILE"))
         #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/a.service/k") == "a.service")
         #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/k") == nil)
+        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/@system/k") == nil)
         #expect(RunAdvice.credentialUnit(ofKeyFile: "/etc/botsi-restore/secret-key") == nil)
     }
 

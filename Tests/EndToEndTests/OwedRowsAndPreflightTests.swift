@@ -234,6 +234,27 @@ struct OwedRowsAndPreflightTests {
         let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         #expect(status.stdout.contains("fix or re-export \(broken): every row of it"), "status: \(status.stdout)")
 
+        // Rows left pending set the exit status (75), and the broken input is still named, by the
+        // summary and by status beside its command; a dry run names it too.
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.unavailable]
+        }
+        defer { failing.stop() }
+        let fresh = workspace.csv(Pair.generate(3, prefix: "fresh"), name: "fresh.csv")
+        let pending = try botsi(
+            runArguments([fresh, broken], workspace, failing, ["--max-attempts", "1"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(pending.status == 75, "stderr: \(pending.stderr)")
+        #expect(pending.stderr.contains("every row of \(broken) was rejected"), "stderr: \(pending.stderr)")
+        let owed = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(owed.stdout.contains("broken    every row of \(broken) was rejected"), "status: \(owed.stdout)")
+        let dry = try botsi(
+            runArguments([good, broken, broken], workspace, simulator, ["--dry-run"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(dry.status == 65, "stderr: \(dry.stderr)")
+        #expect(dry.stderr.contains("every row of \(broken) was rejected"), "stderr: \(dry.stderr)")
+
         // One bad row among good ones: the input is not broken, and the run finishes with 0.
         let mixed = workspace.csv(
             "mixed.csv", rows: [("p-mixed-1", "2000000000000901"), ("p-mixed-2", "2.00000000000003E+15")])

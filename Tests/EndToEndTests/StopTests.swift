@@ -55,6 +55,8 @@ struct StopTests {
             }.last { $0["event"] as? String == "summary" }, "stderr: \(stopped.stderr)")
         #expect(summary["owedRows"] as? Int == sent, "summary: \(summary)")
         #expect(summary["owedNotTakenUp"] as? Int == rows.count - sent, "summary: \(summary)")
+        // The rows the refusal answered kept their status and are owed to the refresh too.
+        #expect(summary["owedUnanswered"] as? Int == sent, "summary: \(summary)")
         let statuses = summary["statuses"] as? [String: Int] ?? [:]
         #expect(statuses.values.reduce(0, +) <= sent, "counted as the stopped run's: \(statuses)")
         let next = summary["nextCommand"] as? String ?? ""
@@ -105,9 +107,9 @@ struct StopTests {
         let refresh = [
             "run", "--journal", workspace.journal, "--base-url", failing.baseURL, "--refresh-older-than", "0s",
         ]
-        // A first retry waits up to a minute: none comes due before the stop.
+        // A first retry waits up to a minute (full jitter: rarely less than a second).
         let child = try Child(
-            refresh + ["--concurrency", "4", "--backoff-base", "60s", "--log-format", "json"],
+            refresh + ["--concurrency", "4", "--backoff-base", "60s", "--backoff-cap", "60s", "--log-format", "json"],
             key: Simulator.defaultKey,
             in: workspace)
         let sent = eventually(timeout: 60) { failing.stats().requests >= rows.count }
@@ -143,6 +145,45 @@ struct StopTests {
         let resumed = try botsi(Array(words) + ["--retry-after-cap", "0.05"], key: Simulator.defaultKey, in: workspace)
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         #expect(good.stats().requests - before == rows.count, "stderr: \(resumed.stderr)")
+    }
+
+    /// Held rows a stopped `--release-held` resent and had no answer for are pending once their
+    /// 500 is written: owed as pending rows, not also as kept and unanswered (the advice counted
+    /// each twice: "send the 12 rows the journal still owes" where it owed 6).
+    @Test func heldRowsAStoppedReleaseResentAreOwedOnceAsPending() throws {
+        let workspace = Workspace()
+        let good = try startSimulator()
+        defer { good.stop() }
+        let claimed = Pair.generate(6)
+        for (rows, name) in [
+            (claimed, "a.csv"), (claimed.map { Pair("other-" + $0.profileId, $0.transactionId) }, "b.csv"),
+        ] {
+            let run = try botsi(
+                runArguments([workspace.csv(rows, name: name)], workspace, good, ["--on-conflict", "hold"]),
+                key: Simulator.defaultKey, in: workspace)
+            #expect(run.status == 0, "stderr: \(run.stderr)")
+        }
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+            options.latencyMilliseconds = 200
+        }
+        defer { failing.stop() }
+        let child = try Child(
+            [
+                "run", "--journal", workspace.journal, "--base-url", failing.baseURL, "--release-held",
+                "--concurrency", "4", "--backoff-base", "30s", "--log-format", "json",
+            ], key: Simulator.defaultKey, in: workspace)
+        let sent = eventually(timeout: 60) { failing.stats().requests >= claimed.count }
+        child.send(SIGINT)
+        let stopped = child.wait(timeout: 60)
+        try #require(sent, "the rows never went out: \(stopped.stderr)")
+        let summary = try #require(
+            ModelSequence.jsonObjects(stopped.stderr).last { $0["event"] as? String == "summary" },
+            "stderr: \(stopped.stderr)")
+        #expect((summary["statuses"] as? [String: Int])?["pending"] == claimed.count, "summary: \(summary)")
+        #expect(summary["owedUnanswered"] as? Int ?? 0 == 0, "summary: \(summary)")
+        #expect(summary["kept"] as? Int ?? 0 == 0, "summary: \(summary)")
     }
 
     /// `--release-held` takes held rows up as a selection takes final ones: stopped by a refused

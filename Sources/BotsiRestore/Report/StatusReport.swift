@@ -156,6 +156,13 @@ public struct StatusReport: Sendable {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) \(nextLead): \(nextCommand(run))")
+            // An input the latest run found broken beside good ones: the command above does not read it.
+            if let broken = run.counts.rejectedInputs, !broken.isEmpty {
+                lines.append(
+                    "broken    every row of " + broken.map(RunAdvice.shellQuoted).joined(separator: ", ")
+                        + " was rejected by the input checks: fix or re-export it, then run again with it ("
+                        + RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]) + ")")
+            }
             // Held rows are not owed, so the command above leaves them; they still wait for a person.
             if case let held = snapshot.itemCount(status: .held), held > 0 {
                 lines.append(

@@ -275,9 +275,10 @@ actor ActiveRun {
             case .done:
                 summary.count(status: status, code: answered ? code : nil)
                 if !answered { summary.kept += 1 }
-                // In flight when a selection stopped, answered by an error worth a retry: owed to it.
-                if !answered && decision.reply == .retryableWhileStopping && (row.status.isFinal || row.status == .held)
-                {
+                // A final row the stop (or the refusal that stops the run) left without an answer:
+                // owed to the selection. (Held rows are pending once the error is written.)
+                let stopped = decision.reply == .retryableWhileStopping || decision.action.stopsRun != nil
+                if !answered && stopped {
                     summary.owedUnanswered += 1
                 }
                 scheduler.settle(result.tag)
@@ -343,7 +344,8 @@ actor ActiveRun {
             let resent = waiting + unsent.filter { $0.attemptsThisRun > 0 } + due
             // A selection's rows resent and not yet answered keep their status, as a resend without
             // a definitive answer does, and are still owed to it: the next run of it sends them.
-            let unanswered = resent.filter { $0.status.isFinal || $0.status == .held }.count
+            // A held row resent without an answer is pending now (its error written), owed as such.
+            let unanswered = resent.filter { $0.status.isFinal }.count
             if !options.dryRun {
                 summary.kept += unanswered
                 summary.owedUnanswered += unanswered

@@ -23,7 +23,8 @@ public enum RunAdvice {
         let directory = "/run/credentials/"
         guard let path, path.hasPrefix(directory) else { return nil }
         let parts = path.dropFirst(directory.count).split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+        // `@system` holds credentials the machine was given, not a unit's.
+        guard parts.count == 2, !parts[0].isEmpty, !parts[0].hasPrefix("@"), !parts[1].isEmpty else { return nil }
         return String(parts[0])
     }
 
@@ -38,6 +39,9 @@ public enum RunAdvice {
     public static func releaseCommand(_ options: RunOptions) -> String {
         var release = options
         (release.retryFailed, release.refreshOlderThan, release.releaseHeld) = (false, nil, true)
+        // The unit's own command does not release held rows, and its key file is gone once it
+        // ends: the person who reviewed them names the key's file.
+        if credentialUnit(ofKeyFile: release.keyFile) != nil { release.keyFile = "KEY_FILE" }
         return runCommand(release, selection: true)
     }
 

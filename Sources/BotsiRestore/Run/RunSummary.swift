@@ -17,7 +17,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var owedRows = 0
     /// Rows the journal owed that this run did not take up because it stopped first: still owed.
     public var owedNotTakenUp = 0
-    /// Final or held rows a stopped selection resent without an answer yet: kept, and still owed to it.
+    /// Final rows a stopped selection resent without an answer yet: kept, and still owed to it.
     public var owedUnanswered = 0
     /// Final rows this run resent without getting a definitive answer: they kept their status.
     public var kept = 0
@@ -113,6 +113,16 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Rows a stopped run owes its selection's next run: taken up and not sent, or resent and not answered.
     public var selectionOwed: Int { owedNotTakenUp + owedUnanswered }
 
+    /// Names the inputs whose every row was rejected beside good ones, whatever else ended the run
+    /// (rows left pending, a time window: those set its exit status instead of 65).
+    var brokenInputsLine: String? {
+        guard !rejectedInputs.isEmpty, !everyRowRejected else { return nil }
+        let names = rejectedInputs.map(RunAdvice.shellQuoted).joined(separator: ", ")
+        return "every row of \(rejectedInputs.count == 1 ? "" : "each of ")\(names) was rejected by the input checks "
+            + "(reasons above), though the other inputs' were not: that export is probably wrong; fix or re-export it, "
+            + "then run again with it"
+    }
+
     /// Every row read was rejected, or every row of one input: the exit status is 65.
     public var inputRejected: Bool { everyRowRejected || !rejectedInputs.isEmpty }
 
@@ -131,7 +141,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         rejectedByReason.merge(input.rejectedByReason, uniquingKeysWith: +)
         alreadyFinished.merge(input.alreadyFinished, uniquingKeysWith: +)
         inputNotes += input.inputNotes
-        rejectedInputs += input.rejectedInputs
+        // Once each: an input named twice is read twice.
+        for name in input.rejectedInputs where !rejectedInputs.contains(name) { rejectedInputs.append(name) }
     }
 
     /// The journal's counts of the rows the run worked on: whatever stopped the run, the
@@ -276,6 +287,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         } else if wouldSend > 0, let nextCommand {
             lines.append("send them with: \(nextCommand)")
         }
+        if let line = brokenInputsLine { lines.append(line) }
         if rejectedRows > 0 && dryRun {
             // A dry run records nothing: the journal does not hold them.
             lines.append(
@@ -286,11 +298,6 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 lines.append(
                     "every row read was rejected by the input checks (reasons above): the export is probably wrong; "
                         + "fix or re-export it, then run again")
-            } else if !rejectedInputs.isEmpty && stopCause == nil {
-                let names = rejectedInputs.map(RunAdvice.shellQuoted).joined(separator: ", ")
-                lines.append(
-                    "every row of \(names) was rejected by the input checks (reasons above), though the other inputs' "
-                        + "were not: that export is probably wrong; fix or re-export it, then run again with it")
             }
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")

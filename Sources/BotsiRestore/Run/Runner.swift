@@ -153,7 +153,8 @@ public final class Runner: Sendable {
         summary.stoppedAt = Timestamp.string(Date())
         summary.exitCode = stop.exitCode
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
-        summary.nextCommand = RunAdvice.runCommand(options, inputs: options.inputs)
+        summary.nextCommand = RunAdvice.continuing(
+            RunAdvice.runCommand(options, inputs: options.inputs), keyFile: options.keyFile)
         return summary
     }
 }

@@ -5,7 +5,9 @@ import Foundation
 public enum Timestamp {
     /// Milliseconds since 1970 (UTC), as schema 5 stores times: the same instant `string` writes.
     public static func milliseconds(_ date: Date) -> Int64 {
-        let interval = date.timeIntervalSince1970
+        // A microsecond over: a time read back from its text (…19.659Z) is a hair under its
+        // millisecond in binary, and truncating made it …19.658Z, a millisecond earlier each round.
+        let interval = date.timeIntervalSince1970 + 0.000_001
         let seconds = interval.rounded(.down)
         return Int64(seconds) * 1000 + Int64(min(Int((interval - seconds) * 1000), 999))
     }

@@ -1,3 +1,4 @@
+import BotsiBasics
 import BotsiTestSupport
 import Foundation
 import Testing
@@ -193,5 +194,18 @@ import Testing
         try statement.reset(.int(1), .int(2))
         #expect(try statement.step() && statement.int(0) == 3)
         #expect(throws: SQLiteError.self) { try statement.column("missing") }
+    }
+
+    /// A time read back from its text is the same millisecond: the advice's `--answered-before`
+    /// came out a millisecond early (…19.659Z typed, …19.658Z advised), and earlier each round.
+    @Test func aTimeReadBackFromItsTextKeepsItsMillisecond() {
+        var generator = SplitMix64(seed: 11)
+        for _ in 0..<10_000 {
+            let milliseconds = Int64.random(in: 1_700_000_000_000...1_900_000_000_000, using: &generator)
+            let text = Timestamp.string(milliseconds: milliseconds)
+            let date = Timestamp.date(text)
+            #expect(date.map(Timestamp.string) == text, "\(text)")
+            if date.map(Timestamp.string) != text { return }
+        }
     }
 }

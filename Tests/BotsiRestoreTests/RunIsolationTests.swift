@@ -22,7 +22,7 @@ import Testing
             runID: journal.writer.runID, startedAt: Date())
         let parts = RunParts(
             writer: journal.writer, feeder: feeder, pump: pump, sender: .dryRun, totalBytes: 0,
-            recovered: journal.recovered)
+            recovered: journal.recovered, continuingFrom: journal.continuingFrom)
         return ActiveRun(
             parts: parts, options: options, startedAt: Date(), executor: RunExecutor(label: "test.run"),
             progressInterval: 1, onProgress: nil, onFinish: { _ in })

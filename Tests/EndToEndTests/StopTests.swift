@@ -254,6 +254,47 @@ struct StopTests {
             attempts.count == rows.count && attempts.allSatisfy { $0 == 2 }, "attempts per row: \(attempts.sorted())")
     }
 
+    /// A window-bound refresh run again as it was first typed — by cron, or by a person rerunning
+    /// the job — goes on where the stopped one left off (one of them killed on the way), so each
+    /// row is refreshed once; a first-day review: jobs/audit.json from the cron wrapper resent the
+    /// same first rows every night and never got through its list. Once a run finishes the
+    /// selection, the next one chooses every row again.
+    @Test func theSameRefreshRunAgainGoesOnWhereTheStoppedOneLeftOff() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(120)
+        let first = try botsi(
+            runArguments([workspace.csv(rows)], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let command = runArguments(
+            [], workspace, simulator, ["--refresh-older-than", "0s", "--rate", "50", "--max-duration", "0.5s"])
+        // A killed one first: it recorded nothing of what it left.
+        let killed = try Child(command, key: Simulator.defaultKey, in: workspace)
+        let sent = eventually(timeout: 30) { simulator.stats().requests >= rows.count + 5 }
+        killed.send(SIGKILL)
+        _ = killed.wait(timeout: 30)
+        try #require(sent, "the killed refresh sent nothing")
+        var stops = 0
+        while true {
+            let finished = try botsi(command, key: Simulator.defaultKey, in: workspace)
+            #expect(finished.stderr.contains("went on with the selection run"), "stderr: \(finished.stderr)")
+            guard finished.status == 75 else {
+                #expect(finished.status == 0, "stderr: \(finished.stderr)")
+                break
+            }
+            stops += 1
+            try #require(stops < 20, "the refresh never gets through: \(finished.stderr)")
+        }
+        #expect(stops >= 2, "the window never stopped the refresh")
+        let attempts = try #require(JournalView.read(workspace.journal)).items.values.map(\.attempts)
+        #expect(
+            attempts.count == rows.count && attempts.allSatisfy { $0 == 2 }, "attempts per row: \(attempts.sorted())")
+        // The selection is done: the same command starts it again from the first row.
+        let again = try botsi(command, key: Simulator.defaultKey, in: workspace)
+        #expect(again.status == 75 && !again.stderr.contains("went on with"), "stderr: \(again.stderr)")
+    }
+
     /// Rows waiting out a long Retry-After when a Ctrl-C stops the run were never resent: the
     /// summary counts no retry for them, and `status` (and the page, which takes its count) says
     /// the same (it counted every "retry" answer as a retry made).

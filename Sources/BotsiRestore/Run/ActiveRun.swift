@@ -68,6 +68,10 @@ actor ActiveRun {
         progress = ProgressTracker(
             reportInterval: progressInterval, journals: !options.dryRun, reports: onProgress != nil)
         summary.dryRun = options.dryRun
+        if let run = parts.continuingFrom {
+            summary.continuedFrom = run
+            summary.continuedAnsweredBefore = options.answeredBefore
+        }
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         // An input a stopped run left unread and this run does not name is still owed its rest.

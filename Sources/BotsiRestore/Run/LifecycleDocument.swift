@@ -97,7 +97,11 @@ public enum LifecycleDocument {
             "does). It advises its command again with `--answered-before` its start (or the earlier",
             "cutoff it ran with): the rows it did get an answer for were answered after that, so the",
             "continuation sends each chosen row once, and a window-bound selection gets through all of",
-            "it rather than starting again at the first row each time.",
+            "it rather than starting again at the first row each time. The same selection run again",
+            "right after such a run, or after one that was killed, does the same by itself (its summary",
+            "says so): a window-bound job rerun as first typed, by cron or by hand, gets through its",
+            "list. Once a run of it finishes, the next one chooses every row again; an",
+            "`--answered-before` given chooses for itself.",
             "",
         ]
         return lines

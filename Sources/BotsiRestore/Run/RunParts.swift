@@ -35,4 +35,6 @@ struct RunParts {
     let totalBytes: Int64?
     /// What setup found: the in-flight rows a killed run left, put right.
     let recovered: InFlightRecovery
+    /// The stopped selection run this one continues (`RunSetup.continuedSelection`).
+    let continuingFrom: Int64?
 }

@@ -12,6 +12,10 @@ enum RunSetup {
     /// The journal, opened for the run with its record started.
     struct OpenedJournal {
         let writer: RunJournalWriter
+        /// The run's options, with the cutoff of the selection it continues (`continuingFrom`).
+        let options: RunOptions
+        /// The stopped (or killed) selection run this one continues, with the same selection.
+        let continuingFrom: Int64?
         /// What a killed run had left in flight, put right.
         let recovered: InFlightRecovery
         /// A dry run on a journal that does not exist checks against a throw-away one, here.
@@ -47,9 +51,14 @@ enum RunSetup {
             // The run lock is the journal file's own: taken before SQLite touches the file.
             let journal = try Journal.openForRun(path: path, migrationUncommitted: options.dryRun)
             opened = journal
+            var options = options
+            let continued = try continuedSelection(options, on: journal)
+            if let continued { options.answeredBefore = Timestamp.string(continued.cutoff) }
             let (writer, recovered) = try RunJournalWriter.startRun(
                 on: journal, options: options, startedAt: startedAt, toolVersion: toolVersion)
-            return OpenedJournal(writer: writer, recovered: recovered, temporaryDirectory: temporaryDirectory)
+            return OpenedJournal(
+                writer: writer, options: options, continuingFrom: continued?.run, recovered: recovered,
+                temporaryDirectory: temporaryDirectory)
         } catch {
             opened?.close()
             if let temporaryDirectory { Files.removePrivateDirectory(temporaryDirectory) }
@@ -58,6 +67,27 @@ enum RunSetup {
             }
             throw RunSetupError(exitCode: ExitCode.cannotCreate, message: error.description)
         }
+    }
+
+    /// A selection run (`--retry-failed`, `--refresh-older-than`) right after a run of the same
+    /// selection that stopped owing some of it, or was killed: it goes on where that one stopped,
+    /// leaving out the rows answered since that run's start, as the stopped run's advice does with
+    /// `--answered-before`. Run again by cron or by hand as it was first typed, a window-bound
+    /// refresh of every row started at the first row each time and never got through its list.
+    /// An `--answered-before` given chooses for itself.
+    static func continuedSelection(
+        _ options: RunOptions, on journal: Journal
+    ) throws(JournalError) -> (run: Int64, cutoff: Date)? {
+        guard options.answeredBefore == nil, options.retryFailed || options.refreshOlderThan != nil,
+            let last = try journal.latestRuns(limit: 1).runs.last, let recorded = RunOptions.recorded(last.options),
+            recorded.retryFailed == options.retryFailed, recorded.refreshOlderThan == options.refreshOlderThan,
+            recorded.shardIndex == options.shardIndex, recorded.shardCount == options.shardCount,
+            let started = Timestamp.date(last.startedAt)
+        else { return nil }
+        // The lock is this run's: a run without an end is one that was killed.
+        guard last.endedAt == nil || StatusReport.selectionOwed(last.counts) > 0 else { return nil }
+        let earlier = recorded.answeredBefore.flatMap(Timestamp.date)
+        return (last.id, min(earlier ?? started, started))
     }
 
     /// The client; its results arrive on the curl thread, through `deliver`.

@@ -17,6 +17,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var owedRows = 0
     /// Rows the journal owed that this run did not take up because it stopped first: still owed.
     public var owedNotTakenUp = 0
+    /// The stopped (or killed) selection run this one went on from (`RunSetup.continuedSelection`),
+    /// and the cutoff it took from it: the rows answered since were left out.
+    public var continuedFrom: Int64?
+    public var continuedAnsweredBefore: String?
     /// Final rows a stopped selection resent without an answer yet: kept, and still owed to it.
     public var owedUnanswered = 0
     /// Final rows this run resent without getting a definitive answer: they kept their status.
@@ -197,6 +201,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
             "\(head) \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
                 + ", \(retries) retries")
+        if let run = continuedFrom, let cutoff = continuedAnsweredBefore {
+            lines.append(
+                "  went on with the selection run \(run) stopped in: rows answered since its start were left out "
+                    + "(--answered-before \(cutoff); give --answered-before to choose otherwise)")
+        }
         if dryRun {
             lines.append("  would send: \(wouldSend) (\(newRows - wouldHold) new, \(owedRows) from the journal)")
             if wouldHold > 0 {

@@ -93,6 +93,8 @@ public final class Runner: Sendable {
             pump.cancel()
             throw error
         }
+        // With the cutoff of a stopped selection this run continues, if it is one.
+        let options = journal.options
         let temporaryDirectory = journal.temporaryDirectory
         defer { if let temporaryDirectory { Files.removePrivateDirectory(temporaryDirectory) } }
         let sender: RunParts.Sender
@@ -116,7 +118,7 @@ public final class Runner: Sendable {
             runID: journal.writer.runID, startedAt: startedAt)
         let parts = RunParts(
             writer: journal.writer, feeder: feeder, pump: pump, sender: sender, totalBytes: totalBytes,
-            recovered: journal.recovered)
+            recovered: journal.recovered, continuingFrom: journal.continuingFrom)
         let loop = ActiveRun(
             parts: parts, options: options, startedAt: startedAt,
             executor: RunExecutor(label: "botsi-restore.run"), progressInterval: progressInterval,

@@ -97,13 +97,29 @@ struct ModelTable {
         return shardOf[pair.profileId] == shard
     }
 
+    /// A selection run right after a run of the same selection that stopped owing some of it (or
+    /// was killed) goes on from it: final rows answered since that run's start are not chosen
+    /// again (the milliseconds before which an answer must lie; nil: no continuation).
+    func continuationCutoff(before: JournalTables?, run: RunStep) -> Int64? {
+        guard run.mode.resendsFinals, let last = before?.runs.last, last.retryFailed == run.mode.retryFailed,
+            last.refreshOlderThan == run.mode.refreshSeconds.map(Double.init),
+            last.shard == (run.mode.shard.map { "\($0)/2" } ?? ""),
+            last.state == "running" || last.selectionOwed > 0
+        else { return nil }
+        return min(last.answeredBefore ?? last.startedAt, last.startedAt)
+    }
+
     func selection(before: JournalTables?, run: RunStep) -> Selection {
         var selection = Selection()
         let inputPairs = run.inputPairs
+        let cutoff = continuationCutoff(before: before, run: run)
         for item in (before?.items ?? [:]).values where inShard(item.pair, run.mode) {
             let reason: String?
+            let answeredSince = cutoff.map { cutoff in (item.answeredAt ?? .min) >= cutoff } ?? false
             if Self.owedStatuses.contains(item.status) {
                 reason = item.status
+            } else if answeredSince {
+                reason = nil
             } else if run.mode.retryFailed && Self.resendableStatuses.contains(item.status) {
                 reason = "\(item.status) with --retry-failed"
             } else if run.mode.refreshSeconds == 0 && Self.refreshableStatuses.contains(item.status) {

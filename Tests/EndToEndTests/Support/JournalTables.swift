@@ -26,6 +26,8 @@ struct JournalTables: Equatable {
         let inFlightRun: String?
         /// The last run that read the pair or took the row up as owed.
         let lastRun: Int64
+        /// The time of its last definitive answer, in milliseconds (nil: none yet).
+        var answeredAt: Int64? = nil
 
         /// Status, code and snapshot: what a resend without a definitive answer must leave as it was.
         func sameState(as other: Item) -> Bool {
@@ -51,6 +53,13 @@ struct JournalTables: Equatable {
         var namedInputs: [String] = []
         var namedPaths: [String]? = nil
         var shard = ""
+        /// When it started (milliseconds), its selection and the cutoff it ran with, and how many
+        /// rows of its selection it left owed when it stopped (`owedNotTakenUp` + `owedUnanswered`).
+        var startedAt: Int64 = 0
+        var retryFailed = false
+        var refreshOlderThan: Double? = nil
+        var answeredBefore: Int64? = nil
+        var selectionOwed = 0
     }
 
     struct RecordedInput: Equatable {
@@ -108,7 +117,18 @@ struct JournalTables: Equatable {
                 accessLevels: row[8], restoredAt: row[9], createdAt: row[10], updatedAt: row[11], sentRun: row[12],
                 inFlightRun: row[13], lastRun: Int64(row[14] ?? "") ?? 0)
         }
-        for row in try database.rows("SELECT id, state, exit_code, pid, inputs, options FROM runs ORDER BY id") {
+        if try database.rows("SELECT count(*) FROM pragma_table_info('items') WHERE name = 'answered_at'").first?[0]
+            == "1"
+        {
+            var answered: [Int64: Int64] = [:]
+            for row in try database.rows("SELECT id, answered_at FROM items WHERE answered_at IS NOT NULL") {
+                if let id = Int64(row[0] ?? ""), let at = Int64(row[1] ?? "") { answered[id] = at }
+            }
+            for (pair, item) in tables.items { tables.items[pair]?.answeredAt = answered[item.id] }
+        }
+        for row in try database.rows(
+            "SELECT id, state, exit_code, pid, inputs, options, started_at, counts FROM runs ORDER BY id")
+        {
             var run = Run(
                 id: Int64(row[0] ?? "") ?? 0, state: row[1] ?? "", exitCode: row[2].flatMap { Int64($0) },
                 pid: Int64(row[3] ?? "") ?? 0)
@@ -123,6 +143,12 @@ struct JournalTables: Equatable {
             if let count = options?["shardCount"] as? Int, count > 1 {
                 run.shard = "\(options?["shardIndex"] as? Int ?? 0)/\(count)"
             }
+            run.startedAt = row[6].flatMap { Timestamp.milliseconds($0) } ?? 0
+            run.retryFailed = options?["retryFailed"] as? Bool ?? false
+            run.refreshOlderThan = (options?["refreshOlderThan"] as? NSNumber)?.doubleValue
+            run.answeredBefore = (options?["answeredBefore"] as? String).flatMap { Timestamp.milliseconds($0) }
+            let counts = (try? JSONSerialization.jsonObject(with: Data((row[7] ?? "{}").utf8))) as? [String: Any]
+            run.selectionOwed = (counts?["owedNotTakenUp"] as? Int ?? 0) + (counts?["owedUnanswered"] as? Int ?? 0)
             tables.runs.append(run)
         }
         if names.contains("rejections") {

@@ -4,6 +4,8 @@
 # status means and what to do. Exits with botsi-restore's own status.
 #
 # usage: botsi-restore-cron.sh JOB_FILE [more run options...]
+# (a relative JOB_FILE is taken from the directory the wrapper starts in, as a shell would; the
+# job's own relative paths from BOTSI_WORKDIR, where the run works)
 #
 # Settings (environment; defaults suit the crontab in this directory):
 #   BOTSI_RESTORE_BIN  the botsi-restore binary        (default: botsi-restore on PATH)
@@ -82,7 +84,9 @@ if [ $# -lt 1 ]; then
     echo "usage: botsi-restore-cron.sh JOB_FILE [run options...]" >&2
     exit 64
 fi
-readonly job=$1
+# A relative JOB_FILE is the caller's, from where the wrapper was started (cron: $HOME), not
+# from the working directory it changes to: named so, it exited 66 'cannot read job file'.
+if [[ $1 == /* ]]; then readonly job=$1; else readonly job=$(pwd)/$1; fi
 shift
 
 refuse() {

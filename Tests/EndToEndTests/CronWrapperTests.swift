@@ -54,6 +54,20 @@ struct CronWrapperTests {
         #expect(cron.log.contains("page: \(page) (botsi-restore report --journal \(journal)"))
     }
 
+    /// A JOB_FILE named relative to where the wrapper was started (as typed in a shell, or from
+    /// cron's home) is that file, not one under the working directory the wrapper changes to.
+    @Test func aRelativeJobFileIsTheCallersNotTheWorkingDirectorys() throws {
+        let cron = CronSetup()
+        cron.write("exit-status", "0\n", mode: 0o644)
+        cron.release()
+        let child = try Child(
+            [CronSetup.script, "nightly.json"], key: nil, in: cron.workspace, environment: cron.environment(),
+            executable: "/bin/bash")
+        let finished = child.wait(timeout: 90)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(cron.starts == ["started run --job \(cron.jobFile)"], "starts: \(cron.starts)")
+    }
+
     @Test func anEnvFileOthersCanReadIsRefusedAndNothingRuns() throws {
         let cron = CronSetup(envMode: 0o644)
         cron.release()

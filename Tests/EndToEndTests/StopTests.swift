@@ -133,6 +133,7 @@ struct StopTests {
             key: Simulator.defaultKey,
             in: workspace)
         #expect(windowed.status == 75, "stderr: \(windowed.stderr)")
+        #expect(!windowed.stderr.contains("read the input"), "it has none: \(windowed.stderr)")
         #expect(
             windowed.stderr.contains("send the \(rows.count) rows the journal still owes"),
             "stderr: \(windowed.stderr)")

@@ -441,7 +441,8 @@ actor ActiveRun {
         summary.finalThrottledRate = throttle.isThrottled ? throttle.effectiveRate : nil
         if case .client(let client, _) = sender { client.shutdown() }
         summary.durationSeconds = Date().timeIntervalSince(startedAt)
-        summary.inputComplete = feeder.isDone
+        // A run without inputs has none left unread, however many owed rows it did not take up.
+        summary.inputComplete = feeder.isDone || options.inputs.isEmpty
         summary.exitCode = exitCode
         if options.dryRun {
             writer.rollback()

@@ -175,6 +175,17 @@ extension Journal {
         }
     }
 
+    /// Rows held for review in the whole journal (`run_counts` keeps them by status): what a run
+    /// that found nothing owed tells of, since a plain run leaves them.
+    public func heldRowCount() throws(JournalError) -> Int {
+        try wrap { () throws(SQLiteError) in
+            let count = try statement("SELECT coalesce(sum(rows), 0) FROM run_counts WHERE status = ?")
+            try count.reset(.int(ItemStatus.held.journalCode))
+            defer { count.rewind() }
+            return try count.step() ? Int(count.int(0)) : 0
+        }
+    }
+
     /// Input rows run `runID` was the last to find rejected: what a run without a recorded
     /// summary (killed) is counted by, as `status` counts the journal's.
     public func rejectionCount(runID: Int64) throws(JournalError) -> Int {

@@ -121,6 +121,10 @@ struct ConflictTests {
         // A plain run leaves held rows: nothing owed, nothing sent.
         let plain = try botsi(runArguments([], workspace, simulator), key: Simulator.defaultKey, in: workspace)
         #expect(plain.status == 0, "stderr: \(plain.stderr)")
+        // It says where they are (a first-day review: "nothing owed", and not a word of them).
+        #expect(
+            plain.stderr.contains("it holds 3 rows for review (claimed by another profile; not owed)")
+                && plain.stderr.contains("--release-held"), "stderr: \(plain.stderr)")
         #expect(simulator.stats().requests == 3)
         // So does the same input again (the pairs are in the journal), and a new claim of a
         // transaction the journal holds is held too.

@@ -392,6 +392,10 @@ actor ActiveRun {
             if isStopping && !options.dryRun {
                 summary.owedNotTakenUp = owedGivenBack + (try feeder.owedNotTakenUp(writer: writer))
             }
+            // Nothing owed and nothing read: held rows still wait for a person, and a plain run leaves them.
+            if !options.dryRun && summary.rowsRead == 0 && summary.owedRows == 0 {
+                summary.heldInJournal = try writer.journal.heldRowCount()
+            }
         } catch {
             failJournal(error)
             return
@@ -401,7 +405,9 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : continuation(selection: summary.selectionOwed > 0)
-        if summary.held > 0 && !options.dryRun { summary.releaseCommand = RunAdvice.releaseCommand(options) }
+        if (summary.held > 0 || summary.heldInJournal > 0) && !options.dryRun {
+            summary.releaseCommand = RunAdvice.releaseCommand(options)
+        }
         let exitCode = ExitCode.forRun(stoppedBy: stopReason, pendingRows: summary.pending)
         finish(exitCode: exitCode == ExitCode.success && summary.inputRejected ? ExitCode.dataError : exitCode)
     }

@@ -17,6 +17,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var owedRows = 0
     /// Rows the journal owed that this run did not take up because it stopped first: still owed.
     public var owedNotTakenUp = 0
+    /// Rows the journal holds for review, told of when the run found nothing owed (a plain run
+    /// leaves them; `--release-held` sends them).
+    public var heldInJournal = 0
     /// The stopped (or killed) selection run this one went on from (`RunSetup.continuedSelection`),
     /// and the cutoff it took from it: the rows answered since were left out.
     public var continuedFrom: Int64?
@@ -275,6 +278,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
                     ? "nothing owed: journal \(journalPath) holds no row to send; name input files to send new pairs"
                     : "nothing to send: the input\(inputNotes.count > 1 ? "s" : "") held no row, and journal \(journalPath) owes none"
             )
+            if heldInJournal > 0, let releaseCommand {
+                lines.append(
+                    "it holds \(heldInJournal) rows for review (claimed by another profile; not owed): see them with "
+                        + RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"])
+                        + ", then send them with: \(releaseCommand)")
+            }
         }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
         if countsUnreadable {

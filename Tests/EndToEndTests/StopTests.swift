@@ -216,6 +216,10 @@ struct StopTests {
         let owed = summary?["owedNotTakenUp"] as? Int ?? 0
         let sent = simulator.stats().statusCounts["401"] ?? 0
         #expect(owed + sent == second.count, "owed \(owed), sent \(sent): \(summary ?? [:])")
+        // status gives the release to finish once, not again as rows still waiting for review.
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace).stdout
+        #expect(status.contains("finish the selection it stopped in"), "\(status)")
+        #expect(!status.contains("held      "), "\(status)")
     }
 
     /// A refresh of every row (`--refresh-older-than 0s`, jobs/audit.json) that a time window

@@ -164,7 +164,9 @@ public struct StatusReport: Sendable {
                         + RunAdvice.reportCommand(journalPath: journalPath, ["--status", "rejected"]) + ")")
             }
             // Held rows are not owed, so the command above leaves them; they still wait for a person.
-            if case let held = snapshot.itemCount(status: .held), held > 0 {
+            // A stopped `--release-held` is the selection the command above finishes: no second line.
+            let releasing = selectionLeft(run) && RecordedOptions(run.options).releaseHeld == true
+            if case let held = snapshot.itemCount(status: .held), held > 0, !releasing {
                 lines.append(
                     "held      \(held) rows claimed by another profile wait for review "
                         + "(\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))); "

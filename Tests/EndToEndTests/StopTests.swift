@@ -78,6 +78,11 @@ struct StopTests {
         #expect(
             workspace.text("page.html")?.contains("finish the selection it stopped in") == true,
             "the page's next step forgets the selection")
+        // Its verdict does not say "none owed" beside that step (a first-day review).
+        #expect(
+            workspace.text("page.html")?.contains(
+                "none pending (the selection the latest run stopped in is not finished)")
+                == true, "the verdict forgets the selection")
         let resumed = try botsi(
             runArguments([], workspace, simulator, ["--refresh-older-than", "0s"]), key: "key-A-accepted", in: workspace
         )

@@ -89,7 +89,11 @@ public enum HTMLPage {
         let owed = (totals[.pending] ?? 0) + (totals[.inFlight] ?? 0)
         page.open("p", ["class": owed > 0 ? "headline owed" : "headline"])
         var words = "\(HTMLNumbers.count(rows)) rows: \(HTMLNumbers.count(totals[.restored] ?? 0)) restored"
-        words += owed > 0 ? ", \(HTMLNumbers.count(owed)) still owed" : ", none owed"
+        let selectionLeft = model.journals.contains(where: \.selectionLeft)
+        words +=
+            owed > 0
+            ? ", \(HTMLNumbers.count(owed)) still owed"
+            : selectionLeft ? ", none pending (the selection the latest run stopped in is not finished)" : ", none owed"
         if let held = totals[.held], held > 0 { words += ", \(HTMLNumbers.count(held)) held for review" }
         if model.totalInputRejections > 0 {
             words += "; \(HTMLNumbers.count(model.totalInputRejections)) input rows refused by the checks"

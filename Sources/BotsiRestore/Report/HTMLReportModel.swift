@@ -87,6 +87,9 @@ public struct JournalVerdict: Sendable, Equatable {
     /// What to do next, as `status` advises it, with the command when there is one.
     public var nextStep: String
     public var nextCommand: String?
+    /// The latest run was a selection that stopped (or was killed) before it was through: its
+    /// final rows are owed to it without being pending.
+    public var selectionLeft = false
 
     public init(path: String, statuses: [ItemStatus: Int]) {
         self.path = path

@@ -57,6 +57,7 @@ public enum HTMLReportReader {
         let (runs, _, first) = try journal.latestRuns(limit: HTMLReportLimits.historyRuns)
         verdict.firstStartedAt = first
         if let run = snapshot.latestRun {
+            verdict.selectionLeft = !status.isAlive && status.selectionLeft(run)
             let state: String
             switch status.liveness {
             case .running: state = "running"

@@ -102,6 +102,7 @@ enum RunCommand: Command {
                 throw UsageError(message: error.message)
             }
         }
+        options.advisesAbsolutePaths = settings.job != nil
         options.deadline = deadline(maxDuration: settings.maxDuration, stopAt: settings.stopAt, now: now)
         options.maxDuration = settings.maxDuration
         options.stopAt = settings.stopAt.map { $0.text }
@@ -223,7 +224,10 @@ enum RunCommand: Command {
             let summary = try runner.run()
             listing?.finish(listed: true)
             printer.finish()
-            printer.summary(summary, journalPath: options.journalPath)
+            printer.summary(
+                summary,
+                journalPath: options.advisesAbsolutePaths
+                    ? RunAdvice.absolutePath(options.journalPath) : options.journalPath)
             metrics?.finish(summary: summary, exitCode: summary.exitCode)
             return summary.exitCode
         } catch {

@@ -62,6 +62,42 @@ import Testing
         #expect(status.stdout.contains("--max-attempts 3 --timeout 5s"), "\(status.stdout)")
     }
 
+    /// A job's log is read from another directory than the job ran in (cron, systemd): its
+    /// summary's commands name the journal and inputs from `/`, while the run records them as the
+    /// job wrote them.
+    @Test func aJobsSummaryNamesItsPathsAbsolute() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 1500 }
+        try FileManager.default.createDirectory(atPath: workspace.file("exports"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: workspace.file("journals"), withIntermediateDirectories: true)
+        workspace.csv("exports/in.csv", rows: (0..<40).map { ("p\($0)", "\(2_000_000_000_000_000 + $0)") })
+        let job = workspace.write(
+            "job.json",
+            """
+            {"inputs": ["exports/in.csv"], "journal": "journals/j.sqlite", "baseURL": "\(simulator.baseURL)",
+             "concurrency": 2, "maxDuration": "1s"}
+            """)
+        let result = try botsi(["run", "--job", job], key: Simulator.defaultKey, in: workspace)
+        #expect(result.status == 75, "\(result.stderr)")
+        let journal = workspace.file("journals/j.sqlite")
+        let output = result.stdout + result.stderr
+        #expect(output.contains("botsi-restore run --journal \(journal) "), "\(output)")
+        #expect(output.contains("--status pending"), "\(output)")
+        #expect(!output.contains(" journals/j.sqlite"), "\(output)")
+        // A dry run advises the run it rehearsed, inputs and all.
+        let dry = try botsi(["run", "--job", job, "--dry-run"], key: Simulator.defaultKey, in: workspace)
+        #expect(
+            dry.stderr.contains("botsi-restore run \(workspace.file("exports/in.csv")) --journal \(journal) "),
+            "\(dry.stderr)")
+
+        let runs = try botsi(["runs", "--journal", journal, "--format", "jsonl"], key: nil, in: workspace)
+        let run = try #require(try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [String: Any])
+        #expect(run["inputs"] as? [String] == ["exports/in.csv"])
+        // How this process wrote its advice is not the run's option.
+        let recorded = try JournalTables.rows(journal, "SELECT options FROM runs").map { $0.first ?? nil }
+        #expect(!recorded.isEmpty && !"\(recorded)".contains("advisesAbsolutePaths"), "\(recorded)")
+    }
+
     @Test func aJobFileWithAnUnknownKeyIsAUsageError() throws {
         let workspace = Workspace()
         let job = workspace.write("job.json", #"{"inputs": ["in.csv"], "concurency": 4}"#)

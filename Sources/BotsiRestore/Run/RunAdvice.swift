@@ -51,8 +51,11 @@ public enum RunAdvice {
     /// run that stopped before it took them all up.
     public static func runCommand(_ options: RunOptions, inputs: [String] = [], selection: Bool = false) -> String {
         let defaults = RunOptions()
+        let options = options.advisesAbsolutePaths ? absolutePaths(options) : options
         // An input named like an option (`-big.csv`) would be taken for one: `./-big.csv` is the file.
-        let inputs = inputs.map { $0.hasPrefix("-") && $0 != "-" ? "./" + $0 : $0 }
+        let inputs =
+            options.advisesAbsolutePaths
+            ? inputs.map(absolutePath) : inputs.map { $0.hasPrefix("-") && $0 != "-" ? "./" + $0 : $0 }
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
         if selection {
             if options.retryFailed { words.append("--retry-failed") }
@@ -95,6 +98,22 @@ public enum RunAdvice {
         if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
         if let rate = options.jobRate { words += ["--job-rate", RunOptions.number(rate)] }
         return words.map(shellQuoted).joined(separator: " ")
+    }
+
+    /// The journal, key file and CA file of `options` named from `/`, as a job's advice names them.
+    public static func absolutePaths(_ options: RunOptions) -> RunOptions {
+        var options = options
+        options.journalPath = absolutePath(options.journalPath)
+        options.keyFile = options.keyFile.map(absolutePath)
+        options.caCertificatePath = options.caCertificatePath.map(absolutePath)
+        return options
+    }
+
+    /// `path` from the working directory, or `-` (stdin) as itself.
+    public static func absolutePath(_ path: String) -> String {
+        guard path != "-" else { return path }
+        let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        return URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL.path
     }
 
     /// `options` with how the run that named `unread` read its inputs (format, delimiter, encoding,

@@ -346,18 +346,15 @@ struct RunJournalWriter {
         else { return "{}" }
         // Each input's absolute path too (- as itself): `a.csv` and `/data/a.csv` are one input to
         // `Journal.unreadInputs`, whatever directory each run started in.
-        let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
-        func absolute(_ path: String) -> String {
-            URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL.path
-        }
-        object["inputPaths"] = options.inputs.map { $0 == "-" ? $0 : absolute($0) }
+        object["inputPaths"] = options.inputs.map(RunAdvice.absolutePath)
         // The key file's too, for the command `status` advises from another directory.
-        if let keyFile = options.keyFile { object["keyFilePath"] = absolute(keyFile) }
-        if let caFile = options.caCertificatePath { object["caCertificateFilePath"] = absolute(caFile) }
+        if let keyFile = options.keyFile { object["keyFilePath"] = RunAdvice.absolutePath(keyFile) }
+        if let caFile = options.caCertificatePath { object["caCertificateFilePath"] = RunAdvice.absolutePath(caFile) }
         // The concurrency asked for, not the one the descriptor limit allowed this time: what
         // `status` shows as typed and the next command asks for again.
         if let asked = options.concurrencyAsked { object["concurrency"] = asked }
         object["concurrencyAsked"] = nil
+        object["advisesAbsolutePaths"] = nil
         let written = try? JSONSerialization.data(
             withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return written.map { String(decoding: $0, as: UTF8.self) } ?? "{}"

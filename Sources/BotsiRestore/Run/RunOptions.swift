@@ -75,6 +75,9 @@ public struct RunOptions: Sendable, Codable, Equatable {
     /// Keep only the rows whose profileId hashes to shard `shardIndex` of `shardCount`.
     public var shardIndex = 0
     public var shardCount = 1
+    /// A run from a job file names its paths absolute in the commands it advises: a job's log is
+    /// read from another directory than the one it ran in (cron, systemd). Not recorded.
+    public var advisesAbsolutePaths = false
 
     public init() {}
 

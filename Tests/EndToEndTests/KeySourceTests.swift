@@ -56,10 +56,19 @@ struct KeySourceTests {
         var options = RunOptions()
         options.keyFile = "/run/credentials/botsi-restore-nightly.service/botsi-secret-key"
         #expect(RunAdvice.releaseCommand(options).hasSuffix("--release-held --key-file KEY_FILE"))
-        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/a.service/k") == "a.service")
-        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/k") == nil)
-        #expect(RunAdvice.credentialUnit(ofKeyFile: "/run/credentials/@system/k") == nil)
-        #expect(RunAdvice.credentialUnit(ofKeyFile: "/etc/botsi-restore/secret-key") == nil)
+        options.keyFile = "/run/user/1000/credentials/botsi-restore-nightly.service/botsi-secret-key"
+        #expect(RunAdvice.releaseCommand(options).hasSuffix("--release-held --key-file KEY_FILE"))
+        #expect(RunAdvice.continuing("run", keyFile: "/run/credentials/a.service/k") == "systemctl start a.service")
+        #expect(
+            RunAdvice.continuing("run", keyFile: "/run/user/1000/credentials/a.service/k")
+                == "systemctl --user start a.service")
+        for notAUnits in [
+            "/run/credentials/k", "/run/credentials/@system/k", "/etc/botsi-restore/secret-key",
+            "/run/user/1000/k", "/run/user/x/credentials/a.service/k", "/run/user/1000/credentials/k",
+            "/run/other/credentials/a.service/k",
+        ] {
+            #expect(RunAdvice.continuing("run", keyFile: notAUnits) == "run", "\(notAUnits)")
+        }
     }
 
     /// `--key-file`: the key from a private file, e.g. a systemd credential. Nothing in the

@@ -17,22 +17,27 @@ public enum RunAdvice {
     }
 
     /// The systemd unit whose key file this is (`LoadCredential=` hands it in
-    /// `/run/credentials/UNIT/`): that file exists only while the unit runs, so the command that
-    /// goes on is the unit's own, not a run that names the file.
-    public static func credentialUnit(ofKeyFile path: String?) -> String? {
-        let directory = "/run/credentials/"
-        guard let path, path.hasPrefix(directory) else { return nil }
-        let parts = path.dropFirst(directory.count).split(separator: "/", omittingEmptySubsequences: false)
+    /// `/run/credentials/UNIT/`, or `$XDG_RUNTIME_DIR/credentials/UNIT/` for a user's unit, which
+    /// is `/run/user/UID/credentials/UNIT/`): that file exists only while the unit runs, so the
+    /// command that goes on is the unit's own, not a run that names the file.
+    public static func credentialUnit(ofKeyFile path: String?) -> (name: String, user: Bool)? {
+        guard let path, path.hasPrefix("/run/") else { return nil }
+        var parts = path.dropFirst("/run/".count).split(separator: "/", omittingEmptySubsequences: false)
+        let user = parts.count == 5 && parts[0] == "user" && !parts[1].isEmpty && parts[1].allSatisfy(\.isNumber)
+        if user { parts.removeFirst(2) }
         // `@system` holds credentials the machine was given, not a unit's.
-        guard parts.count == 2, !parts[0].isEmpty, !parts[0].hasPrefix("@"), !parts[1].isEmpty else { return nil }
-        return String(parts[0])
+        guard parts.count == 3, parts[0] == "credentials", !parts[1].isEmpty, !parts[1].hasPrefix("@"),
+            !parts[2].isEmpty
+        else { return nil }
+        return (String(parts[1]), user)
     }
 
-    /// What sends what the journal owes: `command`, or `systemctl start UNIT` for a run whose key
-    /// systemd handed to its unit (the unit runs the same job, with the key).
+    /// What sends what the journal owes: `command`, or `systemctl start UNIT` (`--user` for a
+    /// user's unit) for a run whose key systemd handed to its unit (the unit runs the same job,
+    /// with the key).
     public static func continuing(_ command: String, keyFile: String?) -> String {
         guard let unit = credentialUnit(ofKeyFile: keyFile) else { return command }
-        return "systemctl start \(shellQuoted(unit))"
+        return "systemctl \(unit.user ? "--user " : "")start \(shellQuoted(unit.name))"
     }
 
     /// `run --release-held` with the run's service, key and pace: the held rows, sent after review.

@@ -372,6 +372,10 @@ public struct RunCounts: Sendable, Equatable, Codable {
     public var rejectedInputs: [String]?
 
     public init() {}
+
+    /// What a stopped selection run owes its next run: the rows it took up and did not send, and
+    /// those it resent and stopped before an answer for.
+    public var selectionOwed: Int { (owedNotTakenUp ?? 0) + (owedUnanswered ?? 0) }
 }
 
 /// Encodes and decodes the JSON the `runs` table keeps in its columns, one way for every caller.

@@ -90,6 +90,44 @@ struct StopTests {
         #expect(resumed.stderr.contains("sent first: \(rows.count)"), "stderr: \(resumed.stderr)")
     }
 
+    /// A refresh stopped by its window after some resends ran out of attempts: those rows kept
+    /// their status and answer time, so the continuation it advises chooses them again; the count
+    /// it gives says so (a first-day review: "send the 999 rows", and 1,000 were sent).
+    @Test func aStoppedSelectionCountsTheRowsItsContinuationSendsAgain() throws {
+        let workspace = Workspace()
+        let answering = try startSimulator()
+        defer { answering.stop() }
+        let rows = Pair.generate(40)
+        let first = try botsi(
+            runArguments([workspace.csv(rows)], workspace, answering), key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let stopped = try botsi(
+            runArguments(
+                [], workspace, failing,
+                ["--refresh-older-than", "0s", "--max-attempts", "1", "--rate", "20", "--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let sent = failing.stats().statusCounts["500"] ?? 0
+        #expect(sent > 0 && sent < rows.count, "sent \(sent)")
+        #expect(stopped.stderr.contains("resent without a definitive answer, kept their earlier status: \(sent)"))
+        #expect(
+            stopped.stderr.contains("send the \(rows.count) rows the journal still owes with:"),
+            "stderr: \(stopped.stderr)")
+        // The same command again goes on with the selection and sends that many.
+        let before = answering.stats().statusCounts.values.reduce(0, +)
+        let resumed = try botsi(
+            runArguments([], workspace, answering, ["--refresh-older-than", "0s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(answering.stats().statusCounts.values.reduce(0, +) - before == rows.count)
+        #expect(resumed.stderr.contains("went on with the selection run 2 stopped in"), "stderr: \(resumed.stderr)")
+    }
+
     /// A refresh stopped by Ctrl-C after it sent every row, each answered 500: most wait out a
     /// backoff, the last ones get their 500 during the drain. Those rows kept their status and are
     /// owed to the selection as much as rows it never sent: the summary counts them as kept and

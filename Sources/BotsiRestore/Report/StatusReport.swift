@@ -347,12 +347,7 @@ public struct StatusReport: Sendable {
         let recorded = RecordedOptions(run.options)
         let selection =
             recorded.retryFailed == true || recorded.refreshOlderThan != nil || recorded.releaseHeld == true
-        return selection && (run.state == .running || Self.selectionOwed(run.counts) > 0)
-    }
-
-    /// What a stopped selection run owes the next run of it (`RunSummary.selectionOwed`).
-    static func selectionOwed(_ counts: RunCounts) -> Int {
-        (counts.owedNotTakenUp ?? 0) + (counts.owedUnanswered ?? 0)
+        return selection && (run.state == .running || run.counts.selectionOwed > 0)
     }
 
     /// How the next command is introduced. A journal made by `merge` is a copy: a run on it would
@@ -374,7 +369,7 @@ public struct StatusReport: Sendable {
             return snapshot.mergedFrom.map { RunAdvice.statusCommand(journalPath: $0) }.joined(separator: "; ")
         }
         var options = Self.recordedOptions(run, journalPath: journalPath)
-        let selectionLeft = run.state == .running || Self.selectionOwed(run.counts) > 0
+        let selectionLeft = run.state == .running || run.counts.selectionOwed > 0
         if selectionLeft, let started = Timestamp.date(run.startedAt) {
             options = RunAdvice.continuingSelection(options, startedAt: started)
         }

@@ -85,7 +85,7 @@ enum RunSetup {
             let started = Timestamp.date(last.startedAt)
         else { return nil }
         // The lock is this run's: a run without an end is one that was killed.
-        guard last.endedAt == nil || StatusReport.selectionOwed(last.counts) > 0 else { return nil }
+        guard last.endedAt == nil || last.counts.selectionOwed > 0 else { return nil }
         let earlier = recorded.answeredBefore.flatMap(Timestamp.date)
         return (last.id, min(earlier ?? started, started))
     }

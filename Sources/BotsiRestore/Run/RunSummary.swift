@@ -118,7 +118,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
     }
 
     /// Rows a stopped run owes its selection's next run: taken up and not sent, or resent and not answered.
-    public var selectionOwed: Int { owedNotTakenUp + owedUnanswered }
+    public var selectionOwed: Int { record.selectionOwed }
 
     /// Names the inputs whose every row was rejected beside good ones, whatever else ended the run
     /// (rows left pending, a time window: those set its exit status instead of 65).
@@ -389,7 +389,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         var what: [String] = []
         if selectionOwed > 0 {
-            what.append("send the \(owed) rows the journal still owes")
+            // The continuation chooses again the resent rows that kept their status for want of an
+            // answer (`kept`, which holds `owedUnanswered`): it sends them too.
+            what.append("send the \(pending + owedNotTakenUp + kept) rows the journal still owes")
         } else if pending > 0 {
             what.append("send the \(pending) pending rows")
         }

@@ -43,6 +43,9 @@ public struct JournalSnapshot: Sendable, Equatable {
     /// For a journal made by `merge`: the shard journals it copies, each once, by the absolute
     /// path `merge` recorded (or the name it was given, from an older merge).
     public var mergedFrom: [String] = []
+    /// For a journal made by `merge`: each shard's latest run, by the shard's `mergedFrom` path
+    /// (the journal's latest run is one shard's; another may have ended otherwise).
+    public var shardLatestRuns: [String: RunRecord] = [:]
 
     public init() {}
 
@@ -95,17 +98,23 @@ extension Journal {
         if let run = snapshot.latestRun {
             snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
         }
+        var latestByShard: [String: Int64] = [:]
         try wrap { () throws(SQLiteError) in
             let shards = try connection.prepare(
                 """
-                SELECT coalesce(json_extract(options, '$.mergedFrom.path'), json_extract(options, '$.mergedFrom.journal'))
+                SELECT coalesce(json_extract(options, '$.mergedFrom.path'), json_extract(options, '$.mergedFrom.journal')),
+                    id
                 FROM runs WHERE json_valid(options) ORDER BY id
                 """)
             while try shards.step() {
-                if let shard = shards.text(0), !snapshot.mergedFrom.contains(shard) {
-                    snapshot.mergedFrom.append(shard)
+                if let shard = shards.text(0) {
+                    if !snapshot.mergedFrom.contains(shard) { snapshot.mergedFrom.append(shard) }
+                    latestByShard[shard] = shards.int(1)
                 }
             }
+        }
+        for (shard, id) in latestByShard {
+            snapshot.shardLatestRuns[shard] = try runRecords(where: "id = \(id)").first
         }
         return snapshot
     }

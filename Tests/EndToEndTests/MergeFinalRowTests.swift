@@ -67,6 +67,46 @@ struct MergeFinalRowTests {
     /// its -wal and -shm beside the output (2.8 MB a time), though the docs promise nothing is left
     /// behind. Now the stop removes them and ends the process by the signal (as a shell loop expects);
     /// a SIGINT ignored when merge started (a script's background job) stays ignored.
+    /// A shard whose export broke exits 65; another shard's run, ending later with 0, is the
+    /// merged journal's latest. `status` and the page of the merged journal still name the broken
+    /// shard and what its own `status` says (a first-day review: they said nothing was owed).
+    @Test func theMergedStatusNamesAShardThatExited65() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let broken = workspace.csv(
+            "broken.csv", rows: [("p-sheet-1", "2.00000000000001E+15"), ("p-sheet-2", "2.00000000000002E+15")])
+        let a = workspace.file("a.sqlite")
+        let b = workspace.file("b.sqlite")
+        // B's earlier run was fine: its latest one is what counts.
+        let earlier = try botsi(
+            ["run", workspace.csv(Pair.generate(2, prefix: "b0"), name: "b0.csv"), "--journal", b]
+                + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+        #expect(earlier.status == 0, "stderr: \(earlier.stderr)")
+        let first = try botsi(
+            ["run", workspace.csv(Pair.generate(3, prefix: "b"), name: "b.csv"), broken, "--journal", b]
+                + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 65, "stderr: \(first.stderr)")
+        let second = try botsi(
+            ["run", workspace.csv(Pair.generate(3, prefix: "a"), name: "a.csv"), "--journal", a]
+                + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged, b, a], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let status = try botsi(["status", "--journal", merged], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains(
+                "broken    shard \(b)'s latest run exited 65: fix or re-export \(broken): every row of it was rejected "
+                    + "(botsi-restore report --journal \(b) --status rejected)"), "status: \(status.stdout)")
+        #expect(!status.stdout.contains("shard \(a)'s"), "status: \(status.stdout)")
+        let page = try botsi(
+            ["report", "--journal", merged, "--format", "html", "--output", workspace.file("page.html")], key: nil,
+            in: workspace)
+        #expect(page.status == 0, "stderr: \(page.stderr)")
+        #expect(workspace.text("page.html")?.contains("latest run exited 65: fix or re-export") == true)
+    }
+
     @Test func aMergeStoppedBySIGTERMLeavesNothingBehind() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

@@ -105,6 +105,10 @@ public enum HTMLReportReader {
         if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {
             return (advice, nil)
         }
+        if case let broken = status.brokenShards, !broken.isEmpty {
+            let words = broken.map { "shard \(RunAdvice.shellQuoted($0.shard))'s latest run exited 65: \($0.advice)" }
+            return (words.joined(separator: "; "), nil)
+        }
         if let held = statuses[.held], held > 0 {
             return (
                 "review the \(held) held rows (claimed by another profile), then send them"

@@ -181,6 +181,11 @@ public struct StatusReport: Sendable {
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
         }
+        if !isAlive {
+            for (shard, advice) in brokenShards {
+                lines.append("broken    shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)")
+            }
+        }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
         return lines.joined(separator: "\n")
@@ -333,6 +338,18 @@ public struct StatusReport: Sendable {
                 + ": every row of it was rejected (\(report)), then run again with it"
         }
         return "fix or re-export the input: the run's rows were all rejected (\(report)), then run it again"
+    }
+
+    /// The shards of a merged journal whose latest run exited 65 on inputs it rejected, besides
+    /// the shard whose run is the journal's latest: the advice each one's own `status` gives (a
+    /// first-day review: a shard's broken export was hidden behind another shard's exit 0).
+    var brokenShards: [(shard: String, advice: String)] {
+        snapshot.mergedFrom.compactMap { shard in
+            guard let run = snapshot.shardLatestRuns[shard], run.id != snapshot.latestRun?.id,
+                let advice = Self.rejectedInputAdvice(run, journalPath: shard)
+            else { return nil }
+            return (shard, advice)
+        }
     }
 
     /// `run --release-held` with what the run recorded: the held rows, sent after review.

@@ -96,6 +96,12 @@ public enum VisibleText {
         return String(result)
     }
 
+    /// Lines for a person, each escaped as one line and joined by line feeds: a line break inside
+    /// one (a file named with it) would otherwise forge the lines after it.
+    public static func joinedLines(_ lines: [String]) -> String {
+        lines.map { escaped($0, keeping: .tab) }.joined(separator: "\n")
+    }
+
     /// A value inside a message: `'…'`, escaped, cut to `limit` scalars with `…`.
     public static func quoted(_ text: String, limit: Int = 64) -> String {
         let scalars = text.unicodeScalars

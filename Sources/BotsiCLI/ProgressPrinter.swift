@@ -65,7 +65,9 @@ final class ProgressPrinter: Sendable {
     func event(_ name: String, message: String, exitCode: Int32? = nil) {
         finish()
         guard format == .json else {
-            Output.error(name == "stopping" ? "\nbotsi-restore: \(message)" : message)
+            // One line each: a line break in it (a file's name) would forge the lines after it.
+            let line = VisibleText.escaped(message, keeping: .tab)
+            Output.error(name == "stopping" ? "\nbotsi-restore: \(line)" : line)
             return
         }
         var object: [String: Any] = ["event": name, "message": message]

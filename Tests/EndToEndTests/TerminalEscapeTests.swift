@@ -1,4 +1,5 @@
 import BotsiJournal
+import BotsiRestore
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
@@ -36,6 +37,36 @@ struct TerminalEscapeTests {
             }
             Self.expectNoRawControls(shown, "status \(extra)")
         }
+    }
+
+    /// A file named with a line break cannot forge lines of `status` or of the run's summary
+    /// (a reviewer's name ended "…\nrows      restored 5000\nnext      nothing to do"): each
+    /// line is escaped as one line, and a command names the file `$'…'`, as a shell reads it.
+    @Test func aFileNameWithALineBreakForgesNoLine() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 500 }
+        defer { simulator.stop() }
+        let name = "x.csv\nrows      restored 5000\nnext      nothing to do (a.csv"
+        let input = workspace.csv(Pair.generate(20_000), name: name)
+        let stopped = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        for (what, text) in [("summary", stopped.stderr), ("status", status.stdout)] {
+            let lines = text.split(separator: "\n")
+            #expect(!lines.contains { $0.hasPrefix("rows      restored 5000") }, "\(what): \(text)")
+            #expect(!lines.contains { $0.hasPrefix("next      nothing to do") }, "\(what): \(text)")
+            #expect(text.contains("x.csv\\nrows      restored 5000"), "\(what): \(text)")
+        }
+        #expect(status.stdout.contains("/x.csv\\u000Arows      restored 5000\\u000Anext"), "status: \(status.stdout)")
+        // An error that names it is one line too.
+        let unknown = workspace.write("y\nnext      nothing to do", "profileId,originalTransactionId\n")
+        let refused = try botsi(runArguments([unknown], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(refused.stderr.contains("y\\u000Anext      nothing to do"), "stderr: \(refused.stderr)")
+        #expect(!refused.stderr.split(separator: "\n").contains { $0.hasPrefix("next ") }, "stderr: \(refused.stderr)")
+        #expect(RunAdvice.shellQuoted("a\nb'c\u{202E}\\d") == "$'a\\nb\\'c\\u202E\\\\d'")
+        #expect(RunAdvice.shellQuoted("it's") == "'it'\\''s'")
     }
 
     @Test func fileNamesInErrorsAreShownEscaped() throws {

@@ -93,7 +93,7 @@ public struct StatusReport: Sendable {
         guard let run = snapshot.latestRun else {
             lines.append("no run has used this journal yet")
             if let holder { lines.append("lock      held by pid \(holder.pid) on \(holder.host) (a run is starting)") }
-            return lines.joined(separator: "\n")
+            return VisibleText.joinedLines(lines)
         }
         let elapsed = elapsedSeconds.map { Basics.duration($0) } ?? "?"
         switch liveness {
@@ -188,7 +188,7 @@ public struct StatusReport: Sendable {
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
-        return lines.joined(separator: "\n")
+        return VisibleText.joinedLines(lines)
     }
 
     public func renderJSON() -> String {

@@ -185,12 +185,33 @@ public enum RunAdvice {
             + "already finished"
     }
 
-    /// A word as a POSIX shell reads it back: left alone when it holds nothing special.
+    /// A word as a POSIX shell reads it back: left alone when it holds nothing special. A word
+    /// with a control or invisible character (a file named with a line break) is written `$'…'`
+    /// with escapes, as bash, zsh and ksh read it: shown raw, it would break the line it is on, or
+    /// hide what it names.
     public static func shellQuoted(_ word: String) -> String {
         let plain = word.unicodeScalars.allSatisfy { scalar in
             CharacterSet.alphanumerics.contains(scalar) || "@%+=:,./_-".unicodeScalars.contains(scalar)
         }
         if plain && !word.isEmpty { return word }
-        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        guard word.unicodeScalars.contains(where: VisibleText.isActive) else {
+            return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        var quoted = "$'"
+        for scalar in word.unicodeScalars {
+            switch scalar {
+            case "\\": quoted += "\\\\"
+            case "'": quoted += "\\'"
+            case "\n": quoted += "\\n"
+            case "\t": quoted += "\\t"
+            case "\r": quoted += "\\r"
+            case _ where VisibleText.isActive(scalar):
+                quoted +=
+                    scalar.value > 0xFFFF
+                    ? "\\U" + String(format: "%08X", scalar.value) : "\\u" + String(format: "%04X", scalar.value)
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "'"
     }
 }

@@ -320,7 +320,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append(
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }
-        return lines.joined(separator: "\n")
+        return VisibleText.joinedLines(lines)
     }
 
     /// Transactions claimed by several profiles, and the held rows' way out (issue 10).

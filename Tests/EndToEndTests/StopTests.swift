@@ -433,6 +433,39 @@ struct StopTests {
         #expect(!stopped.stderr.contains("--status failed --status pending"), "\(stopped.stderr)")
         #expect(
             JournalView.read(workspace.journal)?.pairs { $0 == "restored" || $0 == "nothing_to_restore" } == Set(rows))
+        // The next morning's status says so too, before any command that would resend into them.
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains("look at the failures that stopped run 2 on the page"), "status: \(status.stdout)")
+    }
+
+    /// A plain run stopped by the failure threshold leaves rows pending: `status` and the page say
+    /// to look at the failures and fix their cause before sending them (a reviewer: they only said
+    /// "send the 247 pending rows", into the same failure).
+    @Test func afterTheFailureThresholdStatusSaysToFixTheCauseFirst() throws {
+        let workspace = Workspace()
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let stopped = try botsi(
+            runArguments(
+                [workspace.csv(Pair.generate(200))], workspace, failing,
+                ["--max-attempts", "1", "--min-sample", "10", "--concurrency", "2"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 69, "stderr: \(stopped.stderr)")
+        let report = "botsi-restore report --journal \(workspace.journal) --run 1 --status failed --status pending"
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(
+            status.stdout.contains(
+                "next      look at the failures that stopped run 1 with: \(report) — and fix their cause first; then send the"
+            ), "status: \(status.stdout)")
+        let page = try botsi(
+            ["report", "--journal", workspace.journal, "--format", "html", "--output", workspace.file("page.html")],
+            key: nil, in: workspace)
+        #expect(page.status == 0, "\(page.stderr)")
+        #expect(workspace.text("page.html")?.contains("look at the failures that stopped run 1") == true)
     }
 
     /// With nothing pacing the sends the client holds a few requests queued behind its busy

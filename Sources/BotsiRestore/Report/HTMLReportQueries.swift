@@ -91,7 +91,7 @@ public enum HTMLReportReader {
         if status.isAlive {
             return ("a run is in progress: watch it", RunAdvice.statusCommand(journalPath: path))
         }
-        let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst)
+        let fix = status.fixFirst(run)
         let unread = status.unreadInputs
         if status.pendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []

@@ -154,7 +154,7 @@ public struct StatusReport: Sendable {
             if selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
-            let fix = run.counts.stopCause.flatMap(RunAdvice.fixFirst).map { "\($0); then " } ?? ""
+            let fix = fixFirst(run).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) \(nextLead): \(nextCommand(run))")
             // An input the latest run found broken beside good ones: the command above does not read it.
             if let broken = run.counts.rejectedInputs, !broken.isEmpty {
@@ -325,6 +325,23 @@ public struct StatusReport: Sendable {
             options.jobRate = nil
         }
         return options
+    }
+
+    /// What the latest run's stop needs fixed before another run, as its summary said: a key,
+    /// TLS, a damaged input, or the failures that crossed the threshold (a reviewer: after exit
+    /// 69, status only said to resend into the same failure).
+    func fixFirst(_ run: RunRecord) -> String? {
+        guard let cause = run.counts.stopCause else { return nil }
+        if cause == .failureThreshold && (run.counts.kept ?? 0) > 0 {
+            // Resent final rows that failed kept their status: a report by status does not list them.
+            return "look at the failures that stopped run \(run.id) on the page (resent rows that failed kept their "
+                + "earlier status): \(HTMLReportAdvice.command(journalPath: journalPath)) — and fix their cause first"
+        } else if cause == .failureThreshold {
+            let report = RunAdvice.reportCommand(
+                journalPath: journalPath, ["--run", "\(run.id)", "--status", "failed", "--status", "pending"])
+            return "look at the failures that stopped run \(run.id) with: \(report) — and fix their cause first"
+        }
+        return RunAdvice.fixFirst(cause)
     }
 
     /// After a run whose every row was rejected, or every row of an input (exit 65 with no stop):

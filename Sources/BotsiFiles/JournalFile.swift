@@ -113,6 +113,11 @@ public final class JournalFile {
 
     deinit { close() }
 
+    /// True while the resolved path still names the file this descriptor holds: a journal removed
+    /// or replaced (`rm`, `mv`) while a run writes it takes every later outcome into a file no one
+    /// can open again.
+    public var isStillNamed: Bool { FileStatus.ofName(resolved.path)?.identity == identity }
+
     /// Lets go of the run lock and of the descriptor (closed once no other journal of this process
     /// has the same file open). Call it after closing the SQLite connection.
     public func close() {

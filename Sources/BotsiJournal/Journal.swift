@@ -312,6 +312,13 @@ public final class Journal {
         try wrap { () throws(SQLiteError) in try connection.execute("BEGIN IMMEDIATE") }
     }
 
+    /// Throws when the journal's path no longer names the file this journal has open: a run
+    /// checks it before each batch it commits, so that it stops instead of writing on into a file
+    /// that was removed (a reviewer's `rm -rf` mid-run: exit 0, and every outcome lost).
+    public func checkStillNamed() throws(JournalError) {
+        guard file.isStillNamed else { throw .removedWhileOpen(path: path) }
+    }
+
     /// Commits the open transaction, the attempts still waiting for their INSERT included.
     public func commit() throws(JournalError) {
         try insertPendingAttempts()

@@ -21,6 +21,8 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case locked(path: String, holder: LockHolder?)
     case sqlite(path: String, error: SQLiteError)
     case missing(path: String)
+    /// The journal's name no longer leads to the file a run has open (removed, or replaced).
+    case removedWhileOpen(path: String)
     /// A column holds a value this version does not know (a status, a run state, an outcome, or
     /// JSON of another shape): edited by hand or written by another program. Readers stop there
     /// rather than guess; the journal is left as it is.
@@ -76,6 +78,10 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
             return "journal \(path) failed: \(error.message) (SQLite code \(error.code)); committed outcomes are safe"
         case .missing(let path):
             return "journal \(path) does not exist; check the path (a run writes its journal where its --journal says)"
+        case .removedWhileOpen(let path):
+            return "journal \(path) was removed or replaced while this run wrote it, so the run stopped: what it "
+                + "wrote since went to a file no one can open; put the journal back (from a backup) or move the "
+                + "file that replaced it away, then run again — the rows answered since are sent again"
         case .unknownValue(let path, let table, let column, let row, let value):
             let shown = value.count > 60 ? String(value.prefix(60)) + "…" : value
             return

@@ -164,7 +164,7 @@ import Testing
         // journal owed nothing, with a thousand rows pending).
         let text = try #require(outcome.summary).render(journalPath: journalPath)
         #expect(!text.contains("owes no row"), "\(text)")
-        #expect(text.contains("make the journal writable first"), "\(text)")
+        #expect(text.contains("make the journal usable first"), "\(text)")
         #expect(text.contains("with: botsi-restore run \(input)"), "\(text)")
         let requestsBefore = Dictionary(
             harness.simulator.stats().pairs.map { ($0.profileId + "/" + $0.originalTransactionId, $0.requests) },

@@ -17,6 +17,37 @@ struct JournalTrustTests {
         try #require(run.status == 0, "stderr: \(run.stderr)")
     }
 
+    /// A journal removed, or replaced by another file, while a run writes it: the run stops at its
+    /// next batch with exit 73 and says what happened (a reviewer's `rm -rf` mid-run ended with
+    /// exit 0, "restored 540", and every outcome in a file no one could open).
+    @Test(arguments: ["removed", "replaced"])
+    func aJournalRemovedWhileARunWritesItStopsTheRun(_ how: String) throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let journal = workspace.file("journal.sqlite")
+        let child = try Child(
+            ["run", workspace.csv(Pair.generate(600)), "--journal", journal, "--base-url", simulator.baseURL]
+                + ["--rate", "100", "--no-adaptive", "--quiet"], key: Simulator.defaultKey, in: workspace)
+        let deadline = Date().addingTimeInterval(20)
+        while simulator.stats().requests < 50 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if how == "removed" {
+            unlink(journal)
+        } else {
+            try FileManager.default.copyItem(atPath: journal, toPath: workspace.file("copy.sqlite"))
+            rename(workspace.file("copy.sqlite"), journal)
+        }
+        let finished = child.wait(timeout: 60)
+        #expect(finished.status == 73, "\(how): \(finished.stderr)")
+        #expect(finished.stderr.contains("was removed or replaced while this run wrote it"), "\(finished.stderr)")
+        #expect(simulator.stats().requests < 400, "the run went on sending")
+        // No counts of a file no one can open; the command that goes on reads the input again.
+        #expect(!finished.stderr.contains("pending:"), "\(finished.stderr)")
+        #expect(
+            finished.stderr.contains("with: botsi-restore run \(workspace.file("in.csv")) --journal"),
+            "\(finished.stderr)")
+    }
+
     @Test func aJournalOthersCouldReadIsMadePrivateOnOpenAndSaysSoOnce() throws {
         let workspace = Workspace()
         try finishedJournal(workspace)

@@ -423,6 +423,8 @@ actor ActiveRun {
         if case .client(let client, _) = sender { client.shutdown() }
         writer.rollback()
         do {
+            // A removed journal's counts are of a file no one can open again: none are given.
+            if case .removedWhileOpen = error { throw error }
             summary.take(try writer.rowCounts())
         } catch {
             summary.statuses = [:]
@@ -430,8 +432,13 @@ actor ActiveRun {
             summary.countsUnreadable = true
         }
         // Once the journal takes writes again, the same run goes on: what it owes, the rest of
-        // its input, its selection.
-        summary.nextCommand = continuation(selection: true)
+        // its input, its selection. A journal put back from a backup owes what the inputs hold.
+        if case .removedWhileOpen = error {
+            summary.nextCommand = RunAdvice.continuing(
+                RunAdvice.runCommand(options, inputs: options.inputs, selection: true), keyFile: options.keyFile)
+        } else {
+            summary.nextCommand = continuation(selection: true)
+        }
         finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
     }
 

@@ -107,7 +107,9 @@ struct RunJournalWriter {
 
     /// Ends the open batch (a dry run keeps it open, to roll it back).
     func commitBatch() throws(JournalError) {
-        if journal.isInTransaction && !dryRun { try journal.commit() }
+        guard journal.isInTransaction && !dryRun else { return }
+        try journal.checkStillNamed()
+        try journal.commit()
     }
 
     func rollback() { journal.rollback() }

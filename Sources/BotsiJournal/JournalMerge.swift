@@ -109,8 +109,9 @@ extension Journal {
             let read = try connection.prepare(
                 """
                 SELECT id, uid, started_at, ended_at, state, exit_code, tool_version, host, pid,
-                    json_set(CASE WHEN json_valid(options) THEN options ELSE '{}' END,
-                        '$.mergedFrom', json_object('journal', ?1, 'path', ?2, 'run', id)),
+                    CASE WHEN json_valid(options) AND json_type(options, '$.mergedFrom') = 'object' THEN options
+                    ELSE json_set(CASE WHEN json_valid(options) THEN options ELSE '{}' END,
+                        '$.mergedFrom', json_object('journal', ?1, 'path', ?2, 'run', id)) END,
                     inputs, counts, progress
                 FROM shard.runs ORDER BY id
                 """)
@@ -157,13 +158,14 @@ extension Journal {
         for run in runs { runMap[run.shard, default: [:]][run.id] = newID[run.uid] }
 
         // Pass 2: rows, attempts and rejections, one shard per transaction.
+        var shared = MergedRowSet()
         for (index, shard) in shards.enumerated() {
             try attachShard(shard.path)
             defer { try? connection.execute("DETACH DATABASE shard") }
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SQLiteError) {
                 var copier = try ShardCopier(journal: self, runs: runMap[index] ?? [:])
-                summary.pairsInSeveralShards += try copier.copyItems()
+                try copier.copyItems(noting: &shared)
                 try copier.copyAttempts()
                 try copier.copyRejections()
                 try connection.execute("COMMIT")
@@ -172,6 +174,7 @@ extension Journal {
                 throw error
             }
         }
+        summary.pairsInSeveralShards = shared.count
         // Each attempt once: a row's count is its attempts as merged.
         try connection.execute(
             """
@@ -187,6 +190,24 @@ extension Journal {
 
     private func attachShard(_ path: String) throws(SQLiteError) {
         try connection.prepare("ATTACH DATABASE ? AS shard").reset(.text(path)).run()
+    }
+}
+
+/// The merged journal's rows found in more than one shard, each once however many shards held it
+/// (a journal merged with two copies of one shard counted its pairs twice): a bit per row id,
+/// 1.25 MB for ten million rows.
+struct MergedRowSet {
+    private var words: [UInt64] = []
+    private(set) var count = 0
+
+    mutating func insert(_ id: Int64) {
+        guard id > 0 else { return }
+        let (word, bit) = (Int(id >> 6), UInt64(1) << UInt64(id & 63))
+        if word >= words.count { words += Array(repeating: 0, count: max(word + 1 - words.count, words.count)) }
+        if words[word] & bit == 0 {
+            words[word] |= bit
+            count += 1
+        }
     }
 }
 
@@ -244,7 +265,8 @@ private struct ShardCopier {
     }
 
     /// Returns how many of the shard's pairs the merged journal held already.
-    mutating func copyItems() throws(SQLiteError) -> Int {
+    /// Copies the shard's rows; `shared` gains the merged rows another shard held too.
+    mutating func copyItems(noting shared: inout MergedRowSet) throws(SQLiteError) {
         let read = try journal.connection.prepare(
             """
             SELECT pair_hash, profile_id, original_transaction_id, status, code, http_status, message, first_input,
@@ -268,7 +290,6 @@ private struct ShardCopier {
             """)
         let earliest = try journal.connection.prepare(
             "UPDATE main.items SET created_at = ?2, first_input = ?3, first_line = ?4, first_run = ?5 WHERE id = ?1")
-        var overlap = 0
         while try read.step() {
             let hash = read.int(0)
             let profile = read.text(1) ?? ""
@@ -294,7 +315,7 @@ private struct ShardCopier {
                 try insert.run()
                 continue
             }
-            overlap += 1
+            shared.insert(merged.id)
             if Self.replaces(
                 status: status, answeredAt: answeredAt, updatedAt: updatedAt, over: merged.status,
                 answeredAt: merged.answeredAt, updatedAt: merged.updatedAt)
@@ -315,7 +336,6 @@ private struct ShardCopier {
                 try earliest.run()
             }
         }
-        return overlap
     }
 
     /// The lifecycle's rule for two records of one pair: a final status is kept against one that

@@ -71,6 +71,37 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         #expect(try journal.integrityCheck() == "ok")
     }
 
+    /// A merged journal merged again (a reviewer's `merge mx m1 s0 s0copy`): its runs keep the
+    /// shard they came from, so `report --changes` still finds every shard's last run; and a pair
+    /// held by three journals is one pair in more than one shard, not two.
+    @Test func aMergedJournalMergedAgainKeepsItsShardsAndCountsEachSharedPairOnce() throws {
+        let directory = Workspace()
+        let simulator = try startSimulator()
+        let a = directory.file("a.sqlite")
+        let b = directory.file("b.sqlite")
+        #expect(
+            try runJob(
+                [directory.csv("a.csv", rows: [("pa", "2000000000000002")])], journal: a, baseURL: simulator.baseURL
+            ).exitCode == 0)
+        #expect(
+            try runJob(
+                [directory.csv("b.csv", rows: [("pb", "2000000000000010")])], journal: b, baseURL: simulator.baseURL
+            ).exitCode == 0)
+        let first = directory.file("first.sqlite")
+        _ = try Journal.merge(shards: [a, b], into: first)
+        let copy = directory.file("a-copy.sqlite")
+        try FileManager.default.copyItem(atPath: a, toPath: copy)
+        let again = directory.file("again.sqlite")
+        let summary = try Journal.merge(shards: [first, a, copy], into: again)
+        #expect(summary.pairsInSeveralShards == 1, "pa is in all three; pb only in first")
+        #expect(summary.items == 2)
+        let journal = try Journal(path: again, create: false, readOnly: true)
+        defer { journal.close() }
+        let shards = try journal.runs().map { recordedShard($0.options) }
+        #expect(shards.count == 2)
+        #expect(Set(shards) == [a, b], "\(shards)")
+    }
+
     @Test func aPairInTwoShardsKeepsTheRecordUpdatedLastAndAllAttempts() throws {
         let directory = Workspace()
         let input = directory.csv("in.csv", rows: [("shared", "2000000000000002")])
@@ -135,4 +166,10 @@ func journalCounts(_ path: String) throws -> (items: [String: Int], rejections: 
         }
         #expect(!FileManager.default.fileExists(atPath: output))
     }
+}
+
+/// The shard journal a merged run names (`options.mergedFrom.path`).
+private func recordedShard(_ options: String) -> String {
+    let object = try? JSONSerialization.jsonObject(with: Data(options.utf8)) as? [String: Any]
+    return (object?["mergedFrom"] as? [String: Any])?["path"] as? String ?? ""
 }

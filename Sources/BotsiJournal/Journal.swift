@@ -439,6 +439,20 @@ public final class Journal {
     /// not read by shard 1/2 (merged journals hold both). Standard input is left out: no later run
     /// can read the same bytes again from the journal's word.
     public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [UnreadInput] {
+        try inputHistory(before: runID).unread
+    }
+
+    /// The run that last read standard input, when it stopped before its end: the rest is in no
+    /// file the journal can name, so `status` says to pipe the same export in again (a reviewer's
+    /// half-read stdin was never mentioned after the next run). Nil when none did, or a later run
+    /// read stdin to its end.
+    public func unreadStandardInput() throws(JournalError) -> Int64? {
+        try inputHistory(before: .max).standardInputUnreadBy
+    }
+
+    private func inputHistory(before runID: Int64) throws(JournalError) -> (
+        unread: [UnreadInput], standardInputUnreadBy: Int64?
+    ) {
         struct Named: Decodable {
             var inputs: [String]?
             var inputPaths: [String]?
@@ -450,6 +464,7 @@ public final class Journal {
             try runs.bind(.int(runID), at: 1)
             var order: [String] = []
             var latest: [String: (input: UnreadInput, complete: Bool)] = [:]
+            var standardInputUnreadBy: Int64?
             while try runs.step() {
                 let run = runs.int(0)
                 let options = runs.text(1) ?? "{}"
@@ -469,6 +484,9 @@ public final class Journal {
                 } else {
                     facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete) }
                 }
+                if let stdin = facts.first(where: { $0.typed == "-" }) {
+                    standardInputUnreadBy = stdin.complete ? nil : run
+                }
                 for fact in facts where fact.typed != "-" {
                     let key = fact.path + shard
                     if latest[key] == nil { order.append(key) }
@@ -477,7 +495,9 @@ public final class Journal {
                     )
                 }
             }
-            return order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }
+            return (
+                order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }, standardInputUnreadBy
+            )
         }
     }
 

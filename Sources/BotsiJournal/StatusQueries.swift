@@ -40,6 +40,8 @@ public struct JournalSnapshot: Sendable, Equatable {
     public var longWindow: RecordedLongWindow?
     /// The inputs no run has read to their end (`Journal.unreadInputs`).
     public var unreadInputs: [UnreadInput] = []
+    /// The run that last read standard input and stopped before its end (`Journal.unreadStandardInput`).
+    public var standardInputUnreadBy: RunRecord?
     /// For a journal made by `merge`: the shard journals it copies, each once, by the absolute
     /// path `merge` recorded (or the name it was given, from an older merge).
     public var mergedFrom: [String] = []
@@ -67,6 +69,9 @@ extension Journal {
         snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
         snapshot.longWindow = try lastLongWindow()
         snapshot.unreadInputs = try unreadInputs()
+        if let run = try unreadStandardInput() {
+            snapshot.standardInputUnreadBy = try runRecords(where: "id = \(run)").first
+        }
         // Kept as the rows change (`run_counts`): read at once, however large the journal.
         let items = try wrap { () throws(SQLiteError) in
             try connection.prepare(

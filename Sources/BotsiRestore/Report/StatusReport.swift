@@ -181,6 +181,12 @@ public struct StatusReport: Sendable {
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
         }
+        if !isAlive, let run = snapshot.standardInputUnreadBy {
+            let command = RunAdvice.runCommand(Self.recordedOptions(run, journalPath: journalPath), inputs: ["-"])
+            lines.append(
+                "stdin     run \(run.id) stopped before the end of its standard input, whose rest no file holds: "
+                    + "pipe the same export again into: \(command) (rows already finished are skipped)")
+        }
         if !isAlive {
             for (shard, advice) in brokenShards {
                 lines.append("broken    shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)")

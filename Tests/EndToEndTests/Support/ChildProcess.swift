@@ -102,7 +102,8 @@ final class Child: Sendable {
             // Fed from another thread: the child may not read it all before the pipe fills.
             let writer = pipe.fileHandleForWriting
             DispatchQueue.global().async {
-                writer.write(stdin)
+                // A child that stops reading early closes its end: no crash here (SIGPIPE ignored).
+                try? writer.write(contentsOf: stdin)
                 try? writer.close()
             }
         } else {

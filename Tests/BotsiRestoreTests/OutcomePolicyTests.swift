@@ -325,11 +325,14 @@ import Testing
         options.stopAt = "06:30"
         options.timeout = 5
         options.maxAttempts = 3
+        // The failure threshold the job stops at goes on too (a review: 20% became the default 50%).
+        options.maxFailureRate = 20
+        options.minSample = 50
         #expect(
             RunAdvice.runCommand(options)
                 == "botsi-restore run --journal j.sqlite --on-conflict hold --key-file /etc/botsi/key "
                 + "--proxy http://proxy:3128 --concurrency 4 --rate 12.5 --no-adaptive --headroom 20% --shard 2/4 "
-                + "--job-rate 40")
+                + "--job-rate 40 --max-failure-rate 20 --min-sample 50")
         options.proxy = nil
         options.noProxy = true
         #expect(RunAdvice.runCommand(options).contains(" --no-proxy "))

@@ -86,10 +86,11 @@ public enum RunAdvice {
         if options.keyEnvironmentVariable != defaults.keyEnvironmentVariable {
             words += ["--key-env", options.keyEnvironmentVariable]
         }
-        // What the next run needs to reach the service with the same key, and to keep to the
-        // budget the job was given (a reviewer: the command without --key-file exited 64, and a
-        // shard's without --job-rate paced as if alone). Retries, timeouts and the time window
-        // are this run's own and stay out: the command is short enough to read.
+        // What the next run needs to reach the service with the same key, to keep to the budget
+        // the job was given and to stop where the job would (a reviewer: the command without
+        // --key-file exited 64, a shard's without --job-rate paced as if alone, and one without
+        // --max-failure-rate 20 went on to 50%). Retries, timeouts and the time window are this
+        // run's own and stay out: the command is short enough to read.
         if let path = options.keyFile { words += ["--key-file", path] }
         if let proxy = options.proxy { words += ["--proxy", proxy] }
         if options.noProxy { words.append("--no-proxy") }
@@ -102,6 +103,10 @@ public enum RunAdvice {
         if options.headroom != defaults.headroom { words += ["--headroom", RunOptions.number(options.headroom) + "%"] }
         if options.shardCount > 1 { words += ["--shard", "\(options.shardIndex)/\(options.shardCount)"] }
         if let rate = options.jobRate { words += ["--job-rate", RunOptions.number(rate)] }
+        if options.maxFailureRate != defaults.maxFailureRate {
+            words += ["--max-failure-rate", RunOptions.number(options.maxFailureRate)]
+        }
+        if options.minSample != defaults.minSample { words += ["--min-sample", "\(options.minSample)"] }
         return words.map(shellQuoted).joined(separator: " ")
     }
 

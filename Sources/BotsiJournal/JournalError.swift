@@ -42,13 +42,13 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
                 "journal \(path) is damaged (\(reason)); nothing was sent — restore it from a backup, or move it aside and start a new journal (rows it held will be sent again)"
         case .newerSchema(let path, let version, let supported):
             return
-                "journal \(path) has schema version \(version), newer than this botsi-restore understands (\(supported)); nothing was changed — use a newer botsi-restore"
+                "journal \(path) has schema version \(version), newer than this botsi-restore understands (\(supported)); its contents were left as they were — use a newer botsi-restore"
         case .olderSchema(let path, let version, let current):
             return
                 "journal \(path) has schema version \(version), from an earlier botsi-restore; a run of this one upgrades it "
                 + "to \(current) in place when it opens it, and `botsi-restore upgrade --journal \(path)` does so sending "
                 + "nothing (copy it first, while no run holds it, if an earlier version must still read it); this command "
-                + "only reads, so nothing was changed"
+                + "only reads, so it upgraded nothing"
         case .namedTwice(let path):
             return
                 "shard journal \(path) is named twice (by that path or another name of the same file); name each shard once"

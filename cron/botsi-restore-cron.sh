@@ -245,7 +245,7 @@ case $status in
     77) advice="the API key was refused: put a valid key in $env_file" ;;
     78) advice="the App Store connection is not set up in Botsi for this app: set it up in Botsi, then the next run continues" ;;
     126 | 127) advice="botsi-restore could not be started ($bin): set BOTSI_RESTORE_BIN or install it" ;;
-    130 | 143) advice="stopped by a signal after in-flight requests finished: the next run continues" ;;
+    129 | 130 | 143) advice="stopped by a signal after in-flight requests finished: the next run continues" ;;
     *) advice="unexpected exit status: look at the lines above" ;;
 esac
 log "end: exit $status — $advice"

@@ -12,8 +12,13 @@ public enum ExitCode {
     public static let temporaryFailure: Int32 = 75
     public static let permission: Int32 = 77
     public static let configuration: Int32 = 78
+    /// 128 + the signal's number, as a shell reports a process the signal ended.
+    public static let hungUp: Int32 = 129
     public static let interrupted: Int32 = 130
     public static let terminated: Int32 = 143
+
+    /// The status a run stopped by `signal` (SIGHUP, SIGINT, SIGTERM) exits with.
+    public static func stopped(by signal: Int32) -> Int32 { 128 + signal }
 }
 
 /// Why a run stopped before its work was done: the one vocabulary from the reply or event that
@@ -26,7 +31,7 @@ public enum StopCause: String, Sendable, Codable, CaseIterable {
     case unauthorized, forbidden, iosSettingsMissing, tlsFailure
     /// `--max-duration` or `--stop-at` passed.
     case windowEnd
-    /// SIGINT or SIGTERM.
+    /// SIGHUP, SIGINT or SIGTERM.
     case signal
     /// `--max-failure-rate` crossed.
     case failureThreshold
@@ -42,7 +47,7 @@ public enum StopCause: String, Sendable, Codable, CaseIterable {
         case .iosSettingsMissing: [ExitCode.configuration]
         case .tlsFailure, .failureThreshold: [ExitCode.unavailable]
         case .windowEnd: [ExitCode.temporaryFailure]
-        case .signal: [ExitCode.interrupted, ExitCode.terminated]
+        case .signal: [ExitCode.hungUp, ExitCode.interrupted, ExitCode.terminated]
         case .inputDamaged: [ExitCode.dataError]
         case .journalFailure: [ExitCode.cannotCreate]
         }

@@ -38,7 +38,7 @@ enum RunCommand: Command {
         of one input) rejected; 66 input, job file or journal missing; 69 TLS failure or failure
         threshold; 71 a local resource ran out (memory, descriptors, a thread); 73 journal unusable;
         75 rows remain pending, the time window ended, or the journal is in use; 77 key refused; 78
-        App Store connection not set up in Botsi; 130/143 stopped by SIGINT/SIGTERM.
+        App Store connection not set up in Botsi; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.
         """
 
     static func initialSettings() -> RunSettings { RunSettings() }
@@ -216,7 +216,7 @@ enum RunCommand: Command {
             } else {
                 // The journal stays consistent: SQLite rolls back the unfinished batch, whose rows
                 // stay in flight and are sent again next time.
-                _exit(signal == SIGINT ? ExitCode.interrupted : ExitCode.terminated)
+                _exit(ExitCode.stopped(by: signal))
             }
         }
         defer { signals.cancel() }
@@ -279,7 +279,7 @@ extension RunCommand {
     }
 }
 
-/// SIGINT/SIGTERM through Dispatch, counting how many arrived. Signals within `sameStop` of the
+/// SIGHUP/SIGINT/SIGTERM through Dispatch, counting how many arrived. Signals within `sameStop` of the
 /// first are that one stop asked again, not a second: a stop often arrives twice at once (a TERM
 /// to the process group beside the cron wrapper's forward of its own, systemd's TERM to the whole
 /// control group beside a wrapper's), and a second signal means "exit at once", without the drain.
@@ -294,7 +294,8 @@ final class SignalWatcher {
         // A closed stderr or stdout (`| head`, `| tee` killed by the same Ctrl-C, a logger stopped
         // first) must not kill the run before it drains and journals: the write fails instead.
         signal(SIGPIPE, SIG_IGN)
-        sources = [SIGINT, SIGTERM].map { number in
+        // SIGHUP too: a closed terminal or ssh session must not end the run as a kill -9 does.
+        sources = [SIGHUP, SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { if let count = counter.count() { handler(number, count) } }

@@ -243,7 +243,7 @@ import Testing
         #expect(StopCause.unauthorized.exitCodes == [77])
         #expect(StopCause.iosSettingsMissing.exitCodes == [78])
         #expect(StopCause.windowEnd.exitCodes == [75])
-        #expect(StopCause.signal.exitCodes == [130, 143])
+        #expect(StopCause.signal.exitCodes == [129, 130, 143])
     }
 }
 

@@ -468,6 +468,28 @@ struct StopTests {
         #expect(workspace.text("page.html")?.contains("look at the failures that stopped run 1") == true)
     }
 
+    /// A closed terminal or ssh session (SIGHUP) stops the run as SIGTERM does: it drains,
+    /// journals and exits 129 with its summary (a reviewer: it ended like a kill -9, rows left in
+    /// flight and the run recorded as killed).
+    @Test func aHangUpDrainsAndJournalsLikeATerm() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 300 }
+        defer { simulator.stop() }
+        let child = try Child(
+            runArguments([workspace.csv(Pair.generate(50))], workspace, simulator, ["--concurrency", "4"]),
+            key: Simulator.defaultKey, in: workspace)
+        let deadline = Date().addingTimeInterval(10)
+        while simulator.stats().inFlight < 1 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        child.send(SIGHUP)
+        let finished = child.wait(timeout: 30)
+        #expect(finished.status == ExitCode.hungUp, "stderr: \(finished.stderr)")
+        #expect(finished.stderr.contains("stopped: hung up (SIGHUP"), "stderr: \(finished.stderr)")
+        let journal = try #require(JournalView.read(workspace.journal))
+        #expect(journal.pairs { $0 == "in_flight" }.isEmpty, "rows left in flight")
+        let runs = try JournalTables.rows(workspace.journal, "SELECT state, exit_code FROM runs")
+        #expect(runs == [["stopped", "129"]], "\(runs)")
+    }
+
     /// With nothing pacing the sends the client holds a few requests queued behind its busy
     /// connections (a sixteenth of the concurrency, at least one); a stop takes them back unsent, so
     /// a run stopped before any reply has sent no more than its concurrency, and the rows it queued

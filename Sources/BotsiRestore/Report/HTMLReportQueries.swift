@@ -299,7 +299,8 @@ enum HTMLExitWords {
         case ExitCode.temporaryFailure: return "rows remain pending, or the time window ended: the next run continues"
         case ExitCode.permission: return "the API key was refused"
         case ExitCode.configuration: return "the app's App Store connection is not set up in Botsi"
-        case ExitCode.interrupted, ExitCode.terminated: return "stopped by a signal after in-flight requests finished"
+        case ExitCode.hungUp, ExitCode.interrupted, ExitCode.terminated:
+            return "stopped by a signal after in-flight requests finished"
         default: return "exit status \(code)"
         }
     }

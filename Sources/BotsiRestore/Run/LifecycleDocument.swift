@@ -194,7 +194,7 @@ public enum LifecycleDocument {
             case .iosSettingsMissing: "stop: another row's no-iOS-settings"
             case .tlsFailure: "stop: another row's TLS failure"
             case .windowEnd: "stop: time window end"
-            case .signal: "stop: SIGINT / SIGTERM"
+            case .signal: "stop: SIGHUP / SIGINT / SIGTERM"
             case .failureThreshold: "stop: failure threshold"
             case .inputDamaged: "stop: damaged input"
             case .journalFailure: "stop: the journal cannot be written"

@@ -22,23 +22,30 @@ public struct RunStop: Sendable, Equatable {
         RunStop(StopCause(reason), message: message)
     }
 
-    /// SIGINT or SIGTERM.
+    /// SIGHUP, SIGINT or SIGTERM.
     static func signal(_ number: Int32) -> RunStop {
         RunStop(
-            .signal,
-            message:
-                "\(number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"); in-flight requests were allowed to finish",
-            exitCode: number == SIGINT ? ExitCode.interrupted : ExitCode.terminated)
+            .signal, message: "\(stoppedBy(number)); in-flight requests were allowed to finish",
+            exitCode: ExitCode.stopped(by: number))
     }
 
-    /// SIGINT or SIGTERM while the inputs were still opening: nothing was read, recorded or sent.
+    /// A signal while the inputs were still opening: nothing was read, recorded or sent.
     static func signalBeforeStart(_ number: Int32) -> RunStop {
         RunStop(
             .signal,
-            message:
-                "\(number == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)") while the input was opening, "
-                + "before the run began: nothing was read, recorded or sent",
-            exitCode: number == SIGINT ? ExitCode.interrupted : ExitCode.terminated)
+            message: "\(stoppedBy(number)) while the input was opening, before the run began: nothing was read, "
+                + "recorded or sent",
+            exitCode: ExitCode.stopped(by: number))
+    }
+
+    /// "interrupted (SIGINT)": what the signal did, and its name.
+    private static func stoppedBy(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "interrupted (SIGINT)"
+        // The terminal or ssh session that started the run went away.
+        case SIGHUP: "hung up (SIGHUP: the terminal or session that started it closed)"
+        default: "terminated (SIGTERM)"
+        }
     }
 
     /// The end of `--max-duration` / `--stop-at`.

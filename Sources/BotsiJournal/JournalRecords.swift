@@ -122,6 +122,10 @@ public struct UnreadInput: Sendable, Equatable {
         self.run = run
         self.options = options
     }
+
+    /// False once the file is gone (a dated export rotated away): a command that names it exits
+    /// 66, so advice names it as gone instead of reading it again.
+    public var exists: Bool { access(commandPath, F_OK) == 0 }
 }
 
 /// One input file of a run (`runs.inputs`): its path, the SHA-256 of the bytes read, how many, and

@@ -99,6 +99,35 @@ struct RunTests {
         #expect(!cleared.stdout.contains("stdin     "), "status: \(cleared.stdout)")
     }
 
+    /// An input a run did not finish, then rotated away (dated exports): the next summary and
+    /// `status` name it as gone, and their commands do not read it (a reviewer: they advised it
+    /// every night with a command that exited 66).
+    @Test func anUnfinishedInputThatIsGoneIsNamedAndNotAdvised() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let dated = workspace.csv(Pair.generate(20_000, prefix: "d1"), name: "export-day1.csv")
+        let kept = workspace.csv(Pair.generate(5, prefix: "k"), name: "kept.csv")
+        let stopped = try botsi(
+            runArguments([dated, kept], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try FileManager.default.moveItem(atPath: dated, toPath: workspace.file("archived.csv"))
+        let next = workspace.csv(Pair.generate(3, prefix: "d2"), name: "export-day2.csv")
+        let second = try botsi(
+            runArguments([next], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        let gone = "\(dated), which a run did not read to its end, no longer exists"
+        #expect(second.stderr.contains(gone), "stderr: \(second.stderr)")
+        // The input still there is read again; the gone one is not.
+        #expect(second.stderr.contains(" \(kept) --journal"), "stderr: \(second.stderr)")
+        #expect(!second.stderr.contains("\(dated) "), "stderr: \(second.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains("gone      \(gone)"), "status: \(status.stdout)")
+        #expect(status.stdout.contains(" \(kept) --journal"), "status: \(status.stdout)")
+        #expect(!status.stdout.contains("\(dated) "), "status: \(status.stdout)")
+    }
+
     /// libcurl resends a request by itself when a reused connection closes without a reply; the run
     /// must not: with --max-attempts 1 every request Botsi received is one journaled attempt.
     @Test func withOneAttemptEveryRequestBotsiReceivedIsAJournaledAttempt() throws {

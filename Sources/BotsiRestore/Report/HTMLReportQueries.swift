@@ -117,6 +117,7 @@ public enum HTMLReportReader {
             )
         }
         if let fix { return (fix, nil) }
+        if !status.goneInputs.isEmpty { return (RunAdvice.goneInputs(status.goneInputs), nil) }
         return ("nothing to do: every row the journal knows is final", nil)
     }
 

@@ -181,6 +181,9 @@ public struct StatusReport: Sendable {
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
         }
+        if !isAlive, !goneInputs.isEmpty {
+            lines.append("gone      \(RunAdvice.goneInputs(goneInputs))")
+        }
         if !isAlive, let run = snapshot.standardInputUnreadBy {
             let command = RunAdvice.runCommand(Self.recordedOptions(run, journalPath: journalPath), inputs: ["-"])
             lines.append(
@@ -295,11 +298,16 @@ public struct StatusReport: Sendable {
     /// The inputs no run has read to their end: the latest run's, and those an earlier run left
     /// unread that no run since read to the end (a run resumed without inputs reads none).
     /// Each once, for words and commands: in a merged journal every shard's run named the same input.
-    var unreadInputs: [String] { Self.unique(snapshot.unreadInputs.map(\.path)) }
+    var unreadInputs: [String] { Self.unique(snapshot.unreadInputs.filter(\.exists).map(\.path)) }
+
+    /// Unread inputs whose file is gone: named apart, since no command can read them again.
+    var goneInputs: [String] { Self.unique(snapshot.unreadInputs.filter { !$0.exists }.map(\.path)) }
 
     /// The same inputs by the absolute paths their runs recorded: the advised command works from
     /// any directory (README's morning check runs `status` from another one).
-    var unreadInputCommandPaths: [String] { Self.unique(snapshot.unreadInputs.map(\.commandPath)) }
+    var unreadInputCommandPaths: [String] {
+        Self.unique(snapshot.unreadInputs.filter(\.exists).map(\.commandPath))
+    }
 
     private static func unique(_ paths: [String]) -> [String] {
         paths.reduce(into: []) { unique, path in
@@ -413,7 +421,7 @@ public struct StatusReport: Sendable {
         if selectionLeft, let started = Timestamp.date(run.startedAt) {
             options = RunAdvice.continuingSelection(options, startedAt: started)
         }
-        var reading = RunAdvice.readingAs(snapshot.unreadInputs.first, options)
+        var reading = RunAdvice.readingAs(snapshot.unreadInputs.first(where: \.exists), options)
         if RecordedOptions(run.options).merged {
             // A merged journal holds every shard's rows: one run reads each unread input whole,
             // without the shard the naming run had.

@@ -75,7 +75,10 @@ actor ActiveRun {
         summary.recoveredInFlight = parts.recovered.pending
         summary.recoveredMarks = parts.recovered.final
         // An input a stopped run left unread and this run does not name is still owed its rest.
-        if !options.dryRun { summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.map(\.path) }
+        if !options.dryRun {
+            summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.filter(\.exists).map(\.path)
+            summary.earlierGoneInputs = parts.writer.earlierUnreadInputs.filter { !$0.exists }.map(\.path)
+        }
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow
         {
@@ -372,13 +375,14 @@ actor ActiveRun {
     /// the inputs earlier runs left unread — read as the run that named them read them when this
     /// run leaves none of its own unread.
     private func continuation(selection: Bool) -> String {
-        let earlier = summary.earlierUnreadInputs.isEmpty ? nil : writer.earlierUnreadInputs.first
+        let earlierUnread = writer.earlierUnreadInputs.filter(\.exists)
+        let earlier = summary.earlierUnreadInputs.isEmpty ? nil : earlierUnread.first
         let unreadOwn = !feeder.isDone && !options.inputs.isEmpty
         let options = selection ? RunAdvice.continuingSelection(options, startedAt: startedAt) : options
         let command = RunAdvice.runCommand(
             unreadOwn ? options : RunAdvice.readingAs(earlier, options),
             inputs: (unreadOwn ? options.inputs : [])
-                + (summary.earlierUnreadInputs.isEmpty ? [] : writer.earlierUnreadInputs.map(\.commandPath)),
+                + (summary.earlierUnreadInputs.isEmpty ? [] : earlierUnread.map(\.commandPath)),
             selection: selection)
         return RunAdvice.continuing(command, keyFile: options.keyFile)
     }

@@ -152,6 +152,13 @@ public enum RunAdvice {
         "read the input\(unread.count > 1 ? "s" : "") \(run) did not finish (\(unread.joined(separator: ", ")))"
     }
 
+    /// Inputs a run did not read to their end whose files are gone: their rest was never sent.
+    public static func goneInputs(_ gone: [String]) -> String {
+        "\(gone.map(shellQuoted).joined(separator: ", ")), which a run did not read to its end, no longer "
+            + "exist\(gone.count == 1 ? "s" : ""): the rows after that point were never sent; if it moved, name its "
+            + "new path in a run to finish it"
+    }
+
     /// `botsi-restore report --journal J ARGUMENTS...`.
     public static func reportCommand(journalPath: String, _ arguments: [String]) -> String {
         (["botsi-restore", "report", "--journal", journalPath] + arguments).map(shellQuoted).joined(separator: " ")

@@ -72,6 +72,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var inputComplete = false
     /// Inputs an earlier run left unread that this run did not name: it read nothing of them.
     public var earlierUnreadInputs: [String] = []
+    /// Inputs earlier runs left unread whose files are gone: named, not read again.
+    public var earlierGoneInputs: [String] = []
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
@@ -306,6 +308,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append("send them with: \(nextCommand)")
         }
         if let line = brokenInputsLine { lines.append(line) }
+        if !earlierGoneInputs.isEmpty { lines.append(RunAdvice.goneInputs(earlierGoneInputs)) }
         if rejectedRows > 0 && dryRun {
             // A dry run records nothing: the journal does not hold them.
             lines.append(

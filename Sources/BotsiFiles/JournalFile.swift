@@ -113,11 +113,6 @@ public final class JournalFile {
 
     deinit { close() }
 
-    /// True while the resolved path still names the file this descriptor holds: a journal removed
-    /// or replaced (`rm`, `mv`) while a run writes it takes every later outcome into a file no one
-    /// can open again.
-    public var isStillNamed: Bool { FileStatus.ofName(resolved.path)?.identity == identity }
-
     /// Lets go of the run lock and of the descriptor (closed once no other journal of this process
     /// has the same file open). Call it after closing the SQLite connection.
     public func close() {
@@ -174,6 +169,15 @@ public final class JournalFile {
 
     /// True while the resolved path still names this file (SQLite opens it by that name).
     public var isStillAtItsPath: Bool { FileStatus.ofName(path)?.identity == identity }
+
+    /// False once the resolved path names nothing or another file: the journal was removed, moved
+    /// or replaced (`rm`, `mv`) while this process has it open. A name it cannot look at (EACCES,
+    /// an NFS hiccup) is not taken for gone.
+    public var isGoneFromItsPath: Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return errno == ENOENT || errno == ENOTDIR }
+        return !isStillAtItsPath
+    }
 
     // MARK: Checks
 

@@ -316,7 +316,14 @@ public final class Journal {
     /// checks it before each batch it commits, so that it stops instead of writing on into a file
     /// that was removed (a reviewer's `rm -rf` mid-run: exit 0, and every outcome lost).
     public func checkStillNamed() throws(JournalError) {
-        guard file.isStillNamed else { throw .removedWhileOpen(path: path) }
+        guard !file.isGoneFromItsPath else { throw .removedWhileOpen(path: path) }
+    }
+
+    /// After the journal's name was taken from it: everything committed goes into the file this
+    /// journal has open (wherever it now is), and the write-ahead log left at the old name is
+    /// emptied, so that it cannot be read as part of another file put at that name (a backup).
+    public func checkpointIntoOpenFile() {
+        try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     /// Commits the open transaction, the attempts still waiting for their INSERT included.

@@ -79,9 +79,10 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .missing(let path):
             return "journal \(path) does not exist; check the path (a run writes its journal where its --journal says)"
         case .removedWhileOpen(let path):
-            return "journal \(path) was removed or replaced while this run wrote it, so the run stopped: what it "
-                + "wrote since went to a file no one can open; put the journal back (from a backup) or move the "
-                + "file that replaced it away, then run again — the rows answered since are sent again"
+            return "journal \(path) was moved, removed or replaced while this run wrote it, so the run stopped and "
+                + "wrote nothing more; what it had committed is in the file it had open: if that was moved, put it "
+                + "back at \(path) (or name its new path) and run again; if it was removed, its outcomes are lost, "
+                + "and a run with the inputs sends their rows again"
         case .unknownValue(let path, let table, let column, let row, let value):
             let shown = value.count > 60 ? String(value.prefix(60)) + "…" : value
             return

@@ -17,35 +17,59 @@ struct JournalTrustTests {
         try #require(run.status == 0, "stderr: \(run.stderr)")
     }
 
-    /// A journal removed, or replaced by another file, while a run writes it: the run stops at its
-    /// next batch with exit 73 and says what happened (a reviewer's `rm -rf` mid-run ended with
-    /// exit 0, "restored 540", and every outcome in a file no one could open).
-    @Test(arguments: ["removed", "replaced"])
-    func aJournalRemovedWhileARunWritesItStopsTheRun(_ how: String) throws {
+    /// A journal moved away, removed, or replaced by a backup while a run writes it: the run stops
+    /// at its next batch with exit 73, says what happened, and writes nothing more. What it had
+    /// committed is in the file it had open (a moved journal put back holds it), and the log left
+    /// at the old name is emptied, so a backup put there stays whole (a review: the backup read
+    /// that log as its own and was "malformed"; the moved file was an empty shell).
+    @Test(arguments: ["moved", "removed", "replaced"])
+    func aJournalTakenWhileARunWritesItStopsTheRun(_ how: String) throws {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let journal = workspace.file("journal.sqlite")
+        // The backup: the journal after a first, small run.
+        let small = try botsi(
+            ["run", workspace.csv(Pair.generate(3, prefix: "first"), name: "first.csv"), "--journal", journal]
+                + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+        try #require(small.status == 0, "\(small.stderr)")
+        try FileManager.default.copyItem(atPath: journal, toPath: workspace.file("backup.sqlite"))
+        let input = workspace.csv(Pair.generate(600))
         let child = try Child(
-            ["run", workspace.csv(Pair.generate(600)), "--journal", journal, "--base-url", simulator.baseURL]
+            ["run", input, "--journal", journal, "--base-url", simulator.baseURL]
                 + ["--rate", "100", "--no-adaptive", "--quiet"], key: Simulator.defaultKey, in: workspace)
         let deadline = Date().addingTimeInterval(20)
         while simulator.stats().requests < 50 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if how == "removed" {
-            unlink(journal)
-        } else {
-            try FileManager.default.copyItem(atPath: journal, toPath: workspace.file("copy.sqlite"))
-            rename(workspace.file("copy.sqlite"), journal)
+        switch how {
+        case "moved": rename(journal, workspace.file("moved.sqlite"))
+        case "removed": unlink(journal)
+        default: rename(workspace.file("backup.sqlite"), journal)
         }
         let finished = child.wait(timeout: 60)
         #expect(finished.status == 73, "\(how): \(finished.stderr)")
-        #expect(finished.stderr.contains("was removed or replaced while this run wrote it"), "\(finished.stderr)")
-        #expect(simulator.stats().requests < 400, "the run went on sending")
-        // No counts of a file no one can open; the command that goes on reads the input again.
-        #expect(!finished.stderr.contains("pending:"), "\(finished.stderr)")
         #expect(
-            finished.stderr.contains("with: botsi-restore run \(workspace.file("in.csv")) --journal"),
-            "\(finished.stderr)")
+            finished.stderr.contains("was moved, removed or replaced while this run wrote it"), "\(finished.stderr)")
+        #expect(simulator.stats().requests < 400, "the run went on sending")
+        // No counts of that file; the command that goes on reads the input again.
+        #expect(!finished.stderr.contains("pending:"), "\(finished.stderr)")
+        #expect(finished.stderr.contains("with: botsi-restore run \(input) --journal"), "\(finished.stderr)")
+        switch how {
+        case "moved":
+            // Put back, it holds what the run committed before the move, and nothing after.
+            rename(workspace.file("moved.sqlite"), journal)
+            let check = try JournalTables.rows(journal, "PRAGMA integrity_check")
+            #expect(check == [["ok"]], "\(check)")
+            let answered = try JournalTables.rows(journal, "SELECT count(*) FROM items WHERE status NOT IN (0, 1)")
+            #expect(Int((answered.first?.first ?? nil) ?? "0") ?? 0 >= 10, "\(answered)")
+            let run = try JournalTables.rows(journal, "SELECT ended_at FROM runs WHERE id = 2")
+            #expect(run == [[nil]], "the run's end went nowhere: \(run)")
+        case "replaced":
+            // The backup is whole, and holds what it held: the first run's three rows.
+            let check = try JournalTables.rows(journal, "PRAGMA integrity_check")
+            let rows = try JournalTables.rows(journal, "SELECT count(*) FROM items")
+            #expect(check == [["ok"]] && rows == [["3"]], "the backup read the run's log as its own: \(check) \(rows)")
+        default: break
+        }
     }
 
     @Test func aJournalOthersCouldReadIsMadePrivateOnOpenAndSaysSoOnce() throws {

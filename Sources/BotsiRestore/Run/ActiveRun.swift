@@ -33,6 +33,9 @@ actor ActiveRun {
     private var summary = RunSummary()
     /// Owed final rows a stop gave back unsent: still owed, to the next run of the selection.
     private var owedGivenBack = 0
+    /// The journal's name was taken from it mid-run (`JournalError.removedWhileOpen`): nothing more
+    /// is written to it.
+    private var journalGone = false
     private(set) var phase: RunPhase = .running
     private var stepScheduled = false
     /// When the open batch was first found open (monotonic seconds): it commits by `batchAge`.
@@ -426,24 +429,35 @@ actor ActiveRun {
         summary.stoppedAt = Timestamp.string(Date())
         if case .client(let client, _) = sender { client.shutdown() }
         writer.rollback()
-        do {
-            // A removed journal's counts are of a file no one can open again: none are given.
-            if case .removedWhileOpen = error { throw error }
-            summary.take(try writer.rowCounts())
-        } catch {
-            summary.statuses = [:]
-            summary.codes = [:]
-            summary.countsUnreadable = true
+        if case .removedWhileOpen = error {
+            letGoOfATakenJournal()
+        } else {
+            do {
+                summary.take(try writer.rowCounts())
+            } catch {
+                summary.statuses = [:]
+                summary.codes = [:]
+                summary.countsUnreadable = true
+            }
         }
         // Once the journal takes writes again, the same run goes on: what it owes, the rest of
-        // its input, its selection. A journal put back from a backup owes what the inputs hold.
-        if case .removedWhileOpen = error {
-            summary.nextCommand = RunAdvice.continuing(
-                RunAdvice.runCommand(options, inputs: options.inputs, selection: true), keyFile: options.keyFile)
-        } else {
-            summary.nextCommand = continuation(selection: true)
-        }
+        // its input, its selection.
+        if !journalGone { summary.nextCommand = continuation(selection: true) }
         finish(exitCode: ExitCode.cannotCreate, failedJournal: true)
+    }
+
+    /// The journal's name no longer leads to the file this run has open: what was committed goes
+    /// into that file (`checkpointIntoOpenFile`), nothing more is written, no counts of it are
+    /// given, and the command that goes on reads the inputs again (the file at the name, if any,
+    /// may be a backup that lacks them).
+    private func letGoOfATakenJournal() {
+        journalGone = true
+        summary.journalTaken = true
+        writer.journal.checkpointIntoOpenFile()
+        summary.statuses = [:]
+        summary.codes = [:]
+        summary.nextCommand = RunAdvice.continuing(
+            RunAdvice.runCommand(options, inputs: options.inputs, selection: true), keyFile: options.keyFile)
     }
 
     private func finish(exitCode: Int32, failedJournal: Bool = false) {
@@ -463,6 +477,8 @@ actor ActiveRun {
         summary.exitCode = exitCode
         if options.dryRun {
             writer.rollback()
+        } else if journalGone {
+            summary.exitCode = ExitCode.cannotCreate
         } else {
             do {
                 try writer.commitBatch()
@@ -474,7 +490,12 @@ actor ActiveRun {
                     summary.stopMessage = error.description
                     summary.stopCause = .journalFailure
                 }
-                summary.endUnrecorded = true
+                if case .removedWhileOpen = error {
+                    writer.rollback()
+                    letGoOfATakenJournal()
+                } else {
+                    summary.endUnrecorded = true
+                }
             }
         }
         writer.journal.close()

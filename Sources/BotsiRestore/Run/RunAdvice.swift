@@ -182,7 +182,8 @@ public enum RunAdvice {
             return "fix the TLS problem first (check --base-url; for a private CA pass --cacert FILE)"
         case .journalFailure:
             return
-                "make the journal usable first, as the stop says (free disk space, permissions, the file system, the file itself)"
+                "make the journal usable first (free disk space, permissions, the file system; a journal moved away goes "
+                + "back to its path)"
         case .inputDamaged:
             // The next command reads the same path: as it is, it stops at the same place.
             return "replace the damaged input with an intact copy first (download or export it again)"

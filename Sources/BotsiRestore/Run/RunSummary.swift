@@ -74,6 +74,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var earlierUnreadInputs: [String] = []
     /// Inputs earlier runs left unread whose files are gone: named, not read again.
     public var earlierGoneInputs: [String] = []
+    /// The journal was moved, removed or replaced mid-run: the run wrote nothing more to it, and
+    /// gives no counts of it.
+    public var journalTaken = false
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
@@ -292,7 +295,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append(
                 "the row counts above are missing: the journal could not be read back; what was committed is safe, "
                     + "and botsi-restore status shows it once the journal can be read")
-        } else if stopCause == .journalFailure {
+        } else if stopCause == .journalFailure && !journalTaken {
             lines.append(
                 "the counts above are what the journal holds: the outcomes of the last unfinished batch were not committed"
             )
@@ -352,6 +355,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// What to do next, with a command that does it: first what must be fixed, when something
     /// must, then how to send what the journal owes (and read the input left unread).
     private func advice(journalPath: String) -> [String] {
+        if journalTaken, let nextCommand {
+            return [
+                "if it was moved, put it back and run again; if it was removed, send the rows again with: \(nextCommand)"
+            ]
+        }
         let cause = stopCause
         var lines: [String] = []
         if cause == .failureThreshold && kept > 0 {

@@ -40,6 +40,16 @@ public enum Files {
         rmdir(path)
     }
 
+    /// True when `path` (or, when it names nothing yet, the directory it would be in) is on a file
+    /// system mounted read-only: no permission, not even root's, lets anything be written there.
+    public static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        var info = statvfs()
+        if statvfs(path, &info) != 0 {
+            guard errno == ENOENT, statvfs(ResolvedPath.parent(of: path), &info) == 0 else { return false }
+        }
+        return info.f_flag & UInt(ST_RDONLY) != 0
+    }
+
     /// strerror(3) text for an errno value.
     static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
 

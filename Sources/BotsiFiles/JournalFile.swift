@@ -6,10 +6,15 @@ import Foundation
 /// What it guarantees before SQLite sees the path (docs/journal.md, "File and locking"):
 /// - the path resolves to a regular file owned by the running user, or to a name not taken yet in
 ///   a directory that is the user's and that no one else can write; a new journal is created here,
-///   `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600;
-/// - a journal (or its `-wal`/`-shm`) that others could read or write is made 0600, and says so;
+///   `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600 (a journal only read on a file system mounted
+///   read-only may be in any directory: no one can write there);
+/// - a journal (or its `-wal`/`-shm`) that others could read or write is made 0600, and says so
+///   (on a file system mounted read-only it is left as it is, and says that);
 /// - no `-wal`, `-shm` or `-journal` beside it is a link, a device, another user's file or a file
 ///   with a second hard link (SQLite itself refuses a symbolic link there, not the others);
+/// - a journal only read where SQLite could not make its `-wal` or `-shm` (read-only media, or a
+///   directory the user cannot write) is read as it is (`readsImmutable`), or refused when a
+///   write-ahead log beside it holds commits SQLite could not read there;
 /// - the run lock is an exclusive `flock` on this descriptor: it belongs to the file, so every
 ///   spelling of the path meets the same lock, and taking or probing it creates nothing.
 ///
@@ -35,6 +40,11 @@ public final class JournalFile {
     public let identity: FileIdentity
     /// True when this open created the file.
     public let wasCreated: Bool
+    /// True when SQLite must open the journal `immutable=1` to read it (docs/journal.md, "Read-only
+    /// media"): a command that only reads it, where SQLite could not make its `-wal` or `-shm`,
+    /// and with no write-ahead log beside it that holds anything. SQLite's own read-only open
+    /// needs both files, and fails there; no run can write the journal there either.
+    public let readsImmutable: Bool
     public private(set) var holdsRunLock = false
     private var descriptor: Int32
 
@@ -45,7 +55,12 @@ public final class JournalFile {
 
     public init(path typed: String, access: Access) throws(FileError) {
         let resolved = try ResolvedPath.resolve(typed, role: "journal")
-        try resolved.checkDirectoryIsPrivate(role: "journal")
+        // On a file system mounted read-only no one can plant a file beside the journal or swap it
+        // while it is read: a snapshot or an archive of a shared directory can be audited.
+        let placesRead = [resolved.directory] + (resolved.linkDirectory.map { [$0] } ?? [])
+        if access != .read || !placesRead.allSatisfy(Files.isOnReadOnlyFileSystem) {
+            try resolved.checkDirectoryIsPrivate(role: "journal")
+        }
         var descriptor: Int32 = -1
         var created = false
         if !resolved.exists {
@@ -84,6 +99,7 @@ public final class JournalFile {
             throw FileError(.failed, path: typed, "cannot inspect journal \(typed): \(Files.reason(code))")
         }
         PinnedDescriptors.retain(status.identity)
+        var immutable = false
         do throws(FileError) {
             guard status.isRegular else { throw Self.notRegular(typed, status) }
             guard FileStatus.ofName(resolved.path)?.identity == status.identity else {
@@ -97,8 +113,14 @@ public final class JournalFile {
             // An empty file is not set up yet: a command that only reads it changes nothing (it
             // says so); the run that sets it up narrows it.
             let readsEmpty = access == .read && status.size == 0
-            if isJournal && !readsEmpty { try Self.makePrivate(descriptor, status, name: "journal \(typed)") }
-            try Self.checkSideFiles(of: resolved, identity: status.identity, narrowing: isJournal && !readsEmpty)
+            // Read-only media: nothing can change there (a write would fail), so nothing is tried.
+            let fixed = Self.isOnReadOnlyFileSystem(descriptor)
+            if isJournal && !readsEmpty {
+                try Self.makePrivate(descriptor, status, name: "journal \(typed)", readOnlyMedia: fixed)
+            }
+            try Self.checkSideFiles(
+                of: resolved, identity: status.identity, narrowing: isJournal && !readsEmpty, readOnlyMedia: fixed)
+            if access == .read { immutable = try Self.readsImmutable(resolved) }
         } catch {
             // A refused open leaves nothing behind, not even the file it just made.
             if created { unlink(resolved.path) }
@@ -109,6 +131,7 @@ public final class JournalFile {
         self.identity = status.identity
         self.descriptor = descriptor
         wasCreated = created
+        readsImmutable = immutable
     }
 
     deinit { close() }
@@ -197,10 +220,19 @@ public final class JournalFile {
     }
 
     /// chmod only ever here: on a descriptor of a regular file the user owns, narrowing to what
-    /// the owner had (0644 → 0600, 0444 → 0400).
-    static func makePrivate(_ descriptor: Int32, _ status: FileStatus, name: String) throws(FileError) {
+    /// the owner had (0644 → 0600, 0444 → 0400). On `readOnlyMedia` nothing is tried (it would
+    /// fail, and a file there changes for no one): it only says the file stays open to others.
+    static func makePrivate(
+        _ descriptor: Int32, _ status: FileStatus, name: String, readOnlyMedia: Bool = false
+    ) throws(FileError) {
         guard status.permissions & 0o077 != 0, status.isRegular, status.isOwnedByUser else { return }
         let narrowed = status.permissions & 0o600
+        guard !readOnlyMedia else {
+            Files.notice(
+                "\(name) is mode \(Files.octal(status.permissions)), open to other users, on a file system "
+                    + "mounted read-only: it was left as it is")
+            return
+        }
         guard fchmod(descriptor, narrowed) == 0 else {
             throw FileError(
                 .failed, path: name,
@@ -224,8 +256,45 @@ public final class JournalFile {
         return header[68..<72].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == applicationID
     }
 
+    /// True when the file system holding `descriptor`'s file is mounted read-only.
+    static func isOnReadOnlyFileSystem(_ descriptor: Int32) -> Bool {
+        var info = statvfs()
+        return fstatvfs(descriptor, &info) == 0 && info.f_flag & UInt(ST_RDONLY) != 0
+    }
+
+    /// The size of a write-ahead log's header: a `-wal` no longer than this holds no commit.
+    static let walHeaderSize: Int64 = 32
+
+    /// Whether a journal opened to be read must be opened `immutable=1` (see `readsImmutable`).
+    /// SQLite reads a journal in WAL mode through its `-wal` and `-shm`, and makes them when they
+    /// are missing; where it cannot (a file system mounted read-only, a directory the user cannot
+    /// write), its read-only open fails unless both are there already. Read as immutable, it reads
+    /// the journal file alone: right when no `-wal` holds a commit, and wrong otherwise — the
+    /// journal would be read as it was before the commits in the log, which is refused, plainly.
+    static func readsImmutable(_ resolved: ResolvedPath) throws(FileError) -> Bool {
+        let wal = FileStatus.ofName(resolved.path + "-wal")
+        // Both there: SQLite reads the log itself (from 3.22, without writing the -shm).
+        if wal != nil && FileStatus.ofName(resolved.path + "-shm") != nil { return false }
+        // Where SQLite can make them, it does, as ever.
+        if faccessat(AT_FDCWD, resolved.directory, W_OK | X_OK, AT_EACCESS) == 0 { return false }
+        // A run stopped while it set the journal up left a rollback journal: a reader says so.
+        if let rollback = FileStatus.ofName(resolved.path + "-journal"), rollback.size > 0 { return false }
+        guard let wal, wal.size > walHeaderSize else { return true }
+        let typed = resolved.typed
+        let place =
+            Files.isOnReadOnlyFileSystem(resolved.directory)
+            ? "on a file system mounted read-only" : "in a directory you cannot write"
+        throw FileError(
+            .refused, path: typed,
+            "journal \(typed) has a write-ahead log beside it (\(typed)-wal, \(wal.size) bytes) that may hold its "
+                + "latest commits, and SQLite cannot read that log \(place) without the -shm file that should be "
+                + "beside it; read alone, the journal would show what it held before them, so nothing was read "
+                + "and nothing was changed — copy the journal and its -wal together to a writable directory "
+                + "(cp \(typed) \(typed)-wal DIR/) and read the copy")
+    }
+
     private static func checkSideFiles(
-        of resolved: ResolvedPath, identity: FileIdentity, narrowing: Bool
+        of resolved: ResolvedPath, identity: FileIdentity, narrowing: Bool, readOnlyMedia: Bool
     ) throws(FileError) {
         for (suffix, what) in sideFiles {
             let path = resolved.path + suffix
@@ -248,7 +317,7 @@ public final class JournalFile {
             // Parked, not closed: SQLite may hold locks on this file in this process.
             defer { PinnedDescriptors.park(descriptor, for: identity) }
             if let opened = FileStatus.ofDescriptor(descriptor), opened.identity == status.identity {
-                try makePrivate(descriptor, opened, name: typed)
+                try makePrivate(descriptor, opened, name: typed, readOnlyMedia: readOnlyMedia)
             }
         }
     }

@@ -119,7 +119,8 @@ public final class Journal {
             throw .file(error)
         }
         do {
-            connection = try SQLiteConnection(path: file.path, readOnly: access == .read)
+            connection = try SQLiteConnection(
+                path: file.path, readOnly: access == .read, immutable: file.readsImmutable)
         } catch {
             file.close()
             throw .cannotOpen(path: path, reason: error.message)

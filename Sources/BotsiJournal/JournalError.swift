@@ -1,5 +1,6 @@
 import BotsiBasics
 import BotsiFiles
+import Foundation
 
 /// Why a journal could not be opened, read or written. Every case reads as one sentence that says
 /// what to do; `exitCode` is the status every command gives for it.
@@ -18,6 +19,9 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     case neverSetUp(path: String)
     case diskFull(path: String)
     case readOnly(path: String)
+    /// The journal (or the directory a new one was to be made in) is on a file system mounted
+    /// read-only: no permission fixes that, and commands that only read it work there.
+    case readOnlyMedia(path: String, exists: Bool)
     case locked(path: String, holder: LockHolder?)
     case sqlite(path: String, error: SQLiteError)
     case missing(path: String)
@@ -67,6 +71,16 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .readOnly(let path):
             return
                 "journal \(path) cannot be written (read-only file or directory); outcomes already committed are safe — fix the permissions and run again"
+        case .readOnlyMedia(let path, true):
+            return
+                "journal \(path) is on a file system mounted read-only, so it cannot be written; outcomes already "
+                + "committed are safe — to run on it, copy it (with its -wal, if one is beside it) to a writable "
+                + "directory and run with --journal on the copy, or mount it read-write; status, report, runs and "
+                + "merge read it where it is"
+        case .readOnlyMedia(let path, false):
+            return
+                "cannot create journal \(path): its directory is on a file system mounted read-only; nothing was "
+                + "changed — give a --journal path on a writable disk"
         case .locked(let path, let holder):
             if let holder {
                 let started = holder.startedAt.isEmpty ? "not recorded its start yet" : "started \(holder.startedAt)"
@@ -108,15 +122,22 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     init(_ error: FileError, path: String, creating: Bool) {
         switch error.kind {
         case .missing where !creating: self = .missing(path: path)
-        case .readOnly: self = .readOnly(path: path)
+        case .readOnly: self = Self.cannotWrite(path: path)
         case .diskFull: self = .diskFull(path: path)
         default: self = .file(error)
         }
     }
 
+    /// A journal that cannot be written: on read-only media, said as such (a permission is not the
+    /// cause there, and the advice is to copy it); otherwise a read-only file or directory.
+    static func cannotWrite(path: String) -> JournalError {
+        guard Files.isOnReadOnlyFileSystem(path) else { return .readOnly(path: path) }
+        return .readOnlyMedia(path: path, exists: access(path, F_OK) == 0)
+    }
+
     static func from(_ error: SQLiteError, path: String) -> JournalError {
         if error.isDiskFull { return .diskFull(path: path) }
-        if error.isReadOnly { return .readOnly(path: path) }
+        if error.isReadOnly { return cannotWrite(path: path) }
         if error.isCorrupt { return .damaged(path: path, reason: error.message) }
         if error.isNotADatabase { return .notAJournal(path: path, reason: error.message) }
         return .sqlite(path: path, error: error)

@@ -33,7 +33,7 @@ extension Journal {
     public static func merge(shards: [String], into output: String) throws(JournalError) -> MergeSummary {
         var protected = ProtectedFiles()
         var seen = Set<FileIdentity>()
-        var sources: [(name: String, path: String)] = []
+        var sources: [(name: String, path: String, immutable: Bool)] = []
         for shard in shards {
             // Opening read-only checks that it is a journal of the current schema.
             let journal = try Journal(path: shard, create: false, readOnly: true)
@@ -43,7 +43,7 @@ extension Journal {
             }
             if let holder = journal.runLockHolder() { throw .locked(path: shard, holder: holder) }
             protected.add(journal.file)
-            sources.append((shard, journal.file.path))
+            sources.append((shard, journal.file.path, journal.file.readsImmutable))
         }
         let target: ResolvedPath
         do {
@@ -98,13 +98,13 @@ extension Journal {
             .standardizedFileURL.path
     }
 
-    private func copy(shards: [(name: String, path: String)]) throws(SQLiteError) -> MergeSummary {
+    private func copy(shards: [(name: String, path: String, immutable: Bool)]) throws(SQLiteError) -> MergeSummary {
         var summary = MergeSummary()
         // Pass 1: every shard's runs. A run found in several shards (a journal copied, then each
         // copy run on: their shared history) is one run, counted once: its uid says so.
         var runs: [ShardRun] = []
         for (index, shard) in shards.enumerated() {
-            try attachShard(shard.path)
+            try attachShard(shard.path, immutable: shard.immutable)
             defer { try? connection.execute("DETACH DATABASE shard") }
             let read = try connection.prepare(
                 """
@@ -160,7 +160,7 @@ extension Journal {
         // Pass 2: rows, attempts and rejections, one shard per transaction.
         var shared = MergedRowSet()
         for (index, shard) in shards.enumerated() {
-            try attachShard(shard.path)
+            try attachShard(shard.path, immutable: shard.immutable)
             defer { try? connection.execute("DETACH DATABASE shard") }
             try connection.execute("BEGIN IMMEDIATE")
             do throws(SQLiteError) {
@@ -188,8 +188,11 @@ extension Journal {
         return summary
     }
 
-    private func attachShard(_ path: String) throws(SQLiteError) {
-        try connection.prepare("ATTACH DATABASE ? AS shard").reset(.text(path)).run()
+    /// Attaches a shard read-only, as its own open found it must be read (`immutable` on
+    /// read-only media): a merge never writes a shard, nor checkpoints its log when it detaches it.
+    private func attachShard(_ path: String, immutable: Bool) throws(SQLiteError) {
+        try connection.prepare("ATTACH DATABASE ? AS shard")
+            .reset(.text(SQLiteConnection.uri(path, immutable: immutable))).run()
     }
 }
 

@@ -30,15 +30,21 @@ final class SQLiteConnection {
     private(set) var handle: OpaquePointer?
     let path: String
 
-    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+    /// Opens the database at `path`, an absolute path. `immutable` (read-only) tells SQLite the file
+    /// cannot change while it is open: it reads the file alone, with no locks and no `-wal` or
+    /// `-shm` (`JournalFile.readsImmutable` says when that is right).
+    init(path: String, readOnly: Bool = false, immutable: Bool = false) throws(SQLiteError) {
         self.path = path
         Self.configureLibrary()
         var db: OpaquePointer?
         // NOFOLLOW: SQLite refuses the path if any part of it is a symbolic link (the journal's
         // path is resolved before it gets here). It opens -wal and -shm with O_NOFOLLOW itself.
-        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let access = readOnly || immutable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        // URI: for `immutable`, and for ATTACH (`Self.uri`). A path that starts with "/" is a plain
+        // file name even so: only "file:" starts a URI.
+        let flags = access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_URI
+        let name = immutable ? Self.uri(path, immutable: true) : path
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             // The extended code tells a refused link (SQLITE_CANTOPEN_SYMLINK) from other failures.
@@ -51,6 +57,22 @@ final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// A `file:` URI that opens the absolute `path` read-only (`mode=ro`), and `immutable`: every
+    /// byte but letters, digits, `/`, `-`, `.`, `_` and `~` written `%XX`, so that `?`, `#` or `%`
+    /// in a name stay part of it.
+    static func uri(_ path: String, immutable: Bool) -> String {
+        let kept = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-._~".utf8)
+        var encoded = ""
+        for byte in path.utf8 {
+            if kept.contains(byte) {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return "file:\(encoded)?mode=ro" + (immutable ? "&immutable=1" : "")
+    }
 
     /// Turns SQLite's memory statistics off, once, if SQLite has not initialized yet: a program
     /// (or a test) that opens SQLite by other means calls this first.

@@ -66,7 +66,9 @@ public enum CLI {
         do {
             return try invoke(command, rest)
         } catch let error as UsageError {
-            Output.error("botsi-restore \(name): \(error.message)\n\(HelpText.usage(for: name))")
+            Output.error(
+                "botsi-restore \(name): \(VisibleText.escaped(error.message, keeping: .tab))\n\(HelpText.usage(for: name))"
+            )
             return error.exitCode
         } catch {
             Output.error("botsi-restore \(name): unexpected error: \(error)")
@@ -96,6 +98,12 @@ enum Output {
 
     static func error(_ text: String) {
         write(FileHandle.standardError, VisibleText.escaped(text, keeping: [.tab, .lineFeed]) + "\n")
+    }
+
+    /// One message on stderr, every line break in it escaped: a name in it (a journal, a file)
+    /// cannot forge the lines after it.
+    static func errorLine(_ text: String) {
+        error(VisibleText.escaped(text, keeping: .tab))
     }
 
     /// The live progress line on a terminal: our own carriage return and erase-line, then the text.

@@ -41,7 +41,7 @@ enum MergeCommand: Command {
             Output.error("see it with: " + RunAdvice.reportCommand(journalPath: output, ["--format", "table"]))
             return ExitCode.success
         } catch {
-            Output.error("botsi-restore merge: \(error.description)")
+            Output.errorLine("botsi-restore merge: \(error.description)")
             return error.exitCode
         }
     }

@@ -166,10 +166,10 @@ enum ReportCommand: Command {
             try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
-            Output.error("botsi-restore report: \(error.description)")
+            Output.errorLine("botsi-restore report: \(error.description)")
             return error.exitCode
         } catch let error as FileError {
-            Output.error("botsi-restore report: \(error.description)")
+            Output.errorLine("botsi-restore report: \(error.description)")
             return ExitCode.cannotCreate
         }
     }

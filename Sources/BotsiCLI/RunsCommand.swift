@@ -36,7 +36,7 @@ enum RunsCommand: Command {
             try sink.commit()
             return ExitCode.success
         } catch let error as JournalError {
-            Output.error("botsi-restore runs: \(error.description)")
+            Output.errorLine("botsi-restore runs: \(error.description)")
             return error.exitCode
         }
     }

@@ -41,7 +41,7 @@ enum StatusCommand: Command {
                     StatusReport(journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now))
             }
         } catch {
-            Output.error("botsi-restore status: \(error.description)")
+            Output.errorLine("botsi-restore status: \(error.description)")
             return error.exitCode
         }
         let json = settings.format == .json

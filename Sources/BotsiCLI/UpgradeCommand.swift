@@ -39,7 +39,7 @@ enum UpgradeCommand: Command {
             }
             return ExitCode.success
         } catch {
-            Output.error("botsi-restore upgrade: \(error.description)")
+            Output.errorLine("botsi-restore upgrade: \(error.description)")
             return error.exitCode
         }
     }

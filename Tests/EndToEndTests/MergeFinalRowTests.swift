@@ -63,10 +63,6 @@ struct MergeFinalRowTests {
         #expect(good.stats().requests == before, "the merged journal resent finished rows")
     }
 
-    /// A merge stopped by SIGTERM while it wrote the new journal left its hidden temporary file and
-    /// its -wal and -shm beside the output (2.8 MB a time), though the docs promise nothing is left
-    /// behind. Now the stop removes them and ends the process by the signal (as a shell loop expects);
-    /// a SIGINT ignored when merge started (a script's background job) stays ignored.
     /// A shard whose export broke exits 65; another shard's run, ending later with 0, is the
     /// merged journal's latest. `status` and the page of the merged journal still name the broken
     /// shard and what its own `status` says (a first-day review: they said nothing was owed).
@@ -107,6 +103,10 @@ struct MergeFinalRowTests {
         #expect(workspace.text("page.html")?.contains("latest run exited 65: fix or re-export") == true)
     }
 
+    /// A merge stopped by SIGTERM while it wrote the new journal left its hidden temporary file and
+    /// its -wal and -shm beside the output (2.8 MB a time), though the docs promise nothing is left
+    /// behind. Now the stop removes them and ends the process by the signal (as a shell loop expects);
+    /// a SIGINT ignored when merge started (a script's background job) stays ignored.
     @Test func aMergeStoppedBySIGTERMLeavesNothingBehind() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()

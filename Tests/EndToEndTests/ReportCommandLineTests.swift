@@ -138,6 +138,36 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: workspace.file("-")), "no file named '-'")
     }
 
+    /// A merged journal merged again, its shards named once by a relative path and once by an
+    /// absolute one: `report --changes` still knows one shard by either name, and compares each
+    /// shard's last night with what came before it (a review: every row came out `new`, compared
+    /// with nothing).
+    @Test func changesOfAMergedJournalMergedAgainKnowAShardByEitherName() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        try run(
+            workspace.csv("a.csv", rows: [("pa", "2000000000000002")]), journal: "a.sqlite", simulator, in: workspace)
+        try run(
+            workspace.csv("b.csv", rows: [("pb", "2000000000000010")]), journal: "b.sqlite", simulator, in: workspace)
+        #expect(try botsi(["merge", "first.sqlite", "a.sqlite", "b.sqlite"], key: nil, in: workspace).status == 0)
+        for shard in ["a.sqlite", "b.sqlite"] {
+            let refresh = try botsi(
+                ["run", "--journal", shard, "--base-url", simulator.baseURL, "--refresh-older-than", "0s", "--quiet"],
+                key: Simulator.defaultKey, in: workspace)
+            #expect(refresh.status == 0, "\(refresh.stderr)")
+        }
+        let again = try botsi(
+            ["merge", "again.sqlite", "first.sqlite", workspace.file("a.sqlite"), workspace.file("b.sqlite")], key: nil,
+            in: workspace)
+        #expect(again.status == 0, "\(again.stderr)")
+        let changes = try botsi(
+            ["report", "--journal", "again.sqlite", "--changes", "--format", "csv", "--columns", "change,profileId"],
+            key: nil, in: workspace)
+        #expect(changes.status == 0, "\(changes.stderr)")
+        #expect(
+            changes.stdout.isEmpty || changes.stdout == "change,profileId\r\n", "nothing changed: \(changes.stdout)")
+    }
+
     /// `--columns` chooses the columns and their order, in every report and format; a name the
     /// report does not have is refused before anything is written, with the nearest one named.
     @Test func columnsChooseWhatIsWrittenAndInWhichOrder() throws {

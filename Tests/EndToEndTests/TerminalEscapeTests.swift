@@ -60,13 +60,33 @@ struct TerminalEscapeTests {
             #expect(text.contains("x.csv\\nrows      restored 5000"), "\(what): \(text)")
         }
         #expect(status.stdout.contains("/x.csv\\u000Arows      restored 5000\\u000Anext"), "status: \(status.stdout)")
+        // An error that names a journal so named is one line, from every command.
+        for command in [["status"], ["runs"], ["report"]] {
+            let missing = try botsi(command + ["--journal", "nope\nnext      nothing"], key: nil, in: workspace)
+            #expect(!missing.stderr.split(separator: "\n").contains { $0.hasPrefix("next ") }, "\(missing.stderr)")
+        }
         // An error that names it is one line too.
         let unknown = workspace.write("y\nnext      nothing to do", "profileId,originalTransactionId\n")
         let refused = try botsi(runArguments([unknown], workspace, simulator), key: Simulator.defaultKey, in: workspace)
         #expect(refused.stderr.contains("y\\u000Anext      nothing to do"), "stderr: \(refused.stderr)")
         #expect(!refused.stderr.split(separator: "\n").contains { $0.hasPrefix("next ") }, "stderr: \(refused.stderr)")
-        #expect(RunAdvice.shellQuoted("a\nb'c\u{202E}\\d") == "$'a\\nb\\'c\\u202E\\\\d'")
+        #expect(RunAdvice.shellQuoted("a\nb'c\u{202E}\\d") == "$'a\\nb\\'c\\xE2\\x80\\xAE\\\\d'")
         #expect(RunAdvice.shellQuoted("it's") == "'it'\\''s'")
+        // bash reads each word back as the same bytes, in the C locale too (cron's, `env -i`'s).
+        for name in ["x.csv\nnext", "é '\t\u{202E}\\\u{200B}.csv", "a b$`\"c", "\u{1B}[2J\r\u{7F}", "\u{E0041}tag"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "printf '%s' " + RunAdvice.shellQuoted(name)]
+            process.environment = ["LC_ALL": "C", "PATH": "/usr/bin:/bin"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let bytes = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(
+                bytes == Data(name.utf8),
+                "\(name.debugDescription) came back as \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+        }
     }
 
     @Test func fileNamesInErrorsAreShownEscaped() throws {

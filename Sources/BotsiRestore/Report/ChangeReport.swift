@@ -15,9 +15,13 @@ public enum ChangeRange {
         return max(first - 1, 0)
     }
 
+    /// The shard a merged run came from, by the absolute path `merge` recorded (as `status` knows
+    /// it), or the name it was given by an older merge: two merges that spelled one shard
+    /// differently (`a.sqlite`, `/data/a.sqlite`) still name one shard.
     private static func mergedSource(_ options: String) -> String? {
         let object = (try? JSONSerialization.jsonObject(with: Data(options.utf8))) as? [String: Any]
-        return (object?["mergedFrom"] as? [String: Any])?["journal"] as? String
+        let source = object?["mergedFrom"] as? [String: Any]
+        return source?["path"] as? String ?? source?["journal"] as? String
     }
 }
 

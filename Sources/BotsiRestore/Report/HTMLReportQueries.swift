@@ -91,7 +91,7 @@ public enum HTMLReportReader {
         if status.isAlive {
             return ("a run is in progress: watch it", RunAdvice.statusCommand(journalPath: path))
         }
-        let fix = status.fixFirst(run)
+        let fix = status.fixFirst(run, onPage: true)
         let unread = status.unreadInputs
         if status.pendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []
@@ -105,10 +105,7 @@ public enum HTMLReportReader {
         if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {
             return (advice, nil)
         }
-        if case let broken = status.brokenShards, !broken.isEmpty {
-            let words = broken.map { "shard \(RunAdvice.shellQuoted($0.shard))'s latest run exited 65: \($0.advice)" }
-            return (words.joined(separator: "; "), nil)
-        }
+        if !status.brokenShards.isEmpty { return (status.brokenShards.joined(separator: "; "), nil) }
         if let held = statuses[.held], held > 0 {
             return (
                 "review the \(held) held rows (claimed by another profile), then send them"

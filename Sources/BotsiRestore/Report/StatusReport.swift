@@ -185,15 +185,19 @@ public struct StatusReport: Sendable {
             lines.append("gone      \(RunAdvice.goneInputs(goneInputs))")
         }
         if !isAlive, let run = snapshot.standardInputUnreadBy {
-            let command = RunAdvice.runCommand(Self.recordedOptions(run, journalPath: journalPath), inputs: ["-"])
+            var options = Self.recordedOptions(run, journalPath: journalPath)
+            // A unit's key file is gone once it ends: the person piping the export names the key.
+            if RunAdvice.credentialUnit(ofKeyFile: options.keyFile) != nil { options.keyFile = "KEY_FILE" }
+            let into =
+                isMerged
+                ? "through its shard journal (each one's status gives its command): \(nextCommand(run))"
+                : "into: \(RunAdvice.runCommand(options, inputs: ["-"]))"
             lines.append(
                 "stdin     run \(run.id) stopped before the end of its standard input, whose rest no file holds: "
-                    + "pipe the same export again into: \(command) (rows already finished are skipped)")
+                    + "pipe the same export again \(into) (rows already finished are skipped)")
         }
         if !isAlive {
-            for (shard, advice) in brokenShards {
-                lines.append("broken    shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)")
-            }
+            for broken in brokenShards { lines.append("broken    \(broken)") }
         }
         lines.append(
             "page      charts, failures and run history: \(HTMLReportAdvice.command(journalPath: journalPath))")
@@ -239,6 +243,8 @@ public struct StatusReport: Sendable {
         object["pending"] = pendingRows
         // Each (input, shard) the runs left unread, as `Journal.unreadInputs` gives them.
         object["unreadInputs"] = snapshot.unreadInputs.map(\.path)
+        // The run that stopped before the end of its standard input, while no later run read one whole.
+        if let run = snapshot.standardInputUnreadBy { object["standardInputUnreadBy"] = run.id }
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
         object["etaSeconds"] = etaSeconds ?? NSNull()
@@ -344,9 +350,12 @@ public struct StatusReport: Sendable {
     /// What the latest run's stop needs fixed before another run, as its summary said: a key,
     /// TLS, a damaged input, or the failures that crossed the threshold (a reviewer: after exit
     /// 69, status only said to resend into the same failure).
-    func fixFirst(_ run: RunRecord) -> String? {
+    func fixFirst(_ run: RunRecord, onPage: Bool = false) -> String? {
         guard let cause = run.counts.stopCause else { return nil }
-        if cause == .failureThreshold && (run.counts.kept ?? 0) > 0 {
+        if cause == .failureThreshold && onPage {
+            // The page shows the failures itself, and its next step is kept short.
+            return "look at the failures that stopped run \(run.id) (below) and fix their cause first"
+        } else if cause == .failureThreshold && (run.counts.kept ?? 0) > 0 {
             // Resent final rows that failed kept their status: a report by status does not list them.
             return "look at the failures that stopped run \(run.id) on the page (resent rows that failed kept their "
                 + "earlier status): \(HTMLReportAdvice.command(journalPath: journalPath)) — and fix their cause first"
@@ -374,12 +383,12 @@ public struct StatusReport: Sendable {
     /// The shards of a merged journal whose latest run exited 65 on inputs it rejected, besides
     /// the shard whose run is the journal's latest: the advice each one's own `status` gives (a
     /// first-day review: a shard's broken export was hidden behind another shard's exit 0).
-    var brokenShards: [(shard: String, advice: String)] {
+    var brokenShards: [String] {
         snapshot.mergedFrom.compactMap { shard in
             guard let run = snapshot.shardLatestRuns[shard], run.id != snapshot.latestRun?.id,
                 let advice = Self.rejectedInputAdvice(run, journalPath: shard)
             else { return nil }
-            return (shard, advice)
+            return "shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)"
         }
     }
 

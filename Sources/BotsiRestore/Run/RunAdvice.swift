@@ -199,10 +199,11 @@ public enum RunAdvice {
             + "already finished"
     }
 
-    /// A word as a POSIX shell reads it back: left alone when it holds nothing special. A word
-    /// with a control or invisible character (a file named with a line break) is written `$'…'`
-    /// with escapes, as bash, zsh and ksh read it: shown raw, it would break the line it is on, or
-    /// hide what it names.
+    /// A word as a POSIX shell reads it back: left alone when it holds nothing special, else in
+    /// single quotes. A word with a control or invisible character (a file named with a line
+    /// break) is written `$'…'`, each such character as its UTF-8 bytes (`\xE2\x80\xAE`), which
+    /// bash, zsh and ksh read back whatever the locale (dash and fish do not read `$'…'`): shown
+    /// raw, it would break the line it is on, or hide what it names.
     public static func shellQuoted(_ word: String) -> String {
         let plain = word.unicodeScalars.allSatisfy { scalar in
             CharacterSet.alphanumerics.contains(scalar) || "@%+=:,./_-".unicodeScalars.contains(scalar)
@@ -220,9 +221,7 @@ public enum RunAdvice {
             case "\t": quoted += "\\t"
             case "\r": quoted += "\\r"
             case _ where VisibleText.isActive(scalar):
-                quoted +=
-                    scalar.value > 0xFFFF
-                    ? "\\U" + String(format: "%08X", scalar.value) : "\\u" + String(format: "%04X", scalar.value)
+                for byte in String(scalar).utf8 { quoted += "\\x" + String(format: "%02X", byte) }
             default: quoted.unicodeScalars.append(scalar)
             }
         }

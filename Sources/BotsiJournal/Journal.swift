@@ -208,23 +208,40 @@ public final class Journal {
         try connection.execute("PRAGMA synchronous=NORMAL")
         try connection.execute("PRAGMA foreign_keys=ON")
         if version < Schema.currentVersion {
+            let walBytesAtStart = bytesOnDisk(suffix: "-wal")
+            var space: UpgradeSpace?
             try connection.execute("BEGIN IMMEDIATE")
             do {
                 if tableCount == 0 {
                     // A new journal: created at the current schema at once.
                     try connection.execute(SchemaV5.create)
                 } else {
-                    try checkSpaceToUpgrade(from: version)
-                    for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
-                    try upgradeToV5()
+                    space = try checkSpaceToUpgrade(from: version, droppedIndexes: Self.droppedIndexes)
+                    try withoutZeroingFreedPages {
+                        for migration in Schema.migrations[Int(version)...] { try connection.execute(migration) }
+                        try upgradeToV5()
+                    }
+                    try checkSpaceBeforeCommit(
+                        from: version, walBytesAtStart: walBytesAtStart, freeAtStart: space?.free ?? 0)
                 }
                 try connection.execute("PRAGMA application_id=\(Schema.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Schema.currentVersion)")
                 if commit { try connection.execute("COMMIT") }
+            } catch let error as SQLiteError where error.isDiskFull && tableCount > 0 {
+                // The disk filled during the copy (the estimate fell short, or something else
+                // wrote there): rolled back whole, and said as a refusal with the figures.
+                if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+                let free = space?.free ?? freeBytesOnDisk() ?? 0
+                throw JournalError.noSpaceToUpgrade(
+                    path: path, from: version, to: Schema.currentVersion, needed: max(space?.needed ?? 0, free + 1),
+                    free: free)
             } catch {
                 if connection.isInTransaction { try? connection.execute("ROLLBACK") }
                 throw error
             }
+            // The log the upgrade wrote is copied back now, not left for a later run to find the
+            // disk full: an upgrade that cannot be copied back is not reported as done.
+            if commit && tableCount > 0 { try checkpointAfterUpgrade() }
         } else if commit {
             try dropUnreadIndexes()
         }
@@ -240,21 +257,16 @@ public final class Journal {
         if unread ?? 0 > 0 { try connection.execute("DROP INDEX items_pair") }
     }
 
-    /// An upgrade writes the journal's rows again before it drops the old ones: it needs about the
-    /// file's size free beside it, checked first, so that it does not fail half-way for want of space.
-    private func checkSpaceToUpgrade(from version: Int64) throws {
-        var file = stat()
-        var disk = statvfs()
-        guard stat(self.file.path, &file) == 0, statvfs(self.file.path, &disk) == 0 else { return }
-        let free = Int64(disk.f_bavail) * Int64(disk.f_frsize)
-        let needed = Int64(file.st_size) + (16 << 20)
-        guard free < needed else { return }
-        throw JournalError.cannotOpen(
-            path: path,
-            reason:
-                "upgrading it from schema \(version) to \(Schema.currentVersion) needs about \(needed >> 20) MB free beside it "
-                + "and \(free >> 20) MB are; free space there (or move the journal to a larger disk, keeping a copy "
-                + "with cp while no run holds it), then run again — nothing was changed")
+    /// Dropping the old tables frees nearly every page the file had. With `secure_delete` on (as
+    /// Debian builds SQLite) each freed page is written again, as zeros, into `-wal`: a log the size
+    /// of the whole file and a checkpoint that copies it back. The upgrade has just copied every
+    /// value those pages hold into the new tables, so zeroing them hides nothing: `FAST` zeroes only
+    /// what costs no write.
+    private func withoutZeroingFreedPages(_ body: () throws -> Void) throws {
+        let before = try connection.scalarInt("PRAGMA secure_delete") ?? 0
+        try connection.execute("PRAGMA secure_delete = FAST")
+        defer { try? connection.execute("PRAGMA secure_delete = \(before == 2 ? "FAST" : "\(before)")") }
+        try body()
     }
 
     /// Statements are prepared once and reused: the hot path binds and steps only.

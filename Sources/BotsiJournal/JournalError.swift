@@ -18,6 +18,12 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
     /// The same, with no run holding it and nothing written for a while: retrying will not help.
     case neverSetUp(path: String)
     case diskFull(path: String)
+    /// An upgrade refused, or rolled back, for want of room on the journal's disk: `needed` bytes
+    /// free (the new tables, the log the transaction writes, the checkpoint's growth), `free` there.
+    case noSpaceToUpgrade(path: String, from: Int64, to: Int64, needed: Int64, free: Int64)
+    /// An upgrade committed whose log (`walBytes` of `-wal`) the disk had no room to copy back:
+    /// `needed` more bytes would.
+    case notCheckpointed(path: String, walBytes: Int64, needed: Int64, free: Int64)
     case readOnly(path: String)
     /// The journal (or the directory a new one was to be made in) is on a file system mounted
     /// read-only: no permission fixes that, and commands that only read it work there.
@@ -68,6 +74,23 @@ public enum JournalError: Error, CustomStringConvertible, Sendable {
         case .diskFull(let path):
             return
                 "the disk holding journal \(path) is full; outcomes already committed are safe — free space and run again to continue"
+        case .noSpaceToUpgrade(let path, let from, let to, let needed, let free):
+            let need = UpgradeSpace.megabytes(needed, roundingUp: true)
+            let have = UpgradeSpace.megabytes(free, roundingUp: false)
+            return
+                "journal \(path) was not upgraded from schema \(from) to \(to): that needs about \(need) MB free on its "
+                + "disk (the new tables, the write-ahead log the upgrade writes and the file's growth when the log is "
+                + "copied back) and \(have) MB are; nothing was changed — free \(max(1, need - have)) MB more there and "
+                + "run again, or copy the journal (cp, while no run holds it) to a disk with more room and run "
+                + "`botsi-restore upgrade --journal` on the copy there"
+        case .notCheckpointed(let path, let walBytes, let needed, let free):
+            return
+                "journal \(path) was upgraded, but its write-ahead log (\(path)-wal, "
+                + "\(UpgradeSpace.megabytes(walBytes, roundingUp: true)) MB) could not be copied back into it: the disk is "
+                + "full (about \(UpgradeSpace.megabytes(needed, roundingUp: true)) MB more are needed, "
+                + "\(UpgradeSpace.megabytes(free, roundingUp: false)) MB are free); nothing is lost, but no run can write "
+                + "it until there is room — free space there, then run `botsi-restore upgrade --journal \(path)` to "
+                + "finish the copy"
         case .readOnly(let path):
             return
                 "journal \(path) cannot be written (read-only file or directory); outcomes already committed are safe — fix the permissions and run again"

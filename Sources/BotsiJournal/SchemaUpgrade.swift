@@ -11,6 +11,7 @@ import Foundation
 extension Journal {
     /// Schema 4's tables and indexes, as renamed and dropped.
     private static let oldTables = ["runs", "items", "attempts", "rejections"]
+    static var droppedIndexes: [String] { oldIndexes }
     private static let oldIndexes = [
         "items_status", "items_sent_run", "attempts_item", "attempts_run", "rejections_last_run", "items_pending",
         "items_last_run", "items_in_flight_run", "items_transaction",
@@ -183,6 +184,9 @@ extension Journal {
         public var from: Int64
         public var to: Int64
         public var rows: Int64
+        /// Bytes of the file in free pages (the old tables' pages after an upgrade): later runs
+        /// write into them before the file grows; `VACUUM` gives them back to the disk.
+        public var freeBytes: Int64
     }
 
     /// Upgrades the journal at `path` in place to the current schema, as a run's open would, holding
@@ -198,9 +202,14 @@ extension Journal {
         }
         let journal = try Journal(path: path, access: .write, lockForRun: true)
         defer { journal.close() }
-        let rows = try journal.wrap { () throws(SQLiteError) in
-            try journal.connection.scalarInt("SELECT count(*) FROM items") ?? 0
+        // At the current schema already: an upgrade whose checkpoint found the disk full is
+        // finished here (the open upgraded and checkpointed any other).
+        if version == Schema.currentVersion { try journal.checkpointAfterUpgrade() }
+        return try journal.wrap { () throws(SQLiteError) in
+            let rows = try journal.connection.scalarInt("SELECT count(*) FROM items") ?? 0
+            let freePages = try journal.connection.scalarInt("PRAGMA freelist_count") ?? 0
+            let pageSize = try journal.connection.scalarInt("PRAGMA page_size") ?? 4096
+            return Upgrade(from: version, to: Schema.currentVersion, rows: rows, freeBytes: freePages * pageSize)
         }
-        return Upgrade(from: version, to: Schema.currentVersion, rows: rows)
     }
 }

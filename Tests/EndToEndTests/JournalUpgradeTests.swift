@@ -1,6 +1,7 @@
 import BotsiBasics
 import BotsiJournal
 import BotsiTestSupport
+import CSQLite
 import Foundation
 import Testing
 
@@ -174,5 +175,146 @@ struct JournalUpgradeTests {
         if !(sawOld && sawNew) {
             print("JournalUpgradeTests: seed \(seed): killed before the upgrade committed: \(sawOld), after: \(sawNew)")
         }
+    }
+
+    // MARK: Room on the disk (a reviewer's 80.8 MB journal on a disk with 98 MB free: "upgraded", a
+    // 99.5 MB -wal never copied back, 0 bytes free, and every later run exiting 73)
+
+    /// The grown fixture (about 20 MB, 22,500 rows) on a tmpfs of its own with `freeMiB` free.
+    private func grownFixtureOnASmallDisk(freeMiB: Int, in workspace: Workspace) throws -> (Tmpfs, String) {
+        let original = try grownFixture(copies: 2500, in: workspace, name: "original.sqlite")
+        let bytes = try #require(try FileManager.default.attributesOfItem(atPath: original)[.size] as? Int)
+        let mount = try Tmpfs(at: workspace.file("disk"), sizeKiB: bytes / 1024 + 64 + freeMiB * 1024)
+        let journal = mount.path + "/journal.sqlite"
+        try FileManager.default.copyItem(atPath: original, toPath: journal)
+        return (mount, journal)
+    }
+
+    private func bytes(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+
+    private func freeMiB(_ path: String) -> Int {
+        var disk = statvfs()
+        guard statvfs(path, &disk) == 0 else { return -1 }
+        return (Int(disk.f_bavail) * Int(disk.f_frsize)) >> 20
+    }
+
+    @Test func theOpenThatUpgradesAJournalCopiesTheLogBackBeforeItGoesOn() throws {
+        let workspace = Workspace()
+        let journal = try grownFixture(copies: 2500, in: workspace, name: "journal.sqlite")
+        let opened = try Journal(path: journal, create: false)
+        defer { opened.close() }
+        // While the run that upgraded it still holds it: SQLite's own checkpoint at the commit
+        // leaves the log's file at its full size, and a failed one leaves its frames in it.
+        #expect(bytes(journal + "-wal") == 0, "\(bytes(journal + "-wal")) bytes of log left after the upgrade")
+        #expect(try SQLiteTool.execute(journal, "PRAGMA user_version") == "5\n")
+    }
+
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root, or CAP_SYS_ADMIN)"))
+    func anUpgradeTheDiskHasNoRoomForIsRefusedWithWhatItNeedsAndChangesNothing() throws {
+        let workspace = Workspace()
+        let (mount, journal) = try grownFixtureOnASmallDisk(freeMiB: 8, in: workspace)
+        defer { mount.unmount() }
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+
+        let refused = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(refused.status == 73, "\(refused.stderr)")
+        // How much is needed (the log and the checkpoint's growth: more than the 8 MB free), how
+        // much is free, and what to do; not the permissions of a path that is fine.
+        let figures = refused.stderr.firstMatch(of: /needs about (\d+) MB free on its disk .* and (\d+) MB are/)
+        let needed = try #require(figures.flatMap { Int($0.1) }, "\(refused.stderr)")
+        let free = try #require(figures.flatMap { Int($0.2) }, "\(refused.stderr)")
+        // What it really needs here: its log (about 8 MB, the new tables) and the file's growth when
+        // the log is copied back (about 4 MB).
+        #expect(needed >= 12 && free <= 8, "\(refused.stderr)")
+        #expect(refused.stderr.contains("nothing was changed"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("copy the journal"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("permissions"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
+        #expect(bytes(journal + "-wal") == 0, "a refused upgrade left a log behind")
+        #expect(try SQLiteTool.execute(journal, "PRAGMA user_version") == "4\n")
+    }
+
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root, or CAP_SYS_ADMIN)"))
+    func anUpgradeThatFitsCopiesItsLogBackAndLeavesTheDiskUsable() throws {
+        let workspace = Workspace()
+        // Room for the estimate (about 18 MB), less than the journal's size again: the old estimate
+        // (the file's size and 16 MB) refused it, and a log with every freed page zeroed did not fit.
+        let (mount, journal) = try grownFixtureOnASmallDisk(freeMiB: 20, in: workspace)
+        defer { mount.unmount() }
+        let fileBefore = bytes(journal)
+
+        let upgraded = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(upgraded.status == 0, "\(upgraded.stderr)")
+        #expect(upgraded.stderr.contains("from schema 4 to 5: 22500 rows"), "\(upgraded.stderr)")
+        #expect(bytes(journal + "-wal") == 0, "the upgrade's log was not copied back")
+        let after = try shape(journal)
+        #expect(after.version == "5" && after.items == "22500" && after.check == "ok", "\(after)")
+        // The file grew by the new tables beyond the pages freed: the disk keeps most of its room.
+        #expect(bytes(journal) - fileBefore < 8 << 20, "grew from \(fileBefore) to \(bytes(journal))")
+        #expect(freeMiB(mount.path) >= 12, "\(freeMiB(mount.path)) MB left free")
+    }
+
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root, or CAP_SYS_ADMIN)"))
+    func anUpgradeLargerThanItsEstimateIsRefusedBeforeItCommits() throws {
+        let workspace = Workspace()
+        // Rows that schema 5 keeps as large as schema 4 did (long, distinct messages): the estimate
+        // before the upgrade (half the pages) falls short, the check before the commit does not.
+        let original = try grownFixture(copies: 500, in: workspace, name: "original.sqlite")
+        _ = try SQLiteTool.execute(original, "UPDATE items SET message = hex(randomblob(1500)); VACUUM")
+        let size = bytes(original)
+        let mount = try Tmpfs(at: workspace.file("disk"), sizeKiB: size / 1024 + 64 + 24 * 1024)
+        defer { mount.unmount() }
+        let journal = mount.path + "/journal.sqlite"
+        try FileManager.default.copyItem(atPath: original, toPath: journal)
+        let before = try Data(contentsOf: URL(fileURLWithPath: journal))
+
+        let refused = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(refused.status == 73, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("was not upgraded") && refused.stderr.contains("nothing was changed"),
+            "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: journal)) == before)
+        #expect(try SQLiteTool.execute(journal, "PRAGMA user_version") == "4\n")
+    }
+
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root, or CAP_SYS_ADMIN)"))
+    func aLogTheDiskHasNoRoomToCopyBackIsSaidAndUpgradeFinishesItOnceThereIs() throws {
+        let workspace = Workspace()
+        let (mount, journal) = try grownFixtureOnASmallDisk(freeMiB: 150, in: workspace)
+        defer { mount.unmount() }
+        let upgraded = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        try #require(upgraded.status == 0, "\(upgraded.stderr)")
+
+        // A log that grows the file beyond its free pages, left in -wal: the disk is filled before
+        // its checkpoint.
+        let filler = mount.path + "/filler"
+        var handle: OpaquePointer?
+        try #require(sqlite3_open_v2(journal, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK)
+        try #require(
+            sqlite3_exec(
+                handle, "PRAGMA wal_autocheckpoint = 0; UPDATE items SET message = hex(randomblob(600));", nil, nil,
+                nil) == SQLITE_OK)
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
+        let writer = try #require(FileHandle(forWritingAtPath: filler))
+        let chunk = Data(count: 1 << 16)
+        while (try? writer.write(contentsOf: chunk)) != nil {}
+        try? writer.close()
+        sqlite3_close(handle)  // its checkpoint fails for the full disk, silently
+        let log = bytes(journal + "-wal")
+        try #require(log > 4 << 20, "the log was copied back already: \(log) bytes")
+
+        let full = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(full.status == 73, "\(full.stderr)")
+        #expect(full.stderr.contains("could not be copied back"), "\(full.stderr)")
+        #expect(full.stderr.contains("botsi-restore upgrade --journal \(journal)"), "\(full.stderr)")
+        #expect(!full.stderr.contains("permissions"), "\(full.stderr)")
+
+        try FileManager.default.removeItem(atPath: filler)
+        let finished = try botsi(["upgrade", "--journal", journal], key: nil, in: workspace)
+        #expect(finished.status == 0 && finished.stderr.contains("at schema 5 already"), "\(finished.stderr)")
+        #expect(bytes(journal + "-wal") == 0, "the log was not copied back")
+        #expect(try shape(journal).check == "ok")
     }
 }

@@ -227,7 +227,7 @@ public final class Journal {
                 try connection.execute("PRAGMA application_id=\(Schema.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Schema.currentVersion)")
                 if commit { try connection.execute("COMMIT") }
-            } catch let error as SQLiteError where error.isDiskFull && tableCount > 0 {
+            } catch let failure where tableCount > 0 && Self.isDiskFull(failure) {
                 // The disk filled during the copy (the estimate fell short, or something else
                 // wrote there): rolled back whole, and said as a refusal with the figures.
                 if connection.isInTransaction { try? connection.execute("ROLLBACK") }
@@ -255,6 +255,13 @@ public final class Journal {
         let unread = try connection.scalarInt(
             "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'items_pair'")
         if unread ?? 0 > 0 { try connection.execute("DROP INDEX items_pair") }
+    }
+
+    /// SQLite's SQLITE_FULL, raw or as the journal says it (an input's path recorded mid-copy).
+    private static func isDiskFull(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteError { return error.isDiskFull }
+        if case .diskFull? = error as? JournalError { return true }
+        return false
     }
 
     /// Dropping the old tables frees nearly every page the file had. With `secure_delete` on (as

@@ -227,7 +227,7 @@ enum RunCommand: Command {
             printer.summary(
                 summary,
                 journalPath: options.advisesAbsolutePaths
-                    ? RunAdvice.absolutePath(options.journalPath) : options.journalPath)
+                    ? RunAdvice.realPath(options.journalPath) : options.journalPath)
             metrics?.finish(summary: summary, exitCode: summary.exitCode)
             return summary.exitCode
         } catch {

@@ -93,6 +93,22 @@ import Testing
         let runs = try botsi(["runs", "--journal", journal, "--format", "jsonl"], key: nil, in: workspace)
         let run = try #require(try JSONSerialization.jsonObject(with: Data(runs.stdout.utf8)) as? [String: Any])
         #expect(run["inputs"] as? [String] == ["exports/in.csv"])
+        // Named through a link and `..`, the journal is advised where the system finds it.
+        let elsewhere = workspace.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: elsewhere + "/data", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: workspace.file("data"), withDestinationPath: elsewhere + "/data")
+        let linked = workspace.write(
+            "linked.json",
+            """
+            {"inputs": ["exports/in.csv"], "journal": "data/../linked.sqlite", "baseURL": "\(simulator.baseURL)",
+             "concurrency": 2, "maxDuration": "1s"}
+            """)
+        let throughLink = try botsi(["run", "--job", linked], key: Simulator.defaultKey, in: workspace)
+        #expect(
+            throughLink.stderr.contains("botsi-restore run --journal \(elsewhere)/linked.sqlite ")
+                && throughLink.stderr.contains("report --journal \(elsewhere)/linked.sqlite --status pending"),
+            "stderr: \(throughLink.stderr)")
         // How this process wrote its advice is not the run's option.
         let recorded = try JournalTables.rows(journal, "SELECT options FROM runs").map { $0.first ?? nil }
         #expect(!recorded.isEmpty && !"\(recorded)".contains("advisesAbsolutePaths"), "\(recorded)")

@@ -60,7 +60,7 @@ public enum RunAdvice {
         // An input named like an option (`-big.csv`) would be taken for one: `./-big.csv` is the file.
         let inputs =
             options.advisesAbsolutePaths
-            ? inputs.map(absolutePath) : inputs.map { $0.hasPrefix("-") && $0 != "-" ? "./" + $0 : $0 }
+            ? inputs.map(realPath) : inputs.map { $0.hasPrefix("-") && $0 != "-" ? "./" + $0 : $0 }
         var words = ["botsi-restore", "run"] + inputs + ["--journal", options.journalPath]
         if selection {
             if options.retryFailed { words.append("--retry-failed") }
@@ -113,10 +113,18 @@ public enum RunAdvice {
     /// The journal, key file and CA file of `options` named from `/`, as a job's advice names them.
     public static func absolutePaths(_ options: RunOptions) -> RunOptions {
         var options = options
-        options.journalPath = absolutePath(options.journalPath)
-        options.keyFile = options.keyFile.map(absolutePath)
-        options.caCertificatePath = options.caCertificatePath.map(absolutePath)
+        options.journalPath = realPath(options.journalPath)
+        options.keyFile = options.keyFile.map(realPath)
+        options.caCertificatePath = options.caCertificatePath.map(realPath)
         return options
+    }
+
+    /// The file `path` names, links and `..` resolved as the system does (`data/../j.sqlite`
+    /// through a linked `data` is not `./j.sqlite`); a path to nothing, from the working directory.
+    public static func realPath(_ path: String) -> String {
+        guard path != "-", let resolved = realpath(path, nil) else { return absolutePath(path) }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// `path` from the working directory, or `-` (stdin) as itself.

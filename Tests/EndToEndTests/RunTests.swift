@@ -84,10 +84,26 @@ struct RunTests {
         let command = "botsi-restore run - --journal \(workspace.journal) --format csv --base-url \(simulator.baseURL)"
         let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         #expect(status.stdout.contains(line) && status.stdout.contains(command), "status: \(status.stdout)")
-        _ = try botsi(
-            runArguments([], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey, in: workspace)
+        // The page says so too, beside the pending rows and once nothing else is owed.
+        func page() throws -> String {
+            let page = try botsi(
+                [
+                    "report", "--journal", workspace.journal, "--format", "html", "--output",
+                    workspace.file("page.html"),
+                ],
+                key: nil, in: workspace)
+            #expect(page.status == 0, "\(page.stderr)")
+            return workspace.text("page.html") ?? ""
+        }
+        #expect(try page().contains("pipe the rest of the standard input"), "the page forgets the rest of stdin")
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let resumed = try botsi(runArguments([], workspace, fast), key: Simulator.defaultKey, in: workspace)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         let after = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         #expect(after.stdout.contains(line), "status: \(after.stdout)")
+        #expect(
+            try page().contains("stopped before the end of its standard input"), "the page forgets the rest of stdin")
         let small =
             "profileId,originalTransactionId\n"
             + rows.prefix(3).map { "\($0.profileId),\($0.transactionId)\n" }.joined()

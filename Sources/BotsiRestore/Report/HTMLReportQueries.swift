@@ -98,6 +98,10 @@ public enum HTMLReportReader {
             if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
             if status.selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
+            // Its command is another (`run -`): status gives it.
+            if status.standardInputAdvice != nil {
+                what.append("pipe the rest of the standard input a run stopped in again (status gives the command)")
+            }
             var words = what.joined(separator: " and ")
             if status.nextLead != "with" { words += " " + status.nextLead }
             return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
@@ -115,6 +119,7 @@ public enum HTMLReportReader {
         }
         if let fix { return (fix, nil) }
         if !status.goneInputs.isEmpty { return (RunAdvice.goneInputs(status.goneInputs), nil) }
+        if let (words, command) = status.standardInputAdvice { return (words, command) }
         return ("nothing to do: every row the journal knows is final", nil)
     }
 

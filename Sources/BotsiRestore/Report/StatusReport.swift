@@ -184,17 +184,8 @@ public struct StatusReport: Sendable {
         if !isAlive, !goneInputs.isEmpty {
             lines.append("gone      \(RunAdvice.goneInputs(goneInputs))")
         }
-        if !isAlive, let run = snapshot.standardInputUnreadBy {
-            var options = Self.recordedOptions(run, journalPath: journalPath)
-            // A unit's key file is gone once it ends: the person piping the export names the key.
-            if RunAdvice.credentialUnit(ofKeyFile: options.keyFile) != nil { options.keyFile = "KEY_FILE" }
-            let into =
-                isMerged
-                ? "through its shard journal (each one's status gives its command): \(nextCommand(run))"
-                : "into: \(RunAdvice.runCommand(options, inputs: ["-"]))"
-            lines.append(
-                "stdin     run \(run.id) stopped before the end of its standard input, whose rest no file holds: "
-                    + "pipe the same export again \(into) (rows already finished are skipped)")
+        if !isAlive, let (words, command) = standardInputAdvice {
+            lines.append("stdin     \(words): \(command) (rows already finished are skipped)")
         }
         if !isAlive {
             for broken in brokenShards { lines.append("broken    \(broken)") }
@@ -390,6 +381,22 @@ public struct StatusReport: Sendable {
             else { return nil }
             return "shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)"
         }
+    }
+
+    /// A standard input a run stopped reading before its end: what to do, and the command (for a
+    /// merged journal, its shards' status).
+    var standardInputAdvice: (words: String, command: String)? {
+        guard let run = snapshot.standardInputUnreadBy else { return nil }
+        var options = Self.recordedOptions(run, journalPath: journalPath)
+        // A unit's key file is gone once it ends: the person piping the export names the key.
+        if RunAdvice.credentialUnit(ofKeyFile: options.keyFile) != nil { options.keyFile = "KEY_FILE" }
+        let words =
+            "run \(run.id) stopped before the end of its standard input, whose rest no file holds: pipe the same "
+            + "export again"
+        if isMerged {
+            return (words + " through its shard journal (each one's status gives its command)", nextCommand(run))
+        }
+        return (words + " into", RunAdvice.runCommand(options, inputs: ["-"]))
     }
 
     /// `run --release-held` with what the run recorded: the held rows, sent after review.

@@ -41,6 +41,14 @@ enum MergeCommand: Command {
             Output.error("see it with: " + RunAdvice.reportCommand(journalPath: output, ["--format", "table"]))
             return ExitCode.success
         } catch {
+            // The half-written output is gone (under its temporary name, which no one typed): a
+            // full disk is the merge's to say, not a journal's "outcomes committed are safe".
+            if case .diskFull = error {
+                Output.errorLine(
+                    "botsi-restore merge: the disk holding \(output) is full; nothing was merged and nothing is "
+                        + "left behind, the shards are unchanged — free space (or give another path) and merge again")
+                return error.exitCode
+            }
             Output.errorLine("botsi-restore merge: \(error.description)")
             return error.exitCode
         }

@@ -103,6 +103,31 @@ struct MergeFinalRowTests {
         #expect(workspace.text("page.html")?.contains("latest run exited 65: fix or re-export") == true)
     }
 
+    /// A merge into a disk that fills: exit 73, the merge's own words (it named its temporary file
+    /// and said "outcomes already committed are safe — run again to continue"), nothing left there.
+    @Test(.canMountTmpfs) func aMergeIntoAFullDiskSaysSoAndLeavesNothing() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        var shards: [String] = []
+        for name in ["a", "b"] {
+            let journal = workspace.file("\(name).sqlite")
+            let run = try botsi(
+                ["run", workspace.csv(Pair.generate(2000, prefix: name), name: "\(name).csv"), "--journal", journal]
+                    + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+            #expect(run.status == 0, "\(run.stderr)")
+            shards.append(journal)
+        }
+        let disk = try Tmpfs(at: workspace.file("disk"), sizeKiB: 256)
+        defer { disk.unmount() }
+        let output = disk.path + "/merged.sqlite"
+        let merge = try botsi(["merge", output] + shards, key: nil, in: workspace)
+        #expect(merge.status == 73, "\(merge.stderr)")
+        #expect(merge.stderr.contains("the disk holding \(output) is full; nothing was merged"), "\(merge.stderr)")
+        #expect(!merge.stderr.contains("run again to continue"), "\(merge.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk.path).isEmpty, "left behind")
+    }
+
     /// A merge stopped by SIGTERM while it wrote the new journal left its hidden temporary file and
     /// its -wal and -shm beside the output (2.8 MB a time), though the docs promise nothing is left
     /// behind. Now the stop removes them and ends the process by the signal (as a shell loop expects);

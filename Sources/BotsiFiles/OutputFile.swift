@@ -181,6 +181,12 @@ public final class OutputFile {
                 "cannot write the \(role) to \(path): \(why); nothing was changed — give another path")
         }
         if let what = protected.describe(path: target.path) { throw refuse("it is \(what)") }
+        // A directory no file can be written in is said now, not after a run or a report's work
+        // (a metrics file on a read-only volume was only warned about, twice, after the run).
+        if access(target.directory, W_OK) != 0 && (errno == EROFS || errno == EACCES) {
+            throw refuse(
+                errno == EROFS ? "its directory is on a read-only file system" : "you may not write in its directory")
+        }
         guard let named = FileStatus.ofName(target.path) else { return target }
         var status = named
         if named.isLink {

@@ -114,6 +114,20 @@ struct ReadOnlyMediaTests {
         let said = "cannot create journal \(fresh): its directory is on a file system mounted read-only"
         #expect(create.stderr.contains(said), "\(create.stderr)")
         #expect(simulator.stats().requests == 0)
+
+        // Files a run or a report writes there are refused before any work (a metrics file was
+        // warned about twice, after a run that exited 0).
+        let metrics = try botsi(
+            [
+                "run", more, "--journal", workspace.journal, "--base-url", simulator.baseURL, "--metrics-file",
+                media.path + "/run.prom",
+            ], key: Simulator.defaultKey, in: workspace)
+        #expect(metrics.status == 64, "\(metrics.stderr)")
+        #expect(metrics.stderr.contains("its directory is on a read-only file system"), "\(metrics.stderr)")
+        #expect(simulator.stats().requests == 0)
+        let report = try botsi(
+            ["report", "--journal", workspace.journal, "--output", media.path + "/report.csv"], key: nil, in: workspace)
+        #expect(report.status != 0 && report.stderr.contains("read-only file system"), "\(report.stderr)")
     }
 
     /// Narrowing a journal others could read is a chmod, which read-only media refuse: it is not

@@ -103,6 +103,44 @@ struct MergeFinalRowTests {
         #expect(workspace.text("page.html")?.contains("latest run exited 65: fix or re-export") == true)
     }
 
+    /// The same broken shard beside another shard's rows still owed: the page's one next step
+    /// said only to send those rows, and left the broken export out (a diff review).
+    @Test func theMergedPageNamesABrokenShardBesideRowsStillOwed() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let broken = workspace.csv("broken.csv", rows: [("p-sheet-1", "2.00000000000001E+15")])
+        let a = workspace.file("a.sqlite")
+        let b = workspace.file("b.sqlite")
+        let first = try botsi(
+            ["run", workspace.csv(Pair.generate(2, prefix: "b"), name: "b.csv"), broken, "--journal", b]
+                + ["--base-url", simulator.baseURL, "--quiet"], key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 65, "stderr: \(first.stderr)")
+        // A's run, the merged journal's latest, leaves its rows pending.
+        let second = try botsi(
+            ["run", workspace.csv(Pair.generate(2, prefix: "a"), name: "a.csv"), "--journal", a]
+                + ["--base-url", failing.baseURL, "--quiet", "--max-attempts", "1"], key: Simulator.defaultKey,
+            in: workspace)
+        #expect(second.status == 75, "stderr: \(second.stderr)")
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged, b, a], key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let page = try botsi(
+            ["report", "--journal", merged, "--format", "html", "--output", workspace.file("page.html")], key: nil,
+            in: workspace)
+        #expect(page.status == 0, "stderr: \(page.stderr)")
+        let html = workspace.text("page.html") ?? ""
+        #expect(
+            html.contains(
+                "shard b.sqlite&#39;s latest run exited 65 on a broken input (its status says what to fix); "
+                    + "send the 2 pending rows"), "page: \(html)")
+    }
+
     /// A merge into a disk that fills: exit 73, the merge's own words (it named its temporary file
     /// and said "outcomes already committed are safe — run again to continue"), nothing left there.
     @Test(.canMountTmpfs) func aMergeIntoAFullDiskSaysSoAndLeavesNothing() throws {

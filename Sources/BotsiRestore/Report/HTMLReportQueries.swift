@@ -104,7 +104,13 @@ public enum HTMLReportReader {
             }
             var words = what.joined(separator: " and ")
             if status.nextLead != "with" { words += " " + status.nextLead }
-            return (fix.map { "\($0); then \(words)" } ?? words, status.nextCommand(run))
+            // A shard's broken export is not among the rows owed: the command does not mend it. Named
+            // first and short (by its file's name), as the page cuts a long step.
+            let broken = status.brokenShardRuns.map {
+                "shard \(RunAdvice.shellQuoted(($0.shard as NSString).lastPathComponent))'s latest run exited 65 "
+                    + "on a broken input (its status says what to fix); "
+            }.joined()
+            return (broken + (fix.map { "\($0); then \(words)" } ?? words), status.nextCommand(run))
         }
         if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {
             return (advice, nil)

@@ -375,11 +375,20 @@ public struct StatusReport: Sendable {
     /// the shard whose run is the journal's latest: the advice each one's own `status` gives (a
     /// first-day review: a shard's broken export was hidden behind another shard's exit 0).
     var brokenShards: [String] {
+        brokenShardRuns.compactMap { shard, run in
+            Self.rejectedInputAdvice(run, journalPath: shard).map {
+                "shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \($0)"
+            }
+        }
+    }
+
+    /// Those shards, with the latest run of each.
+    var brokenShardRuns: [(shard: String, run: RunRecord)] {
         snapshot.mergedFrom.compactMap { shard in
             guard let run = snapshot.shardLatestRuns[shard], run.id != snapshot.latestRun?.id,
-                let advice = Self.rejectedInputAdvice(run, journalPath: shard)
+                Self.rejectedInputAdvice(run, journalPath: shard) != nil
             else { return nil }
-            return "shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \(advice)"
+            return (shard, run)
         }
     }
 

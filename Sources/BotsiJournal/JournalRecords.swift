@@ -346,6 +346,8 @@ public struct RunCounts: Sendable, Equatable, Codable {
     public var alreadyFinished: [ItemStatus: Int]?
     /// Rows of other shards, skipped.
     public var otherShards: Int?
+    /// Rows the journal owed to other shards than the run's (another split): not sent.
+    public var otherShardsOwed: Int?
     /// Owed rows the run took up, and those it did not take up because it stopped first.
     public var owedRows: Int?
     public var owedNotTakenUp: Int?

@@ -14,7 +14,7 @@ import Testing
 
     /// Fields a version added after c6f06ff: absent from its records.
     private static let newerThanC6f06ff: Set<String> = [
-        "owedNotTakenUp", "stoppedAt", "rejectedInputs", "owedUnanswered",
+        "owedNotTakenUp", "stoppedAt", "rejectedInputs", "owedUnanswered", "otherShardsOwed",
     ]
 
     private func runs(of version: String) throws -> [RunRecord] {

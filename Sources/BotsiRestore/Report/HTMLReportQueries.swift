@@ -93,9 +93,14 @@ public enum HTMLReportReader {
         }
         let fix = status.fixFirst(run, onPage: true)
         let unread = status.unreadInputs
-        if status.pendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
+        // Rows another split left to other shards: the latest run's command never sends them.
+        let otherShards =
+            status.otherShardsPending > 0
+            ? "the journal owes \(status.otherShardsPending) rows of other shards than its latest run's, which "
+                + "runs with its --shard never send (status gives the command)" : nil
+        if status.ownPendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []
-            if status.pendingRows > 0 { what.append("send the \(status.pendingRows) pending rows") }
+            if status.ownPendingRows > 0 { what.append("send the \(status.ownPendingRows) pending rows") }
             if status.selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
             // Its command is another (`run -`): status gives it.
@@ -110,11 +115,13 @@ public enum HTMLReportReader {
                 "shard \(RunAdvice.shellQuoted(($0.shard as NSString).lastPathComponent))'s latest run exited 65 "
                     + "on a broken input (its status says what to fix); "
             }.joined()
-            return (broken + (fix.map { "\($0); then \(words)" } ?? words), status.nextCommand(run))
+            let others = otherShards.map { "; \($0)" } ?? ""
+            return (broken + (fix.map { "\($0); then \(words)" } ?? words) + others, status.nextCommand(run))
         }
         if let advice = StatusReport.rejectedInputAdvice(run, journalPath: path) {
             return (advice, nil)
         }
+        if let (words, command) = status.otherShardsAdvice(run) { return (words, command) }
         if !status.brokenShards.isEmpty { return (status.brokenShards.joined(separator: "; "), nil) }
         if let held = statuses[.held], held > 0 {
             return (

@@ -43,6 +43,26 @@ public struct StatusReport: Sendable {
     /// it has read so far, so this can grow while it reads).
     public var pendingRows: Int { snapshot.itemCount(status: .pending) + snapshot.itemCount(status: .inFlight) }
 
+    /// Pending rows the latest (sharded) run passed over as other shards': an earlier run split the
+    /// job another way, and its command never sends them (it said "send the 7 pending rows" with
+    /// a `--shard` that owns none of them).
+    var otherShardsPending: Int {
+        guard !isAlive, !isMerged, let run = snapshot.latestRun else { return 0 }
+        return min(pendingRows, run.counts.otherShardsOwed ?? 0)
+    }
+
+    /// The pending rows the latest run's command sends.
+    var ownPendingRows: Int { pendingRows - otherShardsPending }
+
+    /// What sends the other shards' rows: the latest run's command without `--shard` or inputs.
+    func otherShardsAdvice(_ run: RunRecord) -> (words: String, command: String)? {
+        guard otherShardsPending > 0 else { return nil }
+        return (
+            RunAdvice.otherShardsOwed(otherShardsPending, of: "its latest run's"),
+            RunAdvice.otherShardsCommand(Self.recordedOptions(run, journalPath: journalPath))
+        )
+    }
+
     /// Seconds from start to end, to now while running, or to the last attempt after a kill.
     public var elapsedSeconds: Double? {
         guard let run = snapshot.latestRun, let start = Timestamp.date(run.startedAt) else { return nil }
@@ -148,9 +168,9 @@ public struct StatusReport: Sendable {
             )
         } else if let eta = etaSeconds {
             lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
-        } else if !isAlive && (pendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
+        } else if !isAlive && (ownPendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
             var what: [String] = []
-            if pendingRows > 0 { what.append("send the \(pendingRows) pending rows") }
+            if ownPendingRows > 0 { what.append("send the \(ownPendingRows) pending rows") }
             if selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
@@ -181,6 +201,7 @@ public struct StatusReport: Sendable {
                 "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
         }
+        if let (words, command) = otherShardsAdvice(run) { lines.append("shards    \(words): \(command)") }
         if !isAlive, !goneInputs.isEmpty {
             lines.append("gone      \(RunAdvice.goneInputs(goneInputs))")
         }
@@ -232,6 +253,7 @@ public struct StatusReport: Sendable {
         object["outcomes"] = Dictionary(
             uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })
         object["pending"] = pendingRows
+        if otherShardsPending > 0 { object["otherShardsPending"] = otherShardsPending }
         // Each (input, shard) the runs left unread, as `Journal.unreadInputs` gives them.
         object["unreadInputs"] = snapshot.unreadInputs.map(\.path)
         // The run that stopped before the end of its standard input, while no later run read one whole.

@@ -399,6 +399,7 @@ actor ActiveRun {
             if isStopping && !options.dryRun {
                 summary.owedNotTakenUp = owedGivenBack + (try feeder.owedNotTakenUp(writer: writer))
             }
+            if !options.dryRun { summary.otherShardsOwed = feeder.owedOfOtherShards }
             // Nothing owed and nothing read: held rows still wait for a person, and a plain run leaves them.
             if !options.dryRun && summary.rowsRead == 0 && summary.owedRows == 0 {
                 summary.heldInJournal = try writer.journal.heldRowCount()
@@ -412,6 +413,9 @@ actor ActiveRun {
             options.dryRun
             ? RunAdvice.runCommand(options, inputs: options.inputs, selection: true)
             : continuation(selection: summary.selectionOwed > 0)
+        if summary.otherShardsOwed > 0 {
+            summary.otherShardsCommand = RunAdvice.otherShardsCommand(options)
+        }
         if (summary.held > 0 || summary.heldInJournal > 0) && !options.dryRun {
             summary.releaseCommand = RunAdvice.releaseCommand(options)
         }

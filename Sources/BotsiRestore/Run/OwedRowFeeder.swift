@@ -14,6 +14,9 @@ struct OwedRowFeeder {
     private var batch: [OwedRow] = []
     private var position = 0
     private(set) var isDone = false
+    /// Owed rows passed over as another shard's: an earlier run of the journal split the job
+    /// another way (or not at all), and no run with this shard sends them.
+    private(set) var ofOtherShards = 0
 
     init(mode: OutcomePolicy.RunMode, runID: Int64, startedAt: Date) {
         self.mode = mode
@@ -36,6 +39,7 @@ struct OwedRowFeeder {
             let row = batch[position]
             position += 1
             if mode.owns(profileId: row.profileID) { return row }
+            ofOtherShards += 1
         }
         return nil
     }

@@ -160,6 +160,28 @@ public enum RunAdvice {
         "read the input\(unread.count > 1 ? "s" : "") \(run) did not finish (\(unread.joined(separator: ", ")))"
     }
 
+    /// A run of the journal without `--shard` and without inputs: it sends the owed rows an earlier
+    /// split left to other shards, at no more than this shard's share of a `--job-rate`.
+    public static func otherShardsCommand(_ options: RunOptions) -> String {
+        var all = options
+        all.inputs = []
+        if let jobRate = options.jobRate {
+            all.jobRate = nil
+            all.rate = min(options.rate ?? .infinity, jobRate / Double(max(1, options.shardCount)))
+        }
+        (all.shardIndex, all.shardCount) = (0, 1)
+        // A unit's key file is gone once it ends, and the unit runs its own shard: the person names the key.
+        if credentialUnit(ofKeyFile: all.keyFile) != nil { all.keyFile = "KEY_FILE" }
+        return runCommand(all, inputs: [], selection: true)
+    }
+
+    /// The owed rows a sharded run passed over as other shards', up to the command that sends them.
+    public static func otherShardsOwed(_ count: Int, of run: String = "this run's") -> String {
+        "the journal owes \(count) row\(count == 1 ? "" : "s") of other shards than \(run) (an earlier run "
+            + "split the job another way, or not at all), which no run with its --shard sends: send "
+            + "\(count == 1 ? "it" : "them") with"
+    }
+
     /// Inputs a run did not read to their end whose files are gone: their rest was never sent.
     public static func goneInputs(_ gone: [String]) -> String {
         "\(gone.map(shellQuoted).joined(separator: ", ")), which a run did not read to its end, no longer "

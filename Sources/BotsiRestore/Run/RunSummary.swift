@@ -79,6 +79,11 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var journalTaken = false
     /// Rows skipped because they belong to another shard.
     public var otherShards = 0
+    /// Rows the journal owes that belong to other shards than this run's (an earlier run split
+    /// the job another way, or not at all): no run with this `--shard` sends them.
+    public var otherShardsOwed = 0
+    /// The command that sends them: this run's, without `--shard` and without inputs.
+    public var otherShardsCommand: String?
     /// One sentence per input that held no row (empty, blank, header only); a 0-byte one
     /// starts with "warning: ", since a failed export looks the same. Printed before the summary,
     /// as messages of their own, not in `render`.
@@ -183,6 +188,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         record.duplicates = duplicates
         record.alreadyFinished = alreadyFinished
         record.otherShards = otherShards
+        record.otherShardsOwed = otherShardsOwed > 0 ? otherShardsOwed : nil
         record.owedRows = owedRows
         record.owedNotTakenUp = owedNotTakenUp
         record.owedUnanswered = owedUnanswered > 0 ? owedUnanswered : nil
@@ -259,6 +265,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
         }
         if otherShards > 0 { lines.append("  rows of other shards, skipped: \(otherShards)") }
+        if otherShardsOwed > 0 { lines.append("  owed by the journal to other shards, not sent: \(otherShardsOwed)") }
         lines += conflictLines(journalPath: journalPath)
         lines += replyLines()
         if throttleEvents > 0 {
@@ -311,6 +318,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append("send them with: \(nextCommand)")
         }
         if let line = brokenInputsLine { lines.append(line) }
+        if otherShardsOwed > 0, let otherShardsCommand, !dryRun {
+            lines.append(RunAdvice.otherShardsOwed(otherShardsOwed) + ": " + otherShardsCommand)
+        }
         if !earlierGoneInputs.isEmpty { lines.append(RunAdvice.goneInputs(earlierGoneInputs)) }
         if rejectedRows > 0 && dryRun {
             // A dry run records nothing: the journal does not hold them.

@@ -48,6 +48,29 @@ import Testing
         #expect(window.takeReady() == 2)
     }
 
+    /// A failed row's retry whose wait is over goes before rows read but not yet sent (behind a read-ahead of a
+    /// thousand rows at 50/s it went out 20 s late), and retries go in the order their waits ended.
+    @Test func aRowReadyAgainGoesBeforeRowsNotYetSent() {
+        var window = OrderingWindow<Int>()
+        for sequence in Int64(0)..<5 {
+            window.add(sequence: sequence, profileId: "p\(sequence)", transactionId: "t\(sequence)", payload: 0)
+        }
+        #expect(window.takeReady() == 0)
+        #expect(window.takeReady() == 1)
+        #expect(window.readyCount == 3)
+        window.makeReadyAgain(1, ahead: true)
+        window.makeReadyAgain(0, ahead: true)
+        #expect(window.readyCount == 5)
+        #expect(window.takeReady() == 1)
+        #expect(window.takeReady() == 0)
+        #expect(window.takeReady() == 2)
+        window.makeReadyAgain(2, ahead: true)
+        window.remove(2)
+        #expect(window.takeReady() == 3, "a row gone while it waited is not taken")
+        #expect(window.takeReady() == 4)
+        #expect(window.takeReady() == nil)
+    }
+
     @Test func aRowWaitingToRetryKeepsItsPlaceAtTheHead() {
         var window = OrderingWindow<Int>()
         window.add(sequence: 0, profileId: "a", transactionId: "1", payload: 0)
@@ -96,8 +119,9 @@ import Testing
                 }
             case 5 where !waiting.isEmpty:
                 let sequence = waiting.removeFirst()
-                window.makeReadyAgain(sequence)
-                reference.makeReadyAgain(sequence)
+                let ahead = random.next() % 2 == 0
+                window.makeReadyAgain(sequence, ahead: ahead)
+                reference.makeReadyAgain(sequence, ahead: ahead)
             default:
                 break
             }
@@ -185,9 +209,11 @@ private struct ReferenceWindow {
     var transactionQueues: [String: [Int64]] = [:]
     var ready: [Int64] = []
     var readyHead = 0
+    /// Retries whose wait is over: taken first, in the order they became ready.
+    var again: [Int64] = []
 
     var count: Int { entries.count }
-    var readyCount: Int { ready.count - readyHead }
+    var readyCount: Int { ready.count - readyHead + again.count }
 
     mutating func add(sequence: Int64, profileId: String, transactionId: String) {
         entries[sequence] = Entry(profileId: profileId, transactionId: transactionId)
@@ -197,6 +223,14 @@ private struct ReferenceWindow {
     }
 
     mutating func takeReady() -> Int64? {
+        while !again.isEmpty {
+            let sequence = again.removeFirst()
+            guard var entry = entries[sequence] else { continue }
+            entry.isQueuedReady = false
+            entry.isBusy = true
+            entries[sequence] = entry
+            return sequence
+        }
         while readyHead < ready.count {
             let sequence = ready[readyHead]
             readyHead += 1
@@ -209,11 +243,14 @@ private struct ReferenceWindow {
         return nil
     }
 
-    mutating func makeReadyAgain(_ sequence: Int64) {
-        guard var entry = entries[sequence] else { return }
+    mutating func makeReadyAgain(_ sequence: Int64, ahead: Bool) {
+        guard var entry = entries[sequence], entry.isBusy else { return }
         entry.isBusy = false
         entries[sequence] = entry
-        enqueueIfReady(sequence)
+        guard ahead else { return enqueueIfReady(sequence) }
+        entry.isQueuedReady = true
+        entries[sequence] = entry
+        again.append(sequence)
     }
 
     mutating func putBack(_ sequence: Int64) {

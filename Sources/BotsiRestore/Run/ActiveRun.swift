@@ -298,7 +298,9 @@ actor ActiveRun {
                 row.lastWasTimeout = code == "timeout"
                 row.lastCode = code
                 scheduler[payloadOf: result.tag] = row
-                scheduler.retry(result.tag, at: monotonicSeconds() + (decision.retryDelay ?? 0))
+                // A failure is retried after its backoff; a refusal by the limit waits its turn again.
+                let refused = result.httpStatus == 429 || result.httpStatus == 503
+                scheduler.retry(result.tag, at: monotonicSeconds() + (decision.retryDelay ?? 0), ahead: !refused)
             }
         } catch {
             failJournal(error)

@@ -39,8 +39,9 @@ struct SendScheduler<Payload> {
     private var unsent: [Int64] = []
     private var unsentHead = 0
     private var unsentCommitted = 0
-    /// Rows waiting out a backoff, each with a timer in `retryTimers`.
-    private var waiting: Set<Int64> = []
+    /// Rows waiting out a backoff, each with a timer in `retryTimers`, and whether it goes ahead
+    /// of the rows not yet sent when its wait is over (`retry(_:at:ahead:)`).
+    private var waiting: [Int64: Bool] = [:]
     private var retryTimers = DeadlineHeap()
     private var pacer = Pacer()
     private var controller: RateController
@@ -233,14 +234,17 @@ struct SendScheduler<Payload> {
     /// The row is done for this run: the rows after it on its keys may go.
     @discardableResult
     mutating func settle(_ sequence: Int64) -> Payload? {
-        waiting.remove(sequence)
+        waiting.removeValue(forKey: sequence)
         return window.remove(sequence)?.payload
     }
 
     /// The row goes again at `deadline`; until then it keeps its place ahead of later rows on
-    /// its keys.
-    mutating func retry(_ sequence: Int64, at deadline: Double) {
-        guard !isStopped, window[sequence] != nil, waiting.insert(sequence).inserted else { return }
+    /// its keys. A row that failed (`ahead`) is then sent before the rows read and not yet sent, so
+    /// its retry follows its backoff; a row the limit refused (429, 503) waits its turn again
+    /// behind them, as it was not served.
+    mutating func retry(_ sequence: Int64, at deadline: Double, ahead: Bool = false) {
+        guard !isStopped, window[sequence] != nil, waiting[sequence] == nil else { return }
+        waiting[sequence] = ahead
         retryTimers.push(sequence, at: deadline)
     }
 
@@ -251,8 +255,8 @@ struct SendScheduler<Payload> {
         var released: [Int64] = []
         while let timer = retryTimers.first, timer.deadline <= now {
             retryTimers.popFirst()
-            guard waiting.remove(timer.sequence) != nil else { continue }
-            window.makeReadyAgain(timer.sequence)
+            guard let ahead = waiting.removeValue(forKey: timer.sequence) else { continue }
+            window.makeReadyAgain(timer.sequence, ahead: ahead)
             released.append(timer.sequence)
         }
         return released
@@ -263,7 +267,7 @@ struct SendScheduler<Payload> {
     /// more input can change anything.
     mutating func nextWake(now: Double) -> Double? {
         // A row that left the window while it waited (a stop) leaves a stale timer: drop it.
-        while let timer = retryTimers.first, !waiting.contains(timer.sequence) { retryTimers.popFirst() }
+        while let timer = retryTimers.first, waiting[timer.sequence] == nil { retryTimers.popFirst() }
         var wake = retryTimers.first?.deadline
         if !isStopped, inFlight < controller.concurrency, window.readyCount > 0, pacer.nextSendAt > now {
             wake = min(wake ?? .infinity, pacer.nextSendAt)
@@ -287,7 +291,7 @@ struct SendScheduler<Payload> {
         guard !isStopped else { return ([], []) }
         isStopped = true
         let unsentRows = withdrawReserve(now: 0)
-        let rows = waiting.sorted().compactMap { window.remove($0)?.payload }
+        let rows = waiting.keys.sorted().compactMap { window.remove($0)?.payload }
         waiting.removeAll()
         retryTimers.removeAll()
         return (unsentRows, rows)

@@ -36,7 +36,8 @@ final class MetricsReporter: Sendable {
         self.pushURL = pushURL
         journalPath = options.journalPath
         inputs = options.inputs
-        rateOption = options.rate
+        // `--rate`, or this shard's share of `--job-rate`: the cap shows as the limit either way.
+        rateOption = options.rateCap
         proxy = ProxySetting(proxy: options.proxy, noProxy: options.noProxy)
         self.interval = interval
         self.warn = warn

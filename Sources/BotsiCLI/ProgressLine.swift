@@ -60,6 +60,9 @@ enum ProgressLine {
             add(
                 5, String(format: "throttled to %.1f/s, concurrency %d", rate, progress.concurrencyLimit),
                 String(format: "throttled %.1f/s", rate))
+        } else if let cap = progress.rateCap {
+            // --rate, or this shard's share of --job-rate: a pace held by the options, not the replies.
+            add(5, String(format: "rate cap %.1f/s", cap), String(format: "cap %.1f/s", cap))
         }
         if stopping { add(0, "stopping") }
         return fields

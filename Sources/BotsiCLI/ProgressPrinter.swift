@@ -114,6 +114,7 @@ final class ProgressPrinter: Sendable {
         ]
         if let total = progress.totalBytes { object["totalBytes"] = total }
         if let rate = progress.throttledRate { object["throttledRate"] = rate }
+        if let cap = progress.rateCap { object["rateCap"] = cap }
         if let stopping = progress.stopping { object["stopping"] = stopping }
         object["inputComplete"] = progress.inputComplete
         object["outstanding"] = progress.outstanding

@@ -26,7 +26,8 @@ enum HTMLPaceChart {
         ]
         let description =
             pacer
-            ? "The rate the run sent at, the send-rate limit adaptive throttling set, and the concurrency in force."
+            ? "The rate the run sent at, the send-rate limit in force (adaptive throttling's, else --rate or the "
+                + "shard's share of --job-rate), and the concurrency in force."
             : "The rate the run sent at. This journal does not keep the pacer's rate limit or concurrency over time "
                 + "(only the run's options): the other lines are the run's --rate and --concurrency as given."
         HTMLChart.figure(

@@ -184,7 +184,7 @@ public enum HTMLReportReader {
             }
             leftOut += counts.others
             let options = HTMLRunOptions(run.options)
-            if let rate = options.rate { rates.append(rate) }
+            if let rate = options.rateCap { rates.append(rate) }
             concurrency.append(options.concurrency ?? RunOptions().concurrency)
         }
         // Shards' ceilings add up: each paces itself.
@@ -256,6 +256,8 @@ public enum HTMLReportReader {
 /// (an older run recorded fewer; a field of another type is left out).
 struct HTMLRunOptions {
     var rate: Double?
+    /// `--job-rate`: the whole job's; each of `shardCount` shards capped at its share.
+    var jobRate: Double?
     var concurrency: Int?
     var shardIndex: Int?
     var shardCount: Int?
@@ -269,6 +271,7 @@ struct HTMLRunOptions {
     init(_ json: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else { return }
         rate = (object["rate"] as? NSNumber)?.doubleValue
+        jobRate = (object["jobRate"] as? NSNumber)?.doubleValue
         concurrency = (object["concurrency"] as? NSNumber)?.intValue
         shardIndex = (object["shardIndex"] as? NSNumber)?.intValue
         shardCount = (object["shardCount"] as? NSNumber)?.intValue
@@ -280,7 +283,14 @@ struct HTMLRunOptions {
         adaptive = object["adaptive"] as? Bool ?? true
     }
 
-    /// "resend failed · rate 40/s · concurrency 16 · shard 1/4".
+    /// The run's send-rate cap: `--rate`, or this shard's share of `--job-rate`, whichever is lower
+    /// (`RunOptions.rateCap`); nil: none.
+    var rateCap: Double? {
+        let share = jobRate.map { $0 / Double(max(1, shardCount ?? 1)) }
+        return [rate, share].compactMap { $0 }.min()
+    }
+
+    /// "resend failed · rate 40/s · concurrency 16 · shard 1/4" (the rate: `rateCap`).
     var words: String {
         var parts: [String] = []
         if dryRun { parts.append("dry run") }
@@ -289,7 +299,8 @@ struct HTMLRunOptions {
         if releaseHeld { parts.append("release held") }
         if onConflict == ConflictHandling.hold.rawValue { parts.append("hold conflicts") }
         if parts.isEmpty { parts.append("new and owed rows") }
-        parts.append(rate.map { "rate \(HTMLNumbers.decimal($0))/s" } ?? "no rate cap")
+        // A shard's share of --job-rate as --rate is: the cell holds 64 characters, the shard follows.
+        parts.append(rateCap.map { "rate \(HTMLNumbers.decimal($0))/s" } ?? "no rate cap")
         if let concurrency { parts.append("concurrency \(concurrency)") }
         if !adaptive { parts.append("not adaptive") }
         if let shardIndex, let shardCount, shardCount > 1 { parts.append("shard \(shardIndex)/\(shardCount)") }

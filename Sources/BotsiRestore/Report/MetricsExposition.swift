@@ -14,7 +14,8 @@ public struct RunMetrics: Sendable, Equatable {
     public var requests: [JournalMetricsFacts.AttemptCount] = []
     public var retries = 0
     public var throttleEvents = 0
-    /// The send-rate limit in force (adaptive throttling or --rate); nil when there is none.
+    /// The send-rate limit in force (adaptive throttling, else `--rate` or this shard's share of
+    /// `--job-rate`: `rateOption`, `RunOptions.rateCap`); nil when there is none.
     public var sendRateLimit: Double?
     public var concurrencyLimit: Int?
     public var durationSeconds: Double = 0
@@ -107,7 +108,7 @@ public struct RunMetrics: Sendable, Equatable {
         if let sendRateLimit {
             one(
                 "botsi_restore_send_rate_limit_requests_per_second", "gauge",
-                "The send-rate limit in force (throttling or --rate); absent when unlimited.",
+                "The send-rate limit in force (throttling, --rate or this shard's share of --job-rate); absent when unlimited.",
                 Self.number(sendRateLimit))
         }
         if let concurrencyLimit {

@@ -547,9 +547,11 @@ actor ActiveRun {
     }
 
     private func snapshot() -> RunProgress {
-        progress.snapshot(
+        var snapshot = progress.snapshot(
             at: Date().timeIntervalSince(startedAt), summary: summary,
             input: InputPosition(bytesRead: input.bytesRead, totalBytes: totalBytes, complete: feeder.isDone),
             sending: scheduler.counts, waits: waits.report(now: monotonicSeconds(), timeout: options.timeout))
+        snapshot.rateCap = options.rateCap
+        return snapshot
     }
 }

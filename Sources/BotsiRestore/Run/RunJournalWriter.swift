@@ -291,7 +291,7 @@ struct RunJournalWriter {
         try journal.recordSample(
             RunSample(
                 runID: runID, at: Timestamp.milliseconds(now), rowsRead: progress.rowsRead,
-                requests: progress.requests, inFlight: progress.inFlight, sendRateLimit: progress.throttledRate,
+                requests: progress.requests, inFlight: progress.inFlight, sendRateLimit: progress.sendRateLimit,
                 concurrency: progress.concurrencyLimit))
     }
 

@@ -62,6 +62,15 @@ public struct RunOptions: Sendable, Codable, Equatable {
     public var jobRate: Double?
     /// `--headroom`: the percentage of a limit (stated, given or found) left unused, 0 ≤ P < 100.
     public var headroom: Double = 0
+
+    /// The send-rate cap the options set on this process, as given: `--rate`, or this shard's share
+    /// of `--job-rate` (jobRate / shardCount), whichever is lower; nil: none. What the samples, the
+    /// metrics, the progress line and the page show as the limit when throttling sets none lower
+    /// (the pacer holds to it less `--headroom`: `PacingConfiguration.rateCap`).
+    public var rateCap: Double? {
+        let share = jobRate.map { $0 / Double(max(1, shardCount)) }
+        return [rate, share].compactMap { $0 }.min()
+    }
     /// Stop dispatching at this instant (from --max-duration / --stop-at), drain, exit 75.
     public var deadline: Date?
     /// The window as it was given (`--max-duration` in seconds, `--stop-at` as HH:MM): recorded

@@ -20,6 +20,10 @@ public struct RunProgress: Sendable {
     public var stopping: String?
     /// The adaptive send-rate limit while throttled.
     public var throttledRate: Double?
+    /// The cap the options set (`--rate`, or this shard's share of `--job-rate`): `RunOptions.rateCap`.
+    public var rateCap: Double?
+    /// The send-rate limit to show: throttling's while it throttles, else the options' cap; nil: none.
+    public var sendRateLimit: Double? { throttledRate ?? rateCap }
     public var concurrencyLimit: Int
     /// Times the run slowed down on throttling replies so far.
     public var throttleEvents = 0

@@ -29,6 +29,15 @@
 #
 # A second invocation while one runs logs "skipped" and exits 75 (EX_TEMPFAIL: try again later),
 # the status botsi-restore itself uses for "another run holds the journal".
+#
+# Started by another shell (`sh botsi-restore-cron.sh JOB`: dash stopped at the next line with
+# "set: Illegal option -o pipefail", exit 2, nothing logged), it runs itself again with bash.
+# This guard is POSIX sh: everything after it is bash.
+if [ -z "${BASH_VERSION:-}" ]; then
+    if [ -r "$0" ] && command -v bash >/dev/null 2>&1; then exec bash "$0" "$@"; fi
+    echo "botsi-restore-cron: this script needs bash, and bash was not found: run it with bash (bash $0 JOB_FILE); nothing was run" >&2
+    exit 64
+fi
 set -u -o pipefail
 set +o xtrace +o verbose
 umask 077
@@ -108,6 +117,20 @@ cd -- "$workdir" || { log "cannot enter the working directory $workdir; nothing 
 private_dir . "$workdir" "working directory"
 [ -z "$old_lock_setting" ] || log "note: BOTSI_LOCK_FILE is no longer read; the lock lives in ${lock_dir:-the working directory}"
 
+# The journal is the job's (or --journal's), relative paths from the working directory as for the
+# run: the advice below (a skipped run's too) and the page name it.
+journal=botsi-restore.sqlite
+if [ -r "$job" ] && [[ $(<"$job") =~ \"journal\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then journal=${BASH_REMATCH[1]}; fi
+previous=""
+for argument in "$@"; do
+    case $argument in --journal=*) journal=${argument#--journal=} ;; esac
+    [ "$previous" = --journal ] && journal=$argument
+    previous=$argument
+done
+# Absolute, as the run resolved it from the working directory: the advice is read and typed elsewhere.
+[[ $journal == /* ]] || journal=$PWD/$journal
+printf -v journal_arg '%q' "$journal"
+
 # One at a time: the lock is held on descriptor 9 until this script and botsi-restore (which
 # inherits it) have both exited, however they exit.
 if [ -n "$lock_dir" ]; then
@@ -121,7 +144,7 @@ if [ -L "$lock_file" ] || ! exec 9>>"$lock_file"; then
     exit 73
 fi
 if ! flock --nonblock 9; then
-    log "skipped: another botsi-restore-cron run holds $lock_file (exit 75: nothing to do; if this repeats every night, the job outgrew its window — see 'botsi-restore status')"
+    log "skipped: another botsi-restore-cron run holds $lock_file (exit 75: nothing to do; if this repeats every night, the job outgrew its window — see 'botsi-restore status --journal $journal_arg')"
     exit 75
 fi
 
@@ -218,20 +241,6 @@ while :; do
 done
 wait "$stamper"
 
-# The journal is the job's (or --journal's), relative paths from the working directory as for the
-# run: the advice below and the page name it.
-journal=botsi-restore.sqlite
-if [ -r "$job" ] && [[ $(<"$job") =~ \"journal\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]]; then journal=${BASH_REMATCH[1]}; fi
-previous=""
-for argument in "$@"; do
-    case $argument in --journal=*) journal=${argument#--journal=} ;; esac
-    [ "$previous" = --journal ] && journal=$argument
-    previous=$argument
-done
-# Absolute, as the run resolved it from the working directory: the advice is read and typed elsewhere.
-[[ $journal == /* ]] || journal=$PWD/$journal
-printf -v journal_arg '%q' "$journal"
-
 case $status in
     0) advice="ok: every row reached a final status; nothing to do" ;;
     64) advice="usage error: fix the job file or the crontab line (the message above names the option)" ;;
@@ -250,12 +259,16 @@ case $status in
 esac
 log "end: exit $status — $advice"
 
-# Last night's page beside the log, when asked for. A failure is logged, never the exit.
+# Last night's page beside the log, when asked for. A failure is logged, never the exit. The
+# command logged beside it writes the page again from anywhere: --output named absolute, as the
+# report resolved it from the working directory (without it the page went to the terminal).
 if [ -n "$html_report" ] && [ "$status" != 126 ] && [ "$status" != 127 ]; then
+    if [[ $html_report == /* ]]; then page=$html_report; else page=$PWD/$html_report; fi
+    printf -v page_arg '%q' "$page"
     if page_error=$("$bin" report --journal "$journal" --format html --output "$html_report" 2>&1 8>&-); then
-        log "page: $html_report (botsi-restore report --journal $journal_arg --format html)"
+        log "page: $page (botsi-restore report --journal $journal_arg --format html --output $page_arg)"
     else
-        log "page: not written to $html_report: ${page_error//$'\n'/ }"
+        log "page: not written to $page: ${page_error//$'\n'/ }"
     fi
 fi
 exit "$status"

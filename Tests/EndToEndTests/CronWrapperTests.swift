@@ -352,4 +352,102 @@ struct CronWrapperTests {
             #expect(line.dropFirst(25).range(of: stamp, options: .regularExpression) == nil, "stamped twice: \(line)")
         }
     }
+
+    /// An operator review: a skipped run's line advised `botsi-restore status` without
+    /// `--journal`, which, typed, exits 66 (journal botsi-restore.sqlite does not exist). It names
+    /// the job's journal, absolute and shell-quoted, and the command it gives works as typed.
+    @Test func aSkippedRunNamesTheJobsJournalInTheStatusItAdvises() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let cron = Self.realRun(
+            binary: binary, rows: Pair.generate(10),
+            job: """
+                {"inputs": ["in.csv"], "journal": "night ly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "concurrency": 2, "timeout": "10s"}
+                """)
+        #expect(try cron.run().status == 0, "log: \(cron.log)")
+
+        // Another run holds the lock (flock(2) here, as the wrapper's flock(1) does).
+        let lock = open(cron.workdir + "/.botsi-restore-cron.lock", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        try #require(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0, "cannot take the wrapper's lock")
+        defer { close(lock) }
+        let skipped = try cron.run()
+        #expect(skipped.status == 75)
+        let journal = "\(cron.workdir)/night\\ ly.sqlite"
+        let line = try #require(cron.log.split(separator: "\n").last { $0.contains("skipped: ") }, "log: \(cron.log)")
+        #expect(line.contains("see 'botsi-restore status --journal \(journal)'"), "\(line)")
+
+        let command = try #require(line.firstMatch(of: /see '([^']*)'/).map { String($0.1) })
+        let status = try FirstDayTests.shell(command, in: cron.workspace)
+        #expect(status.status == 0, "\(command): exit \(status.status)\n\(status.stderr)")
+        #expect(status.stdout.contains("night ly.sqlite") && status.stdout.contains("10 requests"), "\(status.stdout)")
+    }
+
+    /// Started as `sh botsi-restore-cron.sh JOB` (dash), it stopped at `set -o pipefail` with
+    /// "Illegal option", exit 2, nothing logged. It runs itself with bash; without bash on PATH it
+    /// says it needs bash and exits 64.
+    @Test func startedByShItRunsItselfWithBash() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let rows = Pair.generate(10)
+        let cron = Self.realRun(
+            binary: binary, rows: rows,
+            job: """
+                {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "concurrency": 2, "timeout": "10s"}
+                """)
+        let dash = try Child(
+            [CronSetup.script, cron.jobFile], key: nil, in: cron.workspace, environment: cron.environment(),
+            executable: "/bin/sh"
+        ).wait(timeout: 90)
+        #expect(dash.status == 0, "stderr: \(dash.stderr)\nlog: \(cron.log)")
+        #expect(!dash.stderr.contains("Illegal option"))
+        #expect(cron.log.contains("end: exit 0 — ok"), "log: \(cron.log)")
+        #expect(JournalView.read(cron.workdir + "/nightly.sqlite")?.finalPairs == Set(rows))
+
+        // No bash to run: it says so, and nothing runs.
+        let before = cron.log
+        let noBash = try Child(
+            [CronSetup.script, cron.jobFile], key: nil, in: cron.workspace,
+            environment: cron.environment(["PATH": cron.workspace.file("empty-path")]), executable: "/bin/sh"
+        ).wait(timeout: 90)
+        #expect(noBash.status == 64, "stderr: \(noBash.stderr)")
+        #expect(noBash.stderr.contains("needs bash") && noBash.stderr.contains("run it with bash"), "\(noBash.stderr)")
+        #expect(cron.log == before, "it logged: \(cron.log)")
+    }
+
+    /// The `page:` line advised `botsi-restore report --journal J --format html` without
+    /// `--output`: copied as it is, it printed the page to the terminal. It gives the whole
+    /// command, the page named absolute as the report wrote it, and that command writes the page.
+    @Test func thePageLinesCommandWritesThePageAsTyped() throws {
+        let binary = try #require(Locations.binary, "botsi-restore is not built")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let cron = Self.realRun(
+            binary: binary, rows: Pair.generate(10),
+            job: """
+                {"inputs": ["in.csv"], "journal": "nightly.sqlite", "baseURL": "\(simulator.baseURL)",
+                 "concurrency": 2, "timeout": "10s"}
+                """)
+        // Relative: from the working directory, as the report the wrapper runs there reads it.
+        let result = try cron.run(environment: ["BOTSI_HTML_REPORT": "last run.html"])
+        #expect(result.status == 0, "stderr: \(result.stderr)\nlog: \(cron.log)")
+        let page = cron.workdir + "/last run.html"
+        #expect(FileManager.default.fileExists(atPath: page), "log: \(cron.log)")
+        let line = try #require(cron.log.split(separator: "\n").last { $0.contains(" page: ") }, "log: \(cron.log)")
+        let expected =
+            "(botsi-restore report --journal \(cron.workdir)/nightly.sqlite --format html "
+            + "--output \(cron.workdir)/last\\ run.html)"
+        #expect(line.hasSuffix(expected), "\(line)")
+
+        try FileManager.default.removeItem(atPath: page)
+        let command = try #require(line.firstMatch(of: /\((botsi-restore report [^)]*)\)$/).map { String($0.1) })
+        let again = try FirstDayTests.shell(command, in: cron.workspace)
+        #expect(again.status == 0, "\(command): exit \(again.status)\n\(again.stderr)")
+        #expect(again.stdout.isEmpty, "the page went to the terminal")
+        let html = (try? String(contentsOfFile: page, encoding: .utf8)) ?? ""
+        #expect(html.hasPrefix("<!DOCTYPE html>") || html.hasPrefix("<!doctype html>"), "no page at \(page)")
+    }
 }

@@ -48,7 +48,8 @@ struct JobRateCapTests {
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(html.contains("rate 20/s · concurrency"), "the run history names no rate")
         #expect(!html.contains("no rate cap"))
-        let limitCell = #"<td class="num">20</td><td class="num">\d+</td></tr>"#
+        // A row of the pace chart's table: the interval's time, the rate sent, the limit, the concurrency.
+        let limitCell = #"UTC</td><td class="num">[0-9.,]+</td><td class="num">20</td><td class="num">\d+</td></tr>"#
         #expect(html.range(of: limitCell, options: .regularExpression) != nil, "the chart's table shows no limit")
     }
 }

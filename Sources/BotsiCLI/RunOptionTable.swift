@@ -99,6 +99,16 @@ extension RunCommand {
                 "--release-held", job: "releaseHeld",
                 help: "also send the journal's held rows (after reviewing report --conflicts)"
             ) { $0.options.releaseHeld = true },
+            .value(
+                "--forget-input", .path(),
+                job: .notInJobFiles(
+                    because: "forgetting is decided once, for one input that is not coming back: kept in a job "
+                        + "file, it would forget the next night's unfinished read of the same path"),
+                repeatable: true,
+                help:
+                    "stop naming PATH as an input earlier runs did not finish (its file is gone for good: a rotated "
+                    + "export); the rows read from it stay in the journal"
+            ) { $0.options.forgetInputs.append($1) },
             .flag(
                 "--dry-run", short: "n",
                 job: .notInJobFiles(

@@ -465,6 +465,9 @@ public final class Journal {
     /// one) within its shard: `a.csv` and `/data/a.csv` are one, and shard 0/2's unread half is
     /// not read by shard 1/2 (merged journals hold both). Standard input is left out: no later run
     /// can read the same bytes again from the journal's word.
+    /// A run given `--forget-input PATH` (`runs.options.forgetInputs`, with their absolute paths in
+    /// `forgetInputPaths`) ends the unread entries earlier runs left for that path, in every shard:
+    /// the operator said the rest is not coming (a rotated export). The rows read from it stay.
     public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [UnreadInput] {
         try inputHistory(before: runID).unread
     }
@@ -485,6 +488,8 @@ public final class Journal {
             var inputPaths: [String]?
             var shardIndex: Int?
             var shardCount: Int?
+            var forgetInputs: [String]?
+            var forgetInputPaths: [String]?
         }
         return try wrap { () throws(SQLiteError) in
             let runs = try connection.prepare("SELECT id, options, inputs FROM runs WHERE id < ? ORDER BY id")
@@ -510,6 +515,15 @@ public final class Journal {
                     facts = zip(zip(typed, paths), recorded).map { ($0.0, $0.1, $1.complete) }
                 } else {
                     facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete) }
+                }
+                // What the run was told to forget ends the entries of the runs before it; what it
+                // reads itself (after) is its own.
+                let forgotten = Set((named.forgetInputs ?? []) + (named.forgetInputPaths ?? []))
+                if !forgotten.isEmpty {
+                    for (key, entry) in latest
+                    where forgotten.contains(entry.input.commandPath) || forgotten.contains(entry.input.path) {
+                        latest[key]?.complete = true
+                    }
                 }
                 if let stdin = facts.first(where: { $0.typed == "-" }) {
                     standardInputUnreadBy = stdin.complete ? nil : run

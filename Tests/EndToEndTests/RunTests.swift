@@ -137,11 +137,71 @@ struct RunTests {
         #expect(second.stderr.contains(gone), "stderr: \(second.stderr)")
         // The input still there is read again; the gone one is not.
         #expect(second.stderr.contains(" \(kept) --journal"), "stderr: \(second.stderr)")
-        #expect(!second.stderr.contains("\(dated) "), "stderr: \(second.stderr)")
+        #expect(!Self.commands(second.stderr).contains("\(dated) "), "stderr: \(second.stderr)")
         let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
         #expect(status.stdout.contains("gone      \(gone)"), "status: \(status.stdout)")
         #expect(status.stdout.contains(" \(kept) --journal"), "status: \(status.stdout)")
-        #expect(!status.stdout.contains("\(dated) "), "status: \(status.stdout)")
+        #expect(!Self.commands(status.stdout).contains("\(dated) "), "status: \(status.stdout)")
+    }
+
+    /// `unreadInputs` of `status --format json`'s output; nil when it has none.
+    static func unreadInputs(_ json: String) -> [String]? {
+        let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        return object?["unreadInputs"] as? [String]
+    }
+
+    /// The lines of `text` that hold a command: what is advised to be typed.
+    static func commands(_ text: String) -> String {
+        text.split(separator: "\n").filter { $0.contains("botsi-restore run ") }.joined(separator: "\n")
+    }
+
+    /// A gone input was named in every summary and `status` for ever (a reviewer): the advice names
+    /// `--forget-input PATH`, a run given it stops the journal naming the input (the rows read from
+    /// it stay), and a path that names no unfinished input is warned of and forgets nothing.
+    @Test func aGoneInputIsForgottenWhenARunSaysSo() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let dated = workspace.csv(Pair.generate(20_000, prefix: "d1"), name: "export-day1.csv")
+        let kept = workspace.csv(Pair.generate(20_000, prefix: "k"), name: "kept.csv")
+        let stopped = try botsi(
+            runArguments([dated, kept], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let read = try JournalTables.rows(workspace.journal, "SELECT count(*) FROM items")
+        try FileManager.default.removeItem(atPath: dated)
+        let before = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(before.stdout.contains("--forget-input \(dated)"), "status: \(before.stdout)")
+
+        let typo = try botsi(
+            runArguments([], workspace, simulator, ["--max-duration", "1s", "--forget-input", "export-day0.csv"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(
+            typo.stderr.contains(
+                "warning: --forget-input export-day0.csv named no input an earlier run left unfinished"),
+            "stderr: \(typo.stderr)")
+        #expect(typo.stderr.contains("\(dated), which a run did not read"), "stderr: \(typo.stderr)")
+
+        let forget = try botsi(
+            runArguments([], workspace, simulator, ["--max-duration", "1s", "--forget-input", dated]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(forget.stderr.contains("forgot \(dated): no longer named as unfinished"), "stderr: \(forget.stderr)")
+        #expect(!forget.stderr.contains("no longer exists"), "stderr: \(forget.stderr)")
+        let after = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(!after.stdout.contains("gone "), "status: \(after.stdout)")
+        #expect(!Self.commands(after.stdout).contains(dated), "status: \(after.stdout)")
+        #expect(after.stdout.contains(" \(kept) --journal"), "the other input is still owed: \(after.stdout)")
+        let json = try botsi(
+            ["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        #expect(Self.unreadInputs(json.stdout) == [kept], "status: \(json.stdout)")
+        // What was read from it stays: forgetting drops no row.
+        let rows = try JournalTables.rows(workspace.journal, "SELECT count(*) FROM items WHERE profile_id LIKE 'd1%'")
+        #expect(Int(rows.first?.first.flatMap { $0 } ?? "0") ?? 0 > 0, "rows: \(rows) of \(read)")
+        // The next run does not name it either.
+        let next = try botsi(
+            runArguments([], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(!next.stderr.contains("export-day1.csv"), "stderr: \(next.stderr)")
     }
 
     /// libcurl resends a request by itself when a reused connection closes without a reply; the run

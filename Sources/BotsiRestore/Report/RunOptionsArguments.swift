@@ -35,6 +35,7 @@ extension RunOptions {
         if onConflict != defaults.onConflict { add("--on-conflict", onConflict.rawValue) }
         add("--release-held", releaseHeld)
         add("--dry-run", dryRun)
+        for path in forgetInputs { add("--forget-input", path) }
         // API
         if baseURL != defaults.baseURL { add("--base-url", baseURL) }
         if keyEnvironmentVariable != defaults.keyEnvironmentVariable { add("--key-env", keyEnvironmentVariable) }

@@ -81,6 +81,8 @@ actor ActiveRun {
         if !options.dryRun {
             summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.filter(\.exists).map(\.path)
             summary.earlierGoneInputs = parts.writer.earlierUnreadInputs.filter { !$0.exists }.map(\.path)
+            summary.forgottenInputs = parts.writer.forgottenInputs
+            summary.forgetsMatchingNothing = parts.writer.forgetsMatchingNothing
         }
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow

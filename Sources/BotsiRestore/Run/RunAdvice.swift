@@ -186,7 +186,21 @@ public enum RunAdvice {
     public static func goneInputs(_ gone: [String]) -> String {
         "\(gone.map(shellQuoted).joined(separator: ", ")), which a run did not read to its end, no longer "
             + "exist\(gone.count == 1 ? "s" : ""): the rows after that point were never sent; if it moved, name its "
-            + "new path in a run to finish it"
+            + "new path in a run to finish it; if it is not coming back, run again with "
+            + gone.map { "--forget-input \(shellQuoted($0))" }.joined(separator: " ")
+            + " to stop naming it (the rows already read from it stay in the journal)"
+    }
+
+    /// The unread inputs a run's `--forget-input` ended.
+    public static func forgotten(_ forgotten: [String]) -> String {
+        "forgot \(forgotten.map(shellQuoted).joined(separator: ", ")): no longer named as unfinished; the rows read "
+            + "from \(forgotten.count == 1 ? "it" : "them") stay in the journal"
+    }
+
+    /// The `--forget-input` paths that named no unfinished input.
+    public static func forgetMatchingNothing(_ paths: [String]) -> String {
+        "warning: --forget-input \(paths.map(shellQuoted).joined(separator: ", ")) named no input an earlier run "
+            + "left unfinished: nothing forgotten (botsi-restore status names those inputs)"
     }
 
     /// `botsi-restore report --journal J ARGUMENTS...`.

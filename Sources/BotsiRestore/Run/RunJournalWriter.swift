@@ -29,6 +29,10 @@ struct RunJournalWriter {
     let earlierLongWindow: RecordedLongWindow?
     /// Inputs earlier runs named and none read to its end: still owed their rest.
     let earlierUnreadInputs: [UnreadInput]
+    /// The unread inputs of earlier runs this run's `--forget-input` ended, as those runs named
+    /// them; and each `--forget-input` that named none of them (a typo forgets nothing).
+    var forgottenInputs: [String] = []
+    var forgetsMatchingNothing: [String] = []
     /// `--shard I/N`'s N: a long window's pace is one shard's share, carried only to runs of as many.
     let shardCount: Int
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
@@ -57,11 +61,23 @@ struct RunJournalWriter {
                 startedAt: startedAt, toolVersion: toolVersion, host: ProcessInfo.processInfo.hostName,
                 pid: getpid(), optionsJSON: optionsJSON(options))
             let earlier = try journal.lastLongWindow(before: runID)
-            let writer = RunJournalWriter(
+            var writer = RunJournalWriter(
                 journal: journal, runID: runID, dryRun: options.dryRun, earlierLongWindow: earlier,
                 // Through this run's own record, which names its inputs: those it reads drop out.
                 earlierUnreadInputs: try journal.unreadInputs(before: runID + 1).filter { $0.run != runID },
                 shardCount: options.shardCount)
+            if !options.forgetInputs.isEmpty {
+                let before = try journal.unreadInputs(before: runID)
+                func names(_ unread: UnreadInput, _ typed: String) -> Bool {
+                    unread.path == typed || unread.commandPath == RunAdvice.absolutePath(typed)
+                }
+                for unread in before where options.forgetInputs.contains(where: { names(unread, $0) }) {
+                    if !writer.forgottenInputs.contains(unread.path) { writer.forgottenInputs.append(unread.path) }
+                }
+                writer.forgetsMatchingNothing = options.forgetInputs.filter { typed in
+                    !before.contains { names($0, typed) }
+                }
+            }
             return (writer, recovery)
         }
     }
@@ -349,6 +365,10 @@ struct RunJournalWriter {
         // Each input's absolute path too (- as itself): `a.csv` and `/data/a.csv` are one input to
         // `Journal.unreadInputs`, whatever directory each run started in.
         object["inputPaths"] = options.inputs.map(RunAdvice.absolutePath)
+        // And each input to forget's, as the inputs' are, for the same match.
+        if !options.forgetInputs.isEmpty {
+            object["forgetInputPaths"] = options.forgetInputs.map(RunAdvice.absolutePath)
+        }
         // The key file's too, for the command `status` advises from another directory.
         if let keyFile = options.keyFile { object["keyFilePath"] = RunAdvice.absolutePath(keyFile) }
         if let caFile = options.caCertificatePath { object["caCertificateFilePath"] = RunAdvice.absolutePath(caFile) }

@@ -45,6 +45,9 @@ public struct RunOptions: Sendable, Codable, Equatable {
     /// which leaves out the rows that run did get to.
     public var answeredBefore: String?
     public var dryRun = false
+    /// `--forget-input PATH` (repeatable): inputs earlier runs left unread that the journal is to
+    /// stop naming (their file is gone for good); the rows read from them stay.
+    public var forgetInputs: [String] = []
     /// What to do with a new pair whose transaction another profile already claims.
     public var onConflict = ConflictHandling.send
     /// Also send the journal's `held` rows (after review of `report --conflicts`).

@@ -74,6 +74,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var earlierUnreadInputs: [String] = []
     /// Inputs earlier runs left unread whose files are gone: named, not read again.
     public var earlierGoneInputs: [String] = []
+    /// Unread inputs of earlier runs that `--forget-input` ended: no longer named as unfinished.
+    public var forgottenInputs: [String] = []
+    /// Each `--forget-input` that named no input an earlier run left unfinished: it forgot nothing.
+    public var forgetsMatchingNothing: [String] = []
     /// The journal was moved, removed or replaced mid-run: the run wrote nothing more to it, and
     /// gives no counts of it.
     public var journalTaken = false
@@ -322,6 +326,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
             lines.append(RunAdvice.otherShardsOwed(otherShardsOwed) + ": " + otherShardsCommand)
         }
         if !earlierGoneInputs.isEmpty { lines.append(RunAdvice.goneInputs(earlierGoneInputs)) }
+        if !forgottenInputs.isEmpty { lines.append(RunAdvice.forgotten(forgottenInputs)) }
+        if !forgetsMatchingNothing.isEmpty { lines.append(RunAdvice.forgetMatchingNothing(forgetsMatchingNothing)) }
         if rejectedRows > 0 && dryRun {
             // A dry run records nothing: the journal does not hold them.
             lines.append(

@@ -508,13 +508,13 @@ public final class Journal {
                 // Recorded inputs follow the options' order, under their display names ("stdin" for -);
                 // each is known by its absolute path where the run recorded those.
                 let paths = named.inputPaths.flatMap { $0.count == typed.count ? $0 : nil } ?? typed
-                var facts: [(typed: String, path: String, complete: Bool)] = []
+                var facts: [(typed: String, path: String, complete: Bool, bytes: Int64?)] = []
                 if recorded.isEmpty {
-                    facts = zip(typed, paths).map { ($0, $1, false) }
+                    facts = zip(typed, paths).map { ($0, $1, false, nil) }
                 } else if recorded.count == typed.count {
-                    facts = zip(zip(typed, paths), recorded).map { ($0.0, $0.1, $1.complete) }
+                    facts = zip(zip(typed, paths), recorded).map { ($0.0, $0.1, $1.complete, $1.bytes) }
                 } else {
-                    facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete) }
+                    facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete, $0.bytes) }
                 }
                 // What the run was told to forget ends the entries of the runs before it; what it
                 // reads itself (after) is its own.
@@ -531,8 +531,14 @@ public final class Journal {
                 for fact in facts where fact.typed != "-" {
                     let key = fact.path + shard
                     if latest[key] == nil { order.append(key) }
+                    // How far the runs since its last complete read got: the most any did.
+                    let before = latest[key].flatMap { $0.complete ? nil : $0.input.bytesRead }
+                    let bytes = [before, fact.bytes].compactMap { $0 }.max()
                     latest[key] = (
-                        UnreadInput(path: fact.typed, commandPath: fact.path, run: run, options: options), fact.complete
+                        UnreadInput(
+                            path: fact.typed, commandPath: fact.path, run: run, options: options, bytesRead: bytes,
+                            shard: shard),
+                        fact.complete
                     )
                 }
             }

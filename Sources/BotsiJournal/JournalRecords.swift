@@ -115,12 +115,23 @@ public struct UnreadInput: Sendable, Equatable {
     public var commandPath: String
     public var run: Int64
     public var options: String
+    /// The most bytes of it any run since the last that read it to its end had read before it
+    /// stopped (`runs.inputs`); nil when none recorded how far it got (killed). A run that then
+    /// reads a file of fewer bytes there to its end was given a shorter file: it says so.
+    public var bytesRead: Int64?
+    /// `#I/N` with `--shard I/N`, empty for one process: an input is unread within its shard.
+    public var shard: String
 
-    public init(path: String, commandPath: String? = nil, run: Int64, options: String) {
+    public init(
+        path: String, commandPath: String? = nil, run: Int64, options: String, bytesRead: Int64? = nil,
+        shard: String = ""
+    ) {
         self.path = path
         self.commandPath = commandPath ?? path
         self.run = run
         self.options = options
+        self.bytesRead = bytesRead
+        self.shard = shard
     }
 
     /// False once the file is gone (a dated export rotated away): a command that names it exits

@@ -204,6 +204,50 @@ struct RunTests {
         #expect(!next.stderr.contains("export-day1.csv"), "stderr: \(next.stderr)")
     }
 
+    /// A run stopped part-way through `a.csv`; the next finds a shorter `a.csv` there (an export
+    /// written again, cut short) and read it to its end without a word, so the rows past the new
+    /// end were silently dropped (a reviewer). It warns, naming the file and both sizes, and counts
+    /// the new file read; a longer file there is not warned of.
+    @Test func aShorterFileWhereARunStoppedIsWarnedOf() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(20_000, prefix: "s1"), name: "a.csv")
+        let stopped = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let recorded = try JournalTables.rows(
+            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes') FROM runs WHERE id = 1")
+        let earlier = Int(recorded.first?.first.flatMap { $0 } ?? "") ?? 0
+        _ = workspace.csv(Pair.generate(3, prefix: "s1"), name: "a.csv")
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int)
+        #expect(earlier > size, "run 1 read \(earlier) bytes; the new file holds \(size)")
+
+        let shorter = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "5s"]), key: Simulator.defaultKey,
+            in: workspace)
+        let warning =
+            "warning: \(input) holds \(size) bytes, fewer than the \(earlier) bytes an earlier run had read of it"
+        #expect(shorter.stderr.contains(warning), "stderr: \(shorter.stderr)")
+        let json = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        #expect(Self.unreadInputs(json.stdout) == [], "read to its end, it is not unread: \(json.stdout)")
+
+        // A longer file where a run stopped is what an export grown since looks like: no warning.
+        _ = workspace.csv(Pair.generate(20_000, prefix: "s2"), name: "a.csv")
+        let again = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(again.status == 75, "stderr: \(again.stderr)")
+        _ = workspace.csv(Pair.generate(20_100, prefix: "s2"), name: "a.csv")
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let longer = try botsi(
+            runArguments([input], workspace, fast, ["--concurrency", "64"]), key: Simulator.defaultKey, in: workspace)
+        #expect(longer.status == 0, "stderr: \(longer.stderr)")
+        #expect(!longer.stderr.contains("fewer than the"), "stderr: \(longer.stderr)")
+    }
+
     /// libcurl resends a request by itself when a reused connection closes without a reply; the run
     /// must not: with --max-attempts 1 every request Botsi received is one journaled attempt.
     @Test func withOneAttemptEveryRequestBotsiReceivedIsAJournaledAttempt() throws {

@@ -180,6 +180,10 @@ struct InputFeeder {
                     try take(record, input: input, now: now, into: &rows, writer: &writer, counts: &slice.counts)
                 case .finished(let input, let record, let noRows):
                     finishedInputs.append(record)
+                    if let earlier = writer.earlierBytesRead[input], record.bytes < earlier {
+                        slice.counts.inputNotes.append(
+                            RunAdvice.shorterInput(record.path, bytes: record.bytes, earlierBytes: earlier))
+                    }
                     if ownRowsByInput[input] > 0 && brokenRowsByInput[input] == ownRowsByInput[input] {
                         slice.counts.rejectedInputs.append(record.path)
                     }

@@ -191,6 +191,17 @@ public enum RunAdvice {
             + " to stop naming it (the rows already read from it stay in the journal)"
     }
 
+    /// An input read to its end that holds fewer bytes than earlier runs had read of it before
+    /// they stopped: the file was replaced by a shorter one, and what lay past its end in the
+    /// earlier file was never read. The run counts it read (it read what is there).
+    public static func shorterInput(_ path: String, bytes: Int64, earlierBytes: Int64) -> String {
+        "warning: \(shellQuoted(path)) holds \(bytes) bytes, fewer than the "
+            + "\(earlierBytes) bytes an earlier run had read of it before it stopped: it was replaced "
+            + "by a shorter file, and the rows past that point in the earlier file were never read; this run read "
+            + "the new file to its end and counts it read. If the earlier file is kept somewhere, name it in a run "
+            + "to send the rest"
+    }
+
     /// The unread inputs a run's `--forget-input` ended.
     public static func forgotten(_ forgotten: [String]) -> String {
         "forgot \(forgotten.map(shellQuoted).joined(separator: ", ")): no longer named as unfinished; the rows read "

@@ -33,6 +33,9 @@ struct RunJournalWriter {
     /// them; and each `--forget-input` that named none of them (a typo forgets nothing).
     var forgottenInputs: [String] = []
     var forgetsMatchingNothing: [String] = []
+    /// For each of this run's inputs (by index) that earlier runs left unread in its shard: the
+    /// most bytes of it they had read. Fewer bytes there now, read to the end, is a shorter file.
+    var earlierBytesRead: [Int: Int64] = [:]
     /// `--shard I/N`'s N: a long window's pace is one shard's share, carried only to runs of as many.
     let shardCount: Int
     /// A long window last seen longer ago than this is not carried: the limit, or who shares it,
@@ -66,8 +69,17 @@ struct RunJournalWriter {
                 // Through this run's own record, which names its inputs: those it reads drop out.
                 earlierUnreadInputs: try journal.unreadInputs(before: runID + 1).filter { $0.run != runID },
                 shardCount: options.shardCount)
+            let before = try journal.unreadInputs(before: runID)
+            let shard = options.shardCount > 1 ? "#\(options.shardIndex)/\(options.shardCount)" : ""
+            for (index, input) in options.inputs.enumerated() where input != "-" {
+                let path = RunAdvice.absolutePath(input)
+                if let bytes = before.first(where: { $0.commandPath == path && $0.shard == shard })?.bytesRead,
+                    bytes > 0
+                {
+                    writer.earlierBytesRead[index] = bytes
+                }
+            }
             if !options.forgetInputs.isEmpty {
-                let before = try journal.unreadInputs(before: runID)
                 func names(_ unread: UnreadInput, _ typed: String) -> Bool {
                     unread.path == typed || unread.commandPath == RunAdvice.absolutePath(typed)
                 }

@@ -461,8 +461,9 @@ public final class Journal {
     /// recorded no inputs (killed, or still running) read none of those its options name. A run
     /// resumed with no input (`run --journal J`) sends what is owed but reads nothing, so an input a
     /// stopped run left unread is still owed its rest after it: the record must keep saying so.
-    /// An input is its absolute path (as the run recorded it, or as typed before runs recorded
-    /// one) within its shard: `a.csv` and `/data/a.csv` are one, and shard 0/2's unread half is
+    /// An input is its recorded path (real, links resolved, since runs recorded that; absolute
+    /// before; as typed before runs recorded one) within its shard: `a.csv`, `/data/a.csv` and a
+    /// link to it are one, and shard 0/2's unread half is
     /// not read by shard 1/2 (merged journals hold both). Standard input is left out: no later run
     /// can read the same bytes again from the journal's word.
     /// A run given `--forget-input PATH` (`runs.options.forgetInputs`, with their absolute paths in

@@ -248,6 +248,35 @@ struct RunTests {
         #expect(!longer.stderr.contains("fewer than the"), "stderr: \(longer.stderr)")
     }
 
+    /// An input read part-way through a link, then to its end through its own path (and the other
+    /// way round): one file, so it is read (a reviewer: the link stayed unread for ever).
+    @Test func anInputReadThroughALinkAndItsOwnPathIsOneInput() throws {
+        let workspace = Workspace()
+        let slow = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { slow.stop() }
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let data = workspace.file("data")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        for (index, (first, then)) in [(true, false), (false, true)].enumerated() {
+            let target = workspace.csv(Pair.generate(20_000, prefix: "l\(index)"), name: "data/a\(index).csv")
+            let link = workspace.file("latest\(index).csv")
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            let stopped = try botsi(
+                runArguments([first ? link : target], workspace, slow, ["--max-duration", "1s"]),
+                key: Simulator.defaultKey, in: workspace)
+            #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+            let finished = try botsi(
+                runArguments([then ? link : target], workspace, fast, ["--concurrency", "64"]),
+                key: Simulator.defaultKey, in: workspace)
+            #expect(finished.status == 0, "stderr: \(finished.stderr)")
+            let json = try botsi(
+                ["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+            #expect(
+                Self.unreadInputs(json.stdout) == [], "read through \(then ? "the link" : "its path"): \(json.stdout)")
+        }
+    }
+
     /// libcurl resends a request by itself when a reused connection closes without a reply; the run
     /// must not: with --max-attempts 1 every request Botsi received is one journaled attempt.
     @Test func withOneAttemptEveryRequestBotsiReceivedIsAJournaledAttempt() throws {

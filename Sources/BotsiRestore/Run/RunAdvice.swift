@@ -127,6 +127,24 @@ public enum RunAdvice {
         return String(cString: resolved)
     }
 
+    /// What an input is, however it was named: its real path (links and `..` resolved), so that a
+    /// file read through a link and through its own path is one input; for a file that is gone,
+    /// its directory's real path and its name; `-` as itself.
+    public static func inputIdentity(_ path: String) -> String {
+        guard path != "-" else { return path }
+        func resolves(_ path: String) -> Bool {
+            guard let resolved = realpath(path, nil) else { return false }
+            free(resolved)
+            return true
+        }
+        if resolves(path) { return realPath(path) }
+        let absolute = URL(fileURLWithPath: absolutePath(path))
+        let directory = absolute.deletingLastPathComponent().path
+        guard resolves(directory) else { return absolute.path }
+        return URL(fileURLWithPath: realPath(directory), isDirectory: true)
+            .appendingPathComponent(absolute.lastPathComponent).path
+    }
+
     /// `path` from the working directory, or `-` (stdin) as itself.
     public static func absolutePath(_ path: String) -> String {
         guard path != "-" else { return path }

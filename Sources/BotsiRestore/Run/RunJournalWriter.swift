@@ -72,7 +72,7 @@ struct RunJournalWriter {
             let before = try journal.unreadInputs(before: runID)
             let shard = options.shardCount > 1 ? "#\(options.shardIndex)/\(options.shardCount)" : ""
             for (index, input) in options.inputs.enumerated() where input != "-" {
-                let path = RunAdvice.absolutePath(input)
+                let path = RunAdvice.inputIdentity(input)
                 if let bytes = before.first(where: { $0.commandPath == path && $0.shard == shard })?.bytesRead,
                     bytes > 0
                 {
@@ -81,7 +81,8 @@ struct RunJournalWriter {
             }
             if !options.forgetInputs.isEmpty {
                 func names(_ unread: UnreadInput, _ typed: String) -> Bool {
-                    unread.path == typed || unread.commandPath == RunAdvice.absolutePath(typed)
+                    unread.path == typed || unread.commandPath == RunAdvice.inputIdentity(typed)
+                        || unread.commandPath == RunAdvice.absolutePath(typed)
                 }
                 for unread in before where options.forgetInputs.contains(where: { names(unread, $0) }) {
                     if !writer.forgottenInputs.contains(unread.path) { writer.forgottenInputs.append(unread.path) }
@@ -374,12 +375,12 @@ struct RunJournalWriter {
         guard let data = try? encoder.encode(options),
             var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else { return "{}" }
-        // Each input's absolute path too (- as itself): `a.csv` and `/data/a.csv` are one input to
-        // `Journal.unreadInputs`, whatever directory each run started in.
-        object["inputPaths"] = options.inputs.map(RunAdvice.absolutePath)
+        // Each input's real path too (- as itself): `a.csv`, `/data/a.csv` and a link to it are one
+        // input to `Journal.unreadInputs`, whatever directory each run started in.
+        object["inputPaths"] = options.inputs.map(RunAdvice.inputIdentity)
         // And each input to forget's, as the inputs' are, for the same match.
         if !options.forgetInputs.isEmpty {
-            object["forgetInputPaths"] = options.forgetInputs.map(RunAdvice.absolutePath)
+            object["forgetInputPaths"] = options.forgetInputs.map(RunAdvice.inputIdentity)
         }
         // The key file's too, for the command `status` advises from another directory.
         if let keyFile = options.keyFile { object["keyFilePath"] = RunAdvice.absolutePath(keyFile) }

@@ -475,13 +475,15 @@ public final class Journal {
 
     /// The run that last read standard input, when it stopped before its end: the rest is in no
     /// file the journal can name, so `status` says to pipe the same export in again (a reviewer's
-    /// half-read stdin was never mentioned after the next run). Nil when none did, or a later run
-    /// read stdin to its end.
+    /// half-read stdin was never mentioned after the next run). Per shard: shard 1/2 reading its
+    /// stdin to the end does not read shard 0/2's. The latest such run of any shard; nil when
+    /// none did, or a later run of the same shard read stdin to its end.
     public func unreadStandardInput() throws(JournalError) -> Int64? {
         try inputHistory(before: .max).standardInputUnreadBy
     }
 
-    private func inputHistory(before runID: Int64) throws(JournalError) -> (
+    /// Both at once, from one pass over the runs (what `snapshot` reads).
+    func inputHistory(before runID: Int64) throws(JournalError) -> (
         unread: [UnreadInput], standardInputUnreadBy: Int64?
     ) {
         struct Named: Decodable {
@@ -497,7 +499,7 @@ public final class Journal {
             try runs.bind(.int(runID), at: 1)
             var order: [String] = []
             var latest: [String: (input: UnreadInput, complete: Bool)] = [:]
-            var standardInputUnreadBy: Int64?
+            var standardInputUnreadBy: [String: Int64] = [:]
             while try runs.step() {
                 let run = runs.int(0)
                 let options = runs.text(1) ?? "{}"
@@ -527,7 +529,7 @@ public final class Journal {
                     }
                 }
                 if let stdin = facts.first(where: { $0.typed == "-" }) {
-                    standardInputUnreadBy = stdin.complete ? nil : run
+                    standardInputUnreadBy[shard] = stdin.complete ? nil : run
                 }
                 for fact in facts where fact.typed != "-" {
                     let key = fact.path + shard
@@ -544,7 +546,8 @@ public final class Journal {
                 }
             }
             return (
-                order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } }, standardInputUnreadBy
+                order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } },
+                standardInputUnreadBy.values.max()
             )
         }
     }

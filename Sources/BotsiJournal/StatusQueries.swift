@@ -68,8 +68,9 @@ extension Journal {
             try wrap { () throws(SQLiteError) in try connection.scalarInt("SELECT count(*) FROM runs") } ?? 0)
         snapshot.latestRun = try runRecords(where: "id = (SELECT max(id) FROM runs)").first
         snapshot.longWindow = try lastLongWindow()
-        snapshot.unreadInputs = try unreadInputs()
-        if let run = try unreadStandardInput() {
+        let history = try inputHistory(before: .max)
+        snapshot.unreadInputs = history.unread
+        if let run = history.standardInputUnreadBy {
             snapshot.standardInputUnreadBy = try runRecords(where: "id = \(run)").first
         }
         // Kept as the rows change (`run_counts`): read at once, however large the journal.

@@ -115,6 +115,38 @@ struct RunTests {
         #expect(!cleared.stdout.contains("stdin     "), "status: \(cleared.stdout)")
     }
 
+    /// The stdin reminder is per shard: shard 1/2 reading its standard input to the end did not
+    /// read what shard 0/2 left of its own (a reviewer: it cleared shard 0's reminder); shard 0/2
+    /// reading it to the end does.
+    @Test func aHalfReadStdinOfOneShardIsNotClearedByAnotherShard() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let rows = Pair.generate(20_000, prefix: "sh")
+        let text = "profileId,originalTransactionId\n" + rows.map { "\($0.profileId),\($0.transactionId)\n" }.joined()
+        let stopped = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, simulator, ["--max-duration", "1s", "--shard", "0/2"]),
+            key: Simulator.defaultKey, in: workspace, stdin: Data(text.utf8))
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let line = "stdin     run 1 stopped before the end of its standard input"
+        let small = "profileId,originalTransactionId\n" + "\(rows[0].profileId),\(rows[0].transactionId)\n"
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let other = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, fast, ["--shard", "1/2"]),
+            key: Simulator.defaultKey, in: workspace, stdin: Data(small.utf8))
+        #expect(other.status == 0, "stderr: \(other.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains(line), "status: \(status.stdout)")
+        let same = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, fast, ["--shard", "0/2"]),
+            key: Simulator.defaultKey, in: workspace, stdin: Data(small.utf8))
+        #expect(same.status == 0, "stderr: \(same.stderr)")
+        let cleared = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(!cleared.stdout.contains("stdin     "), "status: \(cleared.stdout)")
+    }
+
     /// An input a run did not finish, then rotated away (dated exports): the next summary and
     /// `status` name it as gone, and their commands do not read it (a reviewer: they advised it
     /// every night with a command that exited 66).

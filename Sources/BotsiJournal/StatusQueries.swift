@@ -40,6 +40,10 @@ public struct JournalSnapshot: Sendable, Equatable {
     public var longWindow: RecordedLongWindow?
     /// The inputs no run has read to their end (`Journal.unreadInputs`).
     public var unreadInputs: [UnreadInput] = []
+    /// `unreadInputs` whose file is there, to be read again, and those whose file is gone, named
+    /// apart: asked of the file system once, when the snapshot is read.
+    public var readableInputs: [UnreadInput] = []
+    public var goneInputs: [UnreadInput] = []
     /// The run that last read standard input and stopped before its end (`Journal.unreadStandardInput`).
     public var standardInputUnreadBy: RunRecord?
     /// For a journal made by `merge`: the shard journals it copies, each once, by the absolute
@@ -70,6 +74,9 @@ extension Journal {
         snapshot.longWindow = try lastLongWindow()
         let history = try inputHistory(before: .max)
         snapshot.unreadInputs = history.unread
+        for input in history.unread {
+            if input.exists { snapshot.readableInputs.append(input) } else { snapshot.goneInputs.append(input) }
+        }
         if let run = history.standardInputUnreadBy {
             snapshot.standardInputUnreadBy = try runRecords(where: "id = \(run)").first
         }

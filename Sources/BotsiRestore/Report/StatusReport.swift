@@ -317,15 +317,15 @@ public struct StatusReport: Sendable {
     /// The inputs no run has read to their end: the latest run's, and those an earlier run left
     /// unread that no run since read to the end (a run resumed without inputs reads none).
     /// Each once, for words and commands: in a merged journal every shard's run named the same input.
-    var unreadInputs: [String] { Self.unique(snapshot.unreadInputs.filter(\.exists).map(\.path)) }
+    var unreadInputs: [String] { Self.unique(snapshot.readableInputs.map(\.path)) }
 
     /// Unread inputs whose file is gone: named apart, since no command can read them again.
-    var goneInputs: [String] { Self.unique(snapshot.unreadInputs.filter { !$0.exists }.map(\.path)) }
+    var goneInputs: [String] { Self.unique(snapshot.goneInputs.map(\.path)) }
 
     /// The same inputs by the absolute paths their runs recorded: the advised command works from
     /// any directory (README's morning check runs `status` from another one).
     var unreadInputCommandPaths: [String] {
-        Self.unique(snapshot.unreadInputs.filter(\.exists).map(\.commandPath))
+        Self.unique(snapshot.readableInputs.map(\.commandPath))
     }
 
     private static func unique(_ paths: [String]) -> [String] {
@@ -468,7 +468,7 @@ public struct StatusReport: Sendable {
         if selectionLeft, let started = Timestamp.date(run.startedAt) {
             options = RunAdvice.continuingSelection(options, startedAt: started)
         }
-        var reading = RunAdvice.readingAs(snapshot.unreadInputs.first(where: \.exists), options)
+        var reading = RunAdvice.readingAs(snapshot.readableInputs.first, options)
         if RecordedOptions(run.options).merged {
             // A merged journal holds every shard's rows: one run reads each unread input whole,
             // without the shard the naming run had.

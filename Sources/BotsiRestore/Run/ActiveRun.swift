@@ -79,8 +79,8 @@ actor ActiveRun {
         summary.recoveredMarks = parts.recovered.final
         // An input a stopped run left unread and this run does not name is still owed its rest.
         if !options.dryRun {
-            summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.filter(\.exists).map(\.path)
-            summary.earlierGoneInputs = parts.writer.earlierUnreadInputs.filter { !$0.exists }.map(\.path)
+            summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.map(\.path)
+            summary.earlierGoneInputs = parts.writer.earlierGoneInputs.map(\.path)
             summary.forgottenInputs = parts.writer.forgottenInputs
             summary.forgetsMatchingNothing = parts.writer.forgetsMatchingNothing
         }
@@ -382,7 +382,7 @@ actor ActiveRun {
     /// the inputs earlier runs left unread — read as the run that named them read them when this
     /// run leaves none of its own unread.
     private func continuation(selection: Bool) -> String {
-        let earlierUnread = writer.earlierUnreadInputs.filter(\.exists)
+        let earlierUnread = writer.earlierUnreadInputs
         let earlier = summary.earlierUnreadInputs.isEmpty ? nil : earlierUnread.first
         let unreadOwn = !feeder.isDone && !options.inputs.isEmpty
         let options = selection ? RunAdvice.continuingSelection(options, startedAt: startedAt) : options

@@ -27,8 +27,10 @@ struct RunJournalWriter {
     /// The long window the latest earlier run knew, and that run: what this run's pacing starts
     /// from, if it is recent enough (`carriedPace`).
     let earlierLongWindow: RecordedLongWindow?
-    /// Inputs earlier runs named and none read to its end: still owed their rest.
+    /// Inputs earlier runs named and none read to its end, whose file is there: still owed their
+    /// rest. Those whose file is gone are named apart (asked of the file system once, here).
     let earlierUnreadInputs: [UnreadInput]
+    let earlierGoneInputs: [UnreadInput]
     /// The unread inputs of earlier runs this run's `--forget-input` ended, as those runs named
     /// them; and each `--forget-input` that named none of them (a typo forgets nothing).
     var forgottenInputs: [String] = []
@@ -103,7 +105,13 @@ struct RunJournalWriter {
         self.runID = runID
         self.dryRun = dryRun
         self.earlierLongWindow = earlierLongWindow
-        self.earlierUnreadInputs = earlierUnreadInputs
+        var readable: [UnreadInput] = []
+        var gone: [UnreadInput] = []
+        for input in earlierUnreadInputs {
+            if input.exists { readable.append(input) } else { gone.append(input) }
+        }
+        self.earlierUnreadInputs = readable
+        earlierGoneInputs = gone
         self.shardCount = shardCount
     }
 

@@ -102,10 +102,16 @@ struct ModelGenerator {
         run.jsonLog = chance(0.7)
         if chance(0.07) {
             run.input = nil
+            // Runs without input files forget one day's file, chosen from the state the generator
+            // keeps rather than by a new draw: the seeds' other steps stay as they were.
+            run.forget = ["day-\(cursor % 3).csv"]
         } else {
             run.input = day()
             let jsonLines = chance(0.25)
-            run.fileName = "day-\(int(0...2))" + (jsonLines ? ".jsonl" : ".csv")
+            let day = int(0...2)
+            run.fileName = "day-\(day)" + (jsonLines ? ".jsonl" : ".csv")
+            // A quarter of the others forget another day's file while they read their own.
+            if cursor % 4 == 0 { run.forget = ["day-\((day + 1) % 3).csv"] }
         }
         return run
     }

@@ -95,6 +95,7 @@ final class ModelSequence {
     func arguments(_ run: RunStep, simulator: Simulator, journal: String? = nil) -> [String] {
         var extra =
             ["--concurrency", "\(run.concurrency)", "--max-attempts", "\(run.maxAttempts)"] + run.mode.arguments
+            + run.forget.flatMap { ["--forget-input", workspace.file($0)] }
         switch run.stop {
         case .window(let milliseconds): extra += ["--max-duration", "\(milliseconds)ms"]
         case .threshold: extra += ["--max-failure-rate", "20", "--min-sample", "4"]

@@ -105,14 +105,18 @@ struct RunStep: CustomStringConvertible {
     var concurrency = 4
     var maxAttempts = 3
     var jsonLog = true
+    /// `--forget-input` of these files (by name, in the workspace): what earlier runs left unread
+    /// of them is no longer named.
+    var forget: [String] = []
 
     var inputPairs: Set<Pair> { Set((input ?? []).compactMap(\.pair)) }
 
     var description: String {
         let inputText =
             input.map { "\(fileName) [\($0.map(\.description).joined(separator: " "))]" } ?? "no input files"
+        let forgetText = forget.map { ", --forget-input \($0)" }.joined()
         return
-            "run \(mode), \(stop), \(world); concurrency \(concurrency), max-attempts \(maxAttempts)\(jsonLog ? ", json log" : ""); \(inputText)"
+            "run \(mode), \(stop), \(world); concurrency \(concurrency), max-attempts \(maxAttempts)\(jsonLog ? ", json log" : "")\(forgetText); \(inputText)"
     }
 }
 

@@ -76,17 +76,24 @@ struct ModelTable {
     /// inputs (killed: it never recorded its end) read none of those it named; a run with no input
     /// files reads nothing, so it changes nothing. An input is its absolute path within its shard
     /// (shard 1/2 does not read shard 0/2's half); standard input is left out (no later run can read
-    /// the same bytes again). In the order runs first named them, as the run named them.
+    /// the same bytes again). In the order runs first named them, as the run named them. A run
+    /// given `--forget-input PATH` ends what the runs before it left unread of PATH (named as
+    /// typed or by its recorded path), in every shard.
     static func unreadInputs(_ runs: [JournalTables.Run]) -> [String] {
         var order: [String] = []
-        var latest: [String: (path: String, unread: Bool)] = [:]
+        var latest: [String: (path: String, recorded: String, unread: Bool)] = [:]
         for run in runs {
+            for (key, input) in latest
+            where run.forgetPaths.contains(input.path) || run.forgetPaths.contains(input.recorded) {
+                latest[key]?.unread = false
+            }
             let complete =
                 run.inputs.isEmpty ? run.namedInputs.map { _ in false } : run.inputs.map(\.complete)
             for (index, typed) in run.namedInputs.enumerated() where typed != "-" && index < complete.count {
-                let key = (run.namedPaths?[index] ?? typed) + "#" + run.shard
+                let recorded = run.namedPaths?[index] ?? typed
+                let key = recorded + "#" + run.shard
                 if latest[key] == nil { order.append(key) }
-                latest[key] = (typed, !complete[index])
+                latest[key] = (typed, recorded, !complete[index])
             }
         }
         return order.compactMap { latest[$0].flatMap { $0.unread ? $0.path : nil } }

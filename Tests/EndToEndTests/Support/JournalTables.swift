@@ -53,6 +53,8 @@ struct JournalTables: Equatable {
         var namedInputs: [String] = []
         var namedPaths: [String]? = nil
         var shard = ""
+        /// Its `--forget-input` paths, as typed and absolute.
+        var forgetPaths: [String] = []
         /// When it started (milliseconds), its selection and the cutoff it ran with, and how many
         /// rows of its selection it left owed when it stopped (`owedNotTakenUp` + `owedUnanswered`).
         var startedAt: Int64 = 0
@@ -140,6 +142,8 @@ struct JournalTables: Equatable {
             let options = (try? JSONSerialization.jsonObject(with: Data((row[5] ?? "{}").utf8))) as? [String: Any]
             run.namedInputs = options?["inputs"] as? [String] ?? []
             run.namedPaths = options?["inputPaths"] as? [String]
+            run.forgetPaths =
+                (options?["forgetInputs"] as? [String] ?? []) + (options?["forgetInputPaths"] as? [String] ?? [])
             if let count = options?["shardCount"] as? Int, count > 1 {
                 run.shard = "\(options?["shardIndex"] as? Int ?? 0)/\(count)"
             }

@@ -141,6 +141,38 @@ struct MergeFinalRowTests {
                     + "send the 2 pending rows"), "page: \(html)")
     }
 
+    /// The page of a merged journal counts the rows that changed as `report --changes` does: from
+    /// before each shard's latest run (an operator review: it compared the latest run with the
+    /// run before it, another shard's, and counted one shard's rows).
+    @Test func theMergedPageCountsChangesAsReportChangesDoes() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        var shards: [String] = []
+        for (index, count) in [3, 4].enumerated() {
+            let shard = workspace.file("s\(index).sqlite")
+            let rows = workspace.csv(Pair.generate(count, prefix: "s\(index)"), name: "s\(index).csv")
+            let run = try botsi(
+                ["run", rows, "--journal", shard, "--base-url", simulator.baseURL, "--quiet"],
+                key: Simulator.defaultKey, in: workspace)
+            #expect(run.status == 0, "stderr: \(run.stderr)")
+            shards.append(shard)
+        }
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged] + shards, key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let changes = try botsi(
+            ["report", "--journal", merged, "--changes", "--format", "jsonl"], key: nil, in: workspace)
+        #expect(changes.stdout.split(separator: "\n").count == 7, "\(changes.stdout)")
+        let page = try botsi(
+            ["report", "--journal", merged, "--format", "html", "--output", workspace.file("page.html")], key: nil,
+            in: workspace)
+        #expect(page.status == 0, "stderr: \(page.stderr)")
+        #expect(
+            workspace.text("page.html")?.contains("Rows that changed in run 2 against run 0: 7") == true,
+            "\(workspace.text("page.html") ?? "")")
+    }
+
     /// A merge into a disk that fills: exit 73, the merge's own words (it named its temporary file
     /// and said "outcomes already committed are safe — run again to continue"), nothing left there.
     @Test(.canMountTmpfs) func aMergeIntoAFullDiskSaysSoAndLeavesNothing() throws {

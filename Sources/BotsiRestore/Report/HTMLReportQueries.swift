@@ -221,8 +221,11 @@ public enum HTMLReportReader {
         attention.conflictGroupCount = claims.groupCount
         attention.conflictRowCount = claims.rowCount
         if let run, run.id > 1 {
-            var changes = ChangeSummary(earlierRun: run.id - 1, laterRun: run.id)
-            try journal.forEachChange(since: run.id - 1, until: run.id) { change in
+            // As `report --changes` compares: in a merged journal, from before each shard's latest
+            // run (the run just before is another shard's, which left out every other shard's night).
+            let earlier = ChangeRange.defaultEarlier(runs: try journal.runs(), later: run.id)
+            var changes = ChangeSummary(earlierRun: earlier, laterRun: run.id)
+            try journal.forEachChange(since: earlier, until: run.id) { change in
                 let kind = ChangeKind.classify(before: change.before, after: change.after)
                 changes.counts[kind, default: 0] += 1
                 guard changes.examples[kind, default: []].count < (shards ? 1 : Limits.changeExamples) else { return }

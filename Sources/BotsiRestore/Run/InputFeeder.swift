@@ -34,7 +34,7 @@ struct InputCounts {
     var rowsRead = 0
     var owedRows = 0
     var duplicates = 0
-    /// Owed rows met again in the input (sent once, as owed).
+    /// Owed rows met again in the input: one row each, never sent twice (a stop may leave them unsent).
     var owedMetAgain = 0
     var newRows = 0
     var wouldHold = 0

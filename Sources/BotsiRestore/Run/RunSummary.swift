@@ -255,7 +255,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if duplicates > 0 { lines.append("  duplicates (same pair again, sent once): \(duplicates)") }
         if owedMetAgain > 0 {
-            lines.append("  rows the journal owed, met again in the input (sent once, as owed): \(owedMetAgain)")
+            lines.append(
+                "  rows the journal owed, met again in the input (one row each, never sent twice): \(owedMetAgain)")
         }
         if recoveredInFlight > 0 {
             lines.append("  rows left in flight by an earlier run, pending again: \(recoveredInFlight)")

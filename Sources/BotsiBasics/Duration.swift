@@ -48,3 +48,10 @@ extension Basics {
 
     private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
 }
+
+extension Basics {
+    /// `1 request`, `2 requests`: a count with its noun in the number it takes.
+    public static func count(_ count: Int, _ singular: String, _ plural: String) -> String {
+        "\(count) \(count == 1 ? singular : plural)"
+    }
+}

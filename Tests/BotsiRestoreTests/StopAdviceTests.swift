@@ -19,6 +19,22 @@ import Testing
             "a stop by \(cause) with nothing owed: \(rendered)")
     }
 
+    /// An operator review: "1 requests", "send the 1 pending rows".
+    @Test func oneOfAnythingIsSaidInTheSingular() {
+        var summary = RunSummary()
+        summary.durationSeconds = 2
+        (summary.rowsRead, summary.requests, summary.retries) = (1, 1, 1)
+        summary.statuses = [.pending: 1]
+        summary.nextCommand = "botsi-restore run --journal j.sqlite"
+        let rendered = summary.render(journalPath: "j.sqlite")
+        #expect(rendered.hasPrefix("run finished in 2.0s: 1 row read, 1 request (0/s), 1 retry\n"), "\(rendered)")
+        #expect(rendered.contains("send the 1 pending row with: "), "\(rendered)")
+        (summary.rowsRead, summary.requests, summary.retries) = (2, 0, 0)
+        #expect(
+            summary.render(journalPath: "j.sqlite").hasPrefix(
+                "run finished in 2.0s: 2 rows read, 0 requests, 0 retries"))
+    }
+
     /// A chaos review: a drained stop's summary opened with "run finished in", then said "stopped:".
     @Test(arguments: StopCause.allCases)
     func aStoppedRunsFirstLineSaysItStopped(_ cause: StopCause) {

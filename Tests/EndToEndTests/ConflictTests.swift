@@ -158,7 +158,7 @@ struct ConflictTests {
             in: workspace)
         #expect(left.status == 75, "stderr: \(left.stderr)")
         let both = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace).stdout
-        #expect(both.contains("next      send the 1 pending rows with: "), "\(both)")
+        #expect(both.contains("next      send the 1 pending row with: "), "\(both)")
         #expect(
             both.contains("held      4 rows claimed by another profile wait for review (botsi-restore report --journal")
                 && both.contains("--conflicts); then send them with: botsi-restore run --journal"), "\(both)")

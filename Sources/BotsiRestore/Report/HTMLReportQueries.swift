@@ -100,7 +100,9 @@ public enum HTMLReportReader {
                 + "runs with its --shard never send (status gives the command)" : nil
         if status.ownPendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []
-            if status.ownPendingRows > 0 { what.append("send the \(status.ownPendingRows) pending rows") }
+            if status.ownPendingRows > 0 {
+                what.append("send the \(Basics.count(status.ownPendingRows, "pending row", "pending rows"))")
+            }
             if status.selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
             // Its command is another (`run -`): status gives it.

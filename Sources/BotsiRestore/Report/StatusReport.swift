@@ -144,7 +144,8 @@ public struct StatusReport: Sendable {
         let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
             .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
-            "this run  \(snapshot.activity.requests) requests, \(retries) retries"
+            "this run  \(Basics.count(snapshot.activity.requests, "request", "requests")), "
+                + Basics.count(retries, "retry", "retries")
                 + (outcomes.isEmpty ? "" : "; outcomes: \(outcomes)"))
         if let rate {
             lines.append(
@@ -170,7 +171,9 @@ public struct StatusReport: Sendable {
             lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
         } else if !isAlive && (ownPendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
             var what: [String] = []
-            if ownPendingRows > 0 { what.append("send the \(ownPendingRows) pending rows") }
+            if ownPendingRows > 0 {
+                what.append("send the \(Basics.count(ownPendingRows, "pending row", "pending rows"))")
+            }
             if selectionLeft(run) { what.append("finish the selection it stopped in") }
             if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).

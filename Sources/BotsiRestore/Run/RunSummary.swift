@@ -216,9 +216,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
         // A stopped run did not finish: its first line must not say so before "stopped:" does.
         let head = (dryRun ? "dry run (nothing sent)" : "run") + (stopCause == nil ? " finished in" : " stopped after")
         lines.append(
-            "\(head) \(Basics.duration(durationSeconds)): \(rowsRead) rows read, \(requests) requests"
+            "\(head) \(Basics.duration(durationSeconds)): \(Basics.count(rowsRead, "row", "rows")) read, "
+                + Basics.count(requests, "request", "requests")
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
-                + ", \(retries) retries")
+                + ", \(Basics.count(retries, "retry", "retries"))")
         if let run = continuedFrom, let cutoff = continuedAnsweredBefore {
             lines.append(
                 "  went on with the selection run \(run) stopped in: rows answered since its start were left out "
@@ -421,7 +422,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             // answer (`kept`, which holds `owedUnanswered`): it sends them too.
             what.append("send the \(pending + owedNotTakenUp + kept) rows the journal still owes")
         } else if pending > 0 {
-            what.append("send the \(pending) pending rows")
+            what.append("send the \(Basics.count(pending, "pending row", "pending rows"))")
         }
         if unreadOwn { what.append("read the input the run did not finish") }
         if !earlierUnreadInputs.isEmpty { what.append(RunAdvice.readAgain(earlierUnreadInputs, by: "an earlier run")) }

@@ -183,10 +183,8 @@ public enum RunAdvice {
     public static func otherShardsCommand(_ options: RunOptions) -> String {
         var all = options
         all.inputs = []
-        if let jobRate = options.jobRate {
-            all.jobRate = nil
-            all.rate = min(options.rate ?? .infinity, jobRate / Double(max(1, options.shardCount)))
-        }
+        // This shard's cap (`--rate`, or its share of `--job-rate`) as a plain --rate.
+        (all.rate, all.jobRate) = (options.rateCap, nil)
         (all.shardIndex, all.shardCount) = (0, 1)
         // A unit's key file is gone once it ends, and the unit runs its own shard: the person names the key.
         if credentialUnit(ofKeyFile: all.keyFile) != nil { all.keyFile = "KEY_FILE" }

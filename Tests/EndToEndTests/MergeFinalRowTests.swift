@@ -257,4 +257,44 @@ struct MergeFinalRowTests {
         }
         #expect(!FileManager.default.fileExists(atPath: workspace.file("m.sqlite")))
     }
+
+    /// `status` of a merged journal names each shard's latest run beside the journal's latest, one
+    /// shard's (an operator review: its `run` and `this run` lines read as the whole job's, and a
+    /// shard that stopped with rows owed showed nowhere).
+    @Test func theMergedStatusNamesTheLatestRunOfEachShard() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let input = workspace.csv(Pair.generate(10))
+        let shards = [workspace.file("s0.sqlite"), workspace.file("s1.sqlite")]
+        for (index, server) in [failing, simulator].enumerated() {
+            let run = try botsi(
+                ["run", input, "--journal", shards[index], "--shard", "\(index)/2", "--base-url", server.baseURL]
+                    + ["--quiet", "--max-attempts", "1"], key: Simulator.defaultKey, in: workspace)
+            #expect(run.status == (index == 0 ? 75 : 0), "stderr: \(run.stderr)")
+        }
+        let merged = workspace.file("merged.sqlite")
+        let merge = try botsi(["merge", merged] + shards, key: nil, in: workspace)
+        #expect(merge.status == 0, "stderr: \(merge.stderr)")
+        let text = try botsi(["status", "--journal", merged], key: nil, in: workspace)
+        let line = text.stdout.split(separator: "\n").first { $0.hasPrefix("merged ") }.map(String.init) ?? ""
+        #expect(line.contains("from 2 shard journals"), "status: \(text.stdout)")
+        #expect(line.contains("s0.sqlite run 1 (finished, exit 75)"), "status: \(text.stdout)")
+        #expect(line.contains("s1.sqlite run 2 (finished, exit 0)"), "status: \(text.stdout)")
+        #expect(line.hasSuffix("are run 2's alone"), "status: \(text.stdout)")
+        let json = try botsi(["status", "--journal", merged, "--format", "json"], key: nil, in: workspace)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let shardRuns = try #require(object["mergedShards"] as? [[String: Any]], "\(json.stdout)")
+        #expect(shardRuns.map { $0["latestRun"] as? Int } == [1, 2])
+        #expect(shardRuns.map { $0["exitCode"] as? Int } == [75, 0])
+        #expect(shardRuns.map { ($0["journal"] as? String)?.hasSuffix("s0.sqlite") } == [true, false])
+        // A journal no merge made has no such line and no such field.
+        let single = try botsi(["status", "--journal", shards[1], "--format", "json"], key: nil, in: workspace)
+        #expect(!single.stdout.contains("mergedShards"), "\(single.stdout)")
+    }
 }

@@ -132,6 +132,7 @@ public struct StatusReport: Sendable {
         if liveness != .running, let holder {
             lines.append("lock      held by pid \(holder.pid) on \(holder.host): a new run is starting")
         }
+        if let merged = mergedLine(run) { lines.append(merged) }
         lines.append("started   \(run.startedAt) (\(elapsed) \(isAlive ? "so far" : "long"))")
         if let ended = run.endedAt { lines.append("ended     \(ended)") }
         lines.append("inputs    \(inputDescriptions(run).joined(separator: ", "))")
@@ -257,6 +258,14 @@ public struct StatusReport: Sendable {
             uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })
         object["pending"] = pendingRows
         if otherShardsPending > 0 { object["otherShardsPending"] = otherShardsPending }
+        if isMerged {
+            object["mergedShards"] = mergedShardRuns.map { shard, run -> [String: Any] in
+                [
+                    "journal": shard, "latestRun": run?.id ?? NSNull(), "state": run?.state.rawValue ?? NSNull(),
+                    "exitCode": run?.exitCode ?? NSNull(),
+                ]
+            }
+        }
         // Each (input, shard) the runs left unread, as `Journal.unreadInputs` gives them.
         object["unreadInputs"] = snapshot.unreadInputs.map(\.path)
         // The run that stopped before the end of its standard input, while no later run read one whole.
@@ -276,6 +285,28 @@ public struct StatusReport: Sendable {
             object["longWindow"] = NSNull()
         }
         return Self.json(object)
+    }
+
+    /// Each shard journal a merged journal came from, with its latest run, in the order merged.
+    var mergedShardRuns: [(shard: String, run: RunRecord?)] {
+        snapshot.mergedFrom.map { ($0, snapshot.shardLatestRuns[$0]) }
+    }
+
+    /// A merged journal's latest run is one shard's: the other shards' latest runs are named
+    /// beside it, or `run`, `this run` and `rate` read as the whole job's (an operator review).
+    private func mergedLine(_ run: RunRecord) -> String? {
+        guard isMerged else { return nil }
+        let shards = mergedShardRuns.map { shard, latest in
+            guard let latest else { return "\(RunAdvice.shellQuoted(shard)) no run" }
+            let end =
+                latest.state == .running
+                ? "no end recorded"
+                : "\(latest.state.rawValue), \(latest.exitCode.map { "exit \($0)" } ?? "no exit code")"
+            return "\(RunAdvice.shellQuoted(shard)) run \(latest.id) (\(end))"
+        }
+        return
+            "merged    from \(Basics.count(shards.count, "shard journal", "shard journals")), the latest run of each: "
+            + shards.joined(separator: ", ") + "; the lines to \"rate\" are run \(run.id)'s alone"
     }
 
     /// The long window the next run's pacing starts from (docs/pacing.md), or that it finds anew.

@@ -258,10 +258,10 @@ struct MergeFinalRowTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.file("m.sqlite")))
     }
 
-    /// `status` of a merged journal names each shard's latest run beside the journal's latest, one
-    /// shard's (an operator review: its `run` and `this run` lines read as the whole job's, and a
+    /// `status` and the page of a merged journal name each shard's latest run beside the journal's
+    /// latest, one shard's (an operator review: its `run` and `this run` lines read as the whole job's, and a
     /// shard that stopped with rows owed showed nowhere).
-    @Test func theMergedStatusNamesTheLatestRunOfEachShard() throws {
+    @Test func theMergedStatusAndPageNameTheLatestRunOfEachShard() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
@@ -293,6 +293,17 @@ struct MergeFinalRowTests {
         #expect(shardRuns.map { $0["latestRun"] as? Int } == [1, 2])
         #expect(shardRuns.map { $0["exitCode"] as? Int } == [75, 0])
         #expect(shardRuns.map { ($0["journal"] as? String)?.hasSuffix("s0.sqlite") } == [true, false])
+        // The page says the same of its latest run, by the shards' file names.
+        let page = try botsi(
+            ["report", "--journal", merged, "--format", "html", "--output", workspace.file("page.html")], key: nil,
+            in: workspace)
+        #expect(page.status == 0, "stderr: \(page.stderr)")
+        let html = workspace.text("page.html") ?? ""
+        #expect(
+            html.contains(
+                "<dd data-fact=\"shards\">merged from 2 shard journals; the latest run of each: s0.sqlite run 1 "
+                    + "(finished, exit 75), s1.sqlite run 2 (finished, exit 0). The latest run below is one shard"),
+            "page: \(html)")
         // A journal no merge made has no such line and no such field.
         let single = try botsi(["status", "--journal", shards[1], "--format", "json"], key: nil, in: workspace)
         #expect(!single.stdout.contains("mergedShards"), "\(single.stdout)")

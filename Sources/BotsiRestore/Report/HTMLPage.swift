@@ -146,6 +146,13 @@ public enum HTMLPage {
             fact(&page, "time span", "no run yet")
         }
         fact(&page, "runs", HTMLNumbers.count(journal.runCount))
+        if !journal.mergedShards.isEmpty {
+            fact(
+                &page, "shards",
+                "merged from \(Basics.count(journal.mergedShards.count, "shard journal", "shard journals")); "
+                    + "the latest run of each: \(journal.mergedShards.joined(separator: ", ")). The latest run "
+                    + "below is one shard's.", key: "shards", limit: HTMLReportLimits.factScalars)
+        }
         if let run = journal.latestRun {
             var words = "run \(run.id): \(run.state), started \(HTMLNumbers.time(run.startedAt))"
             if let duration = run.durationSeconds { words += ", \(HTMLNumbers.duration(duration)) long" }
@@ -160,12 +167,15 @@ public enum HTMLPage {
         page.raw("</dl>\n")
     }
 
-    static func fact(_ page: inout HTMLWriter, _ name: String, _ value: String, key: String? = nil) {
+    static func fact(
+        _ page: inout HTMLWriter, _ name: String, _ value: String, key: String? = nil,
+        limit: Int = HTMLReportLimits.messageScalars
+    ) {
         page.element("dt", name)
         if let key {
-            page.element("dd", ["data-fact": key], value, limit: HTMLReportLimits.messageScalars)
+            page.element("dd", ["data-fact": key], value, limit: limit)
         } else {
-            page.element("dd", value, limit: HTMLReportLimits.messageScalars)
+            page.element("dd", value, limit: limit)
         }
         page.raw("\n")
     }

@@ -66,6 +66,8 @@ public enum HTMLReportLimits {
     public static let sentenceScalars = 600
     /// Scalars of a message (the server's, a stop's sentence) or a sentence of advice.
     public static let messageScalars = 200
+    /// A fact of our own words that grows with the journal's shards (a merged journal's).
+    public static let factScalars = 2_000
     /// Journals whose next step the verdict spells out (status gives every one's).
     public static let nextJournals = 16
 }
@@ -90,6 +92,9 @@ public struct JournalVerdict: Sendable, Equatable {
     /// The latest run was a selection that stopped (or was killed) before it was through: its
     /// final rows are owed to it without being pending.
     public var selectionLeft = false
+    /// A merged journal's shard journals, each with its latest run and how it ended, in words:
+    /// the latest run is one shard's.
+    public var mergedShards: [String] = []
 
     public init(path: String, statuses: [ItemStatus: Int]) {
         self.path = path

@@ -56,6 +56,7 @@ public enum HTMLReportReader {
         verdict.inputRejections = snapshot.rejections
         let (runs, _, first) = try journal.latestRuns(limit: HTMLReportLimits.historyRuns)
         verdict.firstStartedAt = first
+        verdict.mergedShards = status.mergedShardWords(fileNames: true)
         if let run = snapshot.latestRun {
             verdict.selectionLeft = !status.isAlive && status.selectionLeft(run)
             let state: String

@@ -292,18 +292,25 @@ public struct StatusReport: Sendable {
         snapshot.mergedFrom.map { ($0, snapshot.shardLatestRuns[$0]) }
     }
 
-    /// A merged journal's latest run is one shard's: the other shards' latest runs are named
-    /// beside it, or `run`, `this run` and `rate` read as the whole job's (an operator review).
-    private func mergedLine(_ run: RunRecord) -> String? {
-        guard isMerged else { return nil }
-        let shards = mergedShardRuns.map { shard, latest in
-            guard let latest else { return "\(RunAdvice.shellQuoted(shard)) no run" }
+    /// Each shard journal a merged journal came from, its latest run and how it ended, in words.
+    /// `fileNames`: each journal by its file's name alone (the page, where paths crowd the facts).
+    func mergedShardWords(fileNames: Bool = false) -> [String] {
+        mergedShardRuns.map { path, latest in
+            let shard = RunAdvice.shellQuoted(fileNames ? (path as NSString).lastPathComponent : path)
+            guard let latest else { return "\(shard) no run" }
             let end =
                 latest.state == .running
                 ? "no end recorded"
                 : "\(latest.state.rawValue), \(latest.exitCode.map { "exit \($0)" } ?? "no exit code")"
-            return "\(RunAdvice.shellQuoted(shard)) run \(latest.id) (\(end))"
+            return "\(shard) run \(latest.id) (\(end))"
         }
+    }
+
+    /// A merged journal's latest run is one shard's: the other shards' latest runs are named
+    /// beside it, or `run`, `this run` and `rate` read as the whole job's (an operator review).
+    private func mergedLine(_ run: RunRecord) -> String? {
+        guard isMerged else { return nil }
+        let shards = mergedShardWords()
         return
             "merged    from \(Basics.count(shards.count, "shard journal", "shard journals")), the latest run of each: "
             + shards.joined(separator: ", ") + "; the lines to \"rate\" are run \(run.id)'s alone"

@@ -438,20 +438,16 @@ public struct StatusReport: Sendable {
     /// the shard whose run is the journal's latest: the advice each one's own `status` gives (a
     /// first-day review: a shard's broken export was hidden behind another shard's exit 0).
     var brokenShards: [String] {
-        brokenShardRuns.compactMap { shard, run in
-            Self.rejectedInputAdvice(run, journalPath: shard).map {
-                "shard \(RunAdvice.shellQuoted(shard))'s latest run exited 65: \($0)"
-            }
-        }
+        brokenShardRuns.map { "shard \(RunAdvice.shellQuoted($0.shard))'s latest run exited 65: \($0.advice)" }
     }
 
-    /// Those shards, with the latest run of each.
-    var brokenShardRuns: [(shard: String, run: RunRecord)] {
+    /// Those shards, with the latest run of each and its shard's advice.
+    var brokenShardRuns: [(shard: String, run: RunRecord, advice: String)] {
         snapshot.mergedFrom.compactMap { shard in
             guard let run = snapshot.shardLatestRuns[shard], run.id != snapshot.latestRun?.id,
-                Self.rejectedInputAdvice(run, journalPath: shard) != nil
+                let advice = Self.rejectedInputAdvice(run, journalPath: shard)
             else { return nil }
-            return (shard, run)
+            return (shard, run, advice)
         }
     }
 

@@ -278,6 +278,66 @@ struct RunTests {
             runArguments([input], workspace, fast, ["--concurrency", "64"]), key: Simulator.defaultKey, in: workspace)
         #expect(longer.status == 0, "stderr: \(longer.stderr)")
         #expect(!longer.stderr.contains("fewer than the"), "stderr: \(longer.stderr)")
+        #expect(!longer.stderr.contains("is not the file"), "a grown file is the same file: \(longer.stderr)")
+    }
+
+    /// A run stopped part-way through `a.csv`; the next finds another export of the same size or
+    /// larger under that name (another day's file) and read it to its end without a word, though
+    /// the rows past the point the first run stopped in the earlier file were never read (a
+    /// reviewer). Rows new to the journal within the bytes the first run had read tell that it is
+    /// another file: it warns, with their count.
+    @Test func anotherFileWhereARunStoppedIsWarnedOf() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let input = workspace.csv(Pair.generate(20_000, prefix: "s1"), name: "a.csv")
+        let stopped = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let recorded = try JournalTables.rows(
+            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes'), (SELECT count(*) FROM items) FROM runs")
+        let earlier = Int(recorded.first?[0] ?? "") ?? 0
+        let rowsRead = Int(recorded.first?[1] ?? "") ?? 0
+        #expect(rowsRead > 0 && rowsRead < 20_000, "run 1 read \(rowsRead) rows")
+        // Another export, byte for byte as long: its rows within those bytes are as many, and new.
+        _ = workspace.csv((0..<20_000).map { Pair("s3-\($0)", String(3_000_000_000_000_000 + $0)) }, name: "a.csv")
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let replaced = try botsi(
+            runArguments([input], workspace, fast, ["--concurrency", "64"]), key: Simulator.defaultKey, in: workspace)
+        #expect(replaced.status == 0, "stderr: \(replaced.stderr)")
+        let warning =
+            "warning: \(input) is not the file an earlier run stopped in: \(rowsRead) rows within the first "
+            + "\(earlier) bytes, which that run had read, were new to the journal"
+        #expect(replaced.stderr.contains(warning), "stderr: \(replaced.stderr)")
+    }
+
+    /// The same when the whole new file is read at once, its end with its rows: a run that stopped
+    /// in a pipe named `a.csv` after five rows, then a file of five other rows under that name.
+    @Test func anotherSmallFileWhereARunStoppedInAPipeIsWarnedOf() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let input = workspace.file("a.csv")
+        #expect(mkfifo(input, 0o600) == 0)
+        let rows = (0..<5).map { "p-\($0),\(2_000_000_000_000_000 + $0)" }.joined(separator: "\n")
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // Five rows, then the pipe stays open past the run's end: the run stops inside it.
+        writer.arguments = ["-c", "{ printf 'profileId,originalTransactionId\\n\(rows)\\n'; sleep 4; } > a.csv"]
+        writer.currentDirectoryURL = URL(fileURLWithPath: workspace.path)
+        try writer.run()
+        let stopped = try botsi(
+            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        writer.waitUntilExit()
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try FileManager.default.removeItem(atPath: input)
+        _ = workspace.csv((0..<5).map { Pair("q-\($0)", String(3_000_000_000_000_000 + $0)) }, name: "a.csv")
+        let replaced = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
+        #expect(replaced.status == 0, "stderr: \(replaced.stderr)")
+        #expect(replaced.stderr.contains("is not the file an earlier run stopped in: 5 rows"), "\(replaced.stderr)")
     }
 
     /// An input read part-way through a link, then to its end through its own path (and the other

@@ -107,6 +107,9 @@ struct InputFeeder {
     /// the ones the checks refused as broken: equal at an input's end, the input is broken.
     private var ownRowsByInput: [Int]
     private var brokenRowsByInput: [Int]
+    /// Rows new to the journal read from each input within the bytes an earlier run had read of
+    /// it before it stopped: that run would have recorded them, so the file was replaced.
+    private var newWithinEarlierRead: [Int]
     private var finishedInputs: [RunInput] = []
     /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
     /// can a resend have been kept without an answer.
@@ -126,6 +129,7 @@ struct InputFeeder {
         rowsSentByInput = Array(repeating: 0, count: names.count)
         ownRowsByInput = Array(repeating: 0, count: names.count)
         brokenRowsByInput = Array(repeating: 0, count: names.count)
+        newWithinEarlierRead = Array(repeating: 0, count: names.count)
     }
 
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
@@ -174,15 +178,25 @@ struct InputFeeder {
             for event in events {
                 budget -= 1
                 switch event {
-                case .record(let record, let input):
+                case .record(let record, let input, let consumed):
                     slice.counts.rowsRead += 1
                     rowsReadByInput[input] += 1
-                    try take(record, input: input, now: now, into: &rows, writer: &writer, counts: &slice.counts)
+                    let withinEarlierRead = writer.earlierBytesRead[input].map { consumed <= $0 } ?? false
+                    try take(
+                        record, input: input, withinEarlierRead: withinEarlierRead, now: now, into: &rows,
+                        writer: &writer, counts: &slice.counts)
                 case .finished(let input, let record, let noRows):
+                    // Its rows are counted before what its end says of them.
+                    try admit(rows, now: now, writer: &writer, slice: &slice)
+                    rows = AdmittedRows()
                     finishedInputs.append(record)
                     if let earlier = writer.earlierBytesRead[input], record.bytes < earlier {
                         slice.counts.inputNotes.append(
                             RunAdvice.shorterInput(record.path, bytes: record.bytes, earlierBytes: earlier))
+                    } else if let earlier = writer.earlierBytesRead[input], newWithinEarlierRead[input] > 0 {
+                        slice.counts.inputNotes.append(
+                            RunAdvice.replacedInput(
+                                record.path, newRows: newWithinEarlierRead[input], earlierBytes: earlier))
                     }
                     if ownRowsByInput[input] > 0 && brokenRowsByInput[input] == ownRowsByInput[input] {
                         slice.counts.rejectedInputs.append(record.path)
@@ -208,13 +222,15 @@ struct InputFeeder {
     private struct AdmittedRows {
         var pairs: [PairToAdmit] = []
         var inputs: [Int] = []
+        /// Read within the bytes an earlier run had read of its input before it stopped.
+        var withinEarlierRead: [Bool] = []
     }
 
     /// One input record: journaled as a rejection, or kept to be admitted with the rest of its
     /// take. Rows of other shards are only counted.
     private mutating func take(
-        _ record: InputRecord, input: Int, now: Int64, into rows: inout AdmittedRows, writer: inout RunJournalWriter,
-        counts: inout InputCounts
+        _ record: InputRecord, input: Int, withinEarlierRead: Bool, now: Int64, into rows: inout AdmittedRows,
+        writer: inout RunJournalWriter, counts: inout InputCounts
     ) throws(JournalError) {
         switch record {
         case .rejected(let rejected) where !isMine(rejected.profileId ?? ""):
@@ -236,12 +252,13 @@ struct InputFeeder {
                     profileId: row.profileId, originalTransactionId: row.originalTransactionId,
                     source: RowSource(input: inputIDs[input], line: row.line)))
             rows.inputs.append(input)
+            rows.withinEarlierRead.append(withinEarlierRead)
         }
     }
 
     /// Admits the rows kept from a take (the journal finds them a batch at a time) and takes up
     /// the ones to send.
-    private func admit(
+    private mutating func admit(
         _ rows: AdmittedRows, now: Int64, writer: inout RunJournalWriter, slice: inout Slice
     ) throws(JournalError) {
         let admissions = try writer.admit(rows.pairs, now: now, holdConflicts: holdConflicts)
@@ -250,6 +267,7 @@ struct InputFeeder {
             case .held:
                 // Recorded `held`, never sent; the journal's counts show it at the end.
                 slice.counts.newRows += 1
+                if rows.withinEarlierRead[index] { newWithinEarlierRead[rows.inputs[index]] += 1 }
                 if writer.dryRun { slice.counts.wouldHold += 1 }
             case .duplicate:
                 slice.counts.duplicates += 1
@@ -259,6 +277,7 @@ struct InputFeeder {
                 slice.counts.finishedByCode[Int(status.journalCode)] += 1
             case .send(let itemID, _):
                 slice.counts.newRows += 1
+                if rows.withinEarlierRead[index] { newWithinEarlierRead[rows.inputs[index]] += 1 }
                 let pair = rows.pairs[index]
                 slice.rows.append(
                     TakenRow(

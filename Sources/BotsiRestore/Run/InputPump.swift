@@ -7,8 +7,9 @@ import Synchronization
 
 /// What the input thread hands the run, in input order.
 enum InputEvent: Sendable, Equatable {
-    /// A record of input `input` (an index into the run's inputs).
-    case record(InputRecord, input: Int)
+    /// A record of input `input` (an index into the run's inputs), and the input's raw bytes
+    /// consumed once it was read.
+    case record(InputRecord, input: Int, consumed: Int64)
     /// Input `input` was read to its end: its record for `runs.inputs`, and why it held no row.
     case finished(input: Int, RunInput, noRows: EmptyInput?)
     /// Input `input` cannot be read further: the run stops.
@@ -194,7 +195,7 @@ final class InputPump: Sendable {
                 let finished: Bool
                 do {
                     if let record = try reader.next() {
-                        event = .record(record, input: index)
+                        event = .record(record, input: index, consumed: reader.bytesConsumed)
                         finished = false
                     } else {
                         event = .finished(

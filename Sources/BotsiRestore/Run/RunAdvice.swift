@@ -218,6 +218,17 @@ public enum RunAdvice {
             + "to send the rest"
     }
 
+    /// An input read to its end whose first bytes, those an earlier run had read of it before it
+    /// stopped, held rows that run never recorded: another file now has its name, and what lay
+    /// past that point in the earlier one may never have been read.
+    public static func replacedInput(_ path: String, newRows: Int, earlierBytes: Int64) -> String {
+        "warning: \(shellQuoted(path)) is not the file an earlier run stopped in: "
+            + "\(Basics.count(newRows, "row", "rows")) within the first \(earlierBytes) bytes, which that run had "
+            + "read, \(newRows == 1 ? "was" : "were") new to the journal. It was replaced, and the rows past that "
+            + "point in the earlier file may never have been read; this run read the new file to its end and counts "
+            + "it read. If the earlier file is kept somewhere, name it in a run to send the rest"
+    }
+
     /// The unread inputs a run's `--forget-input` ended.
     public static func forgotten(_ forgotten: [String]) -> String {
         "forgot \(forgotten.map(shellQuoted).joined(separator: ", ")): no longer named as unfinished; the rows read "

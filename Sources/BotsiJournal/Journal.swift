@@ -482,9 +482,15 @@ public final class Journal {
         try inputHistory(before: .max).standardInputUnreadBy
     }
 
-    /// Both at once, from one pass over the runs (what `snapshot` reads).
+    /// The most bytes of standard input the runs of `shard` (`#I/N`, or empty) before `runID` had
+    /// read since the last that read it to its end: the stream they stopped in. Nil when none.
+    public func standardInputBytesRead(before runID: Int64, shard: String) throws(JournalError) -> Int64? {
+        try inputHistory(before: runID).standardInputBytesRead[shard]
+    }
+
+    /// All three at once, from one pass over the runs (what `snapshot` reads).
     func inputHistory(before runID: Int64) throws(JournalError) -> (
-        unread: [UnreadInput], standardInputUnreadBy: Int64?
+        unread: [UnreadInput], standardInputUnreadBy: Int64?, standardInputBytesRead: [String: Int64]
     ) {
         struct Named: Decodable {
             var inputs: [String]?
@@ -500,6 +506,7 @@ public final class Journal {
             var order: [String] = []
             var latest: [String: (input: UnreadInput, complete: Bool)] = [:]
             var standardInputUnreadBy: [String: Int64] = [:]
+            var standardInputBytesRead: [String: Int64] = [:]
             while try runs.step() {
                 let run = runs.int(0)
                 let options = runs.text(1) ?? "{}"
@@ -530,6 +537,8 @@ public final class Journal {
                 }
                 if let stdin = facts.first(where: { $0.typed == "-" }) {
                     standardInputUnreadBy[shard] = stdin.complete ? nil : run
+                    let before = standardInputBytesRead[shard] ?? 0
+                    standardInputBytesRead[shard] = stdin.complete ? nil : max(before, stdin.bytes ?? 0)
                 }
                 for fact in facts where fact.typed != "-" {
                     let key = fact.path + shard
@@ -547,7 +556,8 @@ public final class Journal {
             }
             return (
                 order.compactMap { key in latest[key].flatMap { $0.complete ? nil : $0.input } },
-                standardInputUnreadBy.values.max()
+                standardInputUnreadBy.values.max(),
+                standardInputBytesRead
             )
         }
     }

@@ -313,6 +313,41 @@ struct RunTests {
         #expect(replaced.stderr.contains(warning), "stderr: \(replaced.stderr)")
     }
 
+    /// A run stopped part-way through its standard input; the next of its shard read another
+    /// export piped in to its end and the reminder to pipe the first again went without a word (a
+    /// reviewer). Rows new to the journal within the bytes the first run had read tell it apart.
+    @Test func anotherStreamWhereARunStoppedIsWarnedOf() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        func export(_ pairs: [Pair]) -> Data {
+            Data(
+                ("profileId,originalTransactionId\n" + pairs.map { "\($0.profileId),\($0.transactionId)\n" }.joined())
+                    .utf8)
+        }
+        let stopped = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, simulator, ["--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace, stdin: export(Pair.generate(20_000, prefix: "s1")))
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        let recorded = try JournalTables.rows(
+            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes'), (SELECT count(*) FROM items) FROM runs")
+        let earlier = Int(recorded.first?[0] ?? "") ?? 0
+        let rowsRead = Int(recorded.first?[1] ?? "") ?? 0
+        #expect(rowsRead > 0 && rowsRead < 20_000, "run 1 read \(rowsRead) rows")
+        let fast = try startSimulator()
+        defer { fast.stop() }
+        let other = export((0..<20_000).map { Pair("s3-\($0)", String(3_000_000_000_000_000 + $0)) })
+        let replaced = try botsi(
+            runArguments(["-", "--format", "csv"], workspace, fast, ["--concurrency", "64"]),
+            key: Simulator.defaultKey, in: workspace, stdin: other)
+        #expect(replaced.status == 0, "stderr: \(replaced.stderr)")
+        let warning =
+            "is not the stream an earlier run stopped in: \(rowsRead) rows within the first \(earlier) bytes"
+        #expect(replaced.stderr.contains(warning), "stderr: \(replaced.stderr)")
+        #expect(replaced.stderr.contains("If the earlier export is kept somewhere, pipe it into a run"))
+    }
+
     /// The same when the whole new file is read at once, its end with its rows: a run that stopped
     /// in a pipe named `a.csv` after five rows, then a file of five other rows under that name.
     @Test func anotherSmallFileWhereARunStoppedInAPipeIsWarnedOf() throws {

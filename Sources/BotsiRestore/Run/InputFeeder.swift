@@ -110,6 +110,8 @@ struct InputFeeder {
     /// Rows new to the journal read from each input within the bytes an earlier run had read of
     /// it before it stopped: that run would have recorded them, so the file was replaced.
     private var newWithinEarlierRead: [Int]
+    /// The inputs that are standard input (`-`): a stream, not a file.
+    private let streams: Set<Int>
     private var finishedInputs: [RunInput] = []
     /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
     /// can a resend have been kept without an answer.
@@ -130,6 +132,7 @@ struct InputFeeder {
         ownRowsByInput = Array(repeating: 0, count: names.count)
         brokenRowsByInput = Array(repeating: 0, count: names.count)
         newWithinEarlierRead = Array(repeating: 0, count: names.count)
+        streams = Set(options.inputs.indices.filter { options.inputs[$0] == "-" })
     }
 
     /// Admits up to `sliceSize` records, taking up at most `room` rows to send.
@@ -192,11 +195,14 @@ struct InputFeeder {
                     finishedInputs.append(record)
                     if let earlier = writer.earlierBytesRead[input], record.bytes < earlier {
                         slice.counts.inputNotes.append(
-                            RunAdvice.shorterInput(record.path, bytes: record.bytes, earlierBytes: earlier))
+                            RunAdvice.shorterInput(
+                                record.path, bytes: record.bytes, earlierBytes: earlier,
+                                isStream: streams.contains(input)))
                     } else if let earlier = writer.earlierBytesRead[input], newWithinEarlierRead[input] > 0 {
                         slice.counts.inputNotes.append(
                             RunAdvice.replacedInput(
-                                record.path, newRows: newWithinEarlierRead[input], earlierBytes: earlier))
+                                record.path, newRows: newWithinEarlierRead[input], earlierBytes: earlier,
+                                isStream: streams.contains(input)))
                     }
                     if ownRowsByInput[input] > 0 && brokenRowsByInput[input] == ownRowsByInput[input] {
                         slice.counts.rejectedInputs.append(record.path)

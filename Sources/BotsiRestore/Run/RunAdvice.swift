@@ -208,25 +208,38 @@ public enum RunAdvice {
     }
 
     /// An input read to its end that holds fewer bytes than earlier runs had read of it before
-    /// they stopped: the file was replaced by a shorter one, and what lay past its end in the
-    /// earlier file was never read. The run counts it read (it read what is there).
-    public static func shorterInput(_ path: String, bytes: Int64, earlierBytes: Int64) -> String {
+    /// they stopped: the file was replaced by a shorter one (or another, shorter stream piped in),
+    /// and what lay past its end in the earlier one was never read. The run counts it read (it
+    /// read what is there).
+    public static func shorterInput(_ path: String, bytes: Int64, earlierBytes: Int64, isStream: Bool = false)
+        -> String
+    {
         "warning: \(shellQuoted(path)) holds \(bytes) bytes, fewer than the "
-            + "\(earlierBytes) bytes an earlier run had read of it before it stopped: it was replaced "
-            + "by a shorter file, and the rows past that point in the earlier file were never read; this run read "
-            + "the new file to its end and counts it read. If the earlier file is kept somewhere, name it in a run "
-            + "to send the rest"
+            + "\(earlierBytes) bytes an earlier run had read of it before it stopped: "
+            + (isStream ? "another, shorter export was piped in" : "it was replaced by a shorter file")
+            + ", and the rows past that point in the earlier one were never read; this run read "
+            + "the new \(isStream ? "stream" : "file") to its end and counts it read. "
+            + keptEarlier(isStream: isStream)
     }
 
     /// An input read to its end whose first bytes, those an earlier run had read of it before it
-    /// stopped, held rows that run never recorded: another file now has its name, and what lay
-    /// past that point in the earlier one may never have been read.
-    public static func replacedInput(_ path: String, newRows: Int, earlierBytes: Int64) -> String {
-        "warning: \(shellQuoted(path)) is not the file an earlier run stopped in: "
+    /// stopped, held rows that run never recorded: another file now has its name (another export
+    /// was piped in), and what lay past that point in the earlier one may never have been read.
+    public static func replacedInput(_ path: String, newRows: Int, earlierBytes: Int64, isStream: Bool = false)
+        -> String
+    {
+        "warning: \(shellQuoted(path)) is not the \(isStream ? "stream" : "file") an earlier run stopped in: "
             + "\(Basics.count(newRows, "row", "rows")) within the first \(earlierBytes) bytes, which that run had "
-            + "read, \(newRows == 1 ? "was" : "were") new to the journal. It was replaced, and the rows past that "
-            + "point in the earlier file may never have been read; this run read the new file to its end and counts "
-            + "it read. If the earlier file is kept somewhere, name it in a run to send the rest"
+            + "read, \(newRows == 1 ? "was" : "were") new to the journal. "
+            + (isStream ? "Another export was piped in" : "It was replaced")
+            + ", and the rows past that point in the earlier one may never have been read; this run read the new "
+            + "\(isStream ? "stream" : "file") to its end and counts it read. " + keptEarlier(isStream: isStream)
+    }
+
+    private static func keptEarlier(isStream: Bool) -> String {
+        isStream
+            ? "If the earlier export is kept somewhere, pipe it into a run to send the rest"
+            : "If the earlier file is kept somewhere, name it in a run to send the rest"
     }
 
     /// The unread inputs a run's `--forget-input` ended.

@@ -73,7 +73,14 @@ struct RunJournalWriter {
                 shardCount: options.shardCount)
             let before = try journal.unreadInputs(before: runID)
             let shard = options.shardCount > 1 ? "#\(options.shardIndex)/\(options.shardCount)" : ""
-            for (index, input) in options.inputs.enumerated() where input != "-" {
+            for (index, input) in options.inputs.enumerated() {
+                // The stream a run of this shard stopped in: another piped in is told by its rows too.
+                if input == "-" {
+                    if let bytes = try journal.standardInputBytesRead(before: runID, shard: shard), bytes > 0 {
+                        writer.earlierBytesRead[index] = bytes
+                    }
+                    continue
+                }
                 let path = RunAdvice.inputIdentity(input)
                 if let bytes = before.first(where: { $0.commandPath == path && $0.shard == shard })?.bytesRead,
                     bytes > 0

@@ -466,8 +466,8 @@ public final class Journal {
     /// link to it are one, and shard 0/2's unread half is
     /// not read by shard 1/2 (merged journals hold both). Standard input is left out: no later run
     /// can read the same bytes again from the journal's word.
-    /// A run given `--forget-input PATH` (`runs.options.forgetInputs`, with their absolute paths in
-    /// `forgetInputPaths`) ends the unread entries earlier runs left for that path, in every shard:
+    /// A run given `--forget-input PATH` (`runs.options.forgetInputs`, with their real paths in
+    /// `forgetInputPaths`) ends the unread entries earlier runs recorded by that path, in every shard:
     /// the operator said the rest is not coming (a rotated export). The rows read from it stay.
     public func unreadInputs(before runID: Int64 = .max) throws(JournalError) -> [UnreadInput] {
         try inputHistory(before: runID).unread
@@ -527,11 +527,14 @@ public final class Journal {
                     facts = recorded.filter { $0.path != "stdin" }.map { ($0.path, $0.path, $0.complete, $0.bytes) }
                 }
                 // What the run was told to forget ends the entries of the runs before it; what it
-                // reads itself (after) is its own.
+                // reads itself (after) is its own. A forget names an input by its recorded path: the
+                // real path it resolved to in the forgetting run's directory, or the path as typed
+                // when that is the recorded one (absolute, as `status` advises it; or a run before
+                // runs recorded paths, which knows no other). Never by the name an earlier run typed:
+                // `a.csv` forgotten in one directory is not another directory's `a.csv`.
                 let forgotten = Set((named.forgetInputs ?? []) + (named.forgetInputPaths ?? []))
                 if !forgotten.isEmpty {
-                    for (key, entry) in latest
-                    where forgotten.contains(entry.input.commandPath) || forgotten.contains(entry.input.path) {
+                    for (key, entry) in latest where forgotten.contains(entry.input.commandPath) {
                         latest[key]?.complete = true
                     }
                 }

@@ -236,6 +236,49 @@ struct RunTests {
         #expect(!next.stderr.contains("export-day1.csv"), "stderr: \(next.stderr)")
     }
 
+    /// `--forget-input a.csv` forgot any unfinished input an earlier run had typed as `a.csv`,
+    /// whatever directory each ran in (a reviewer): given in another directory, it forgot that
+    /// one's. A relative path names the file in the run's own directory, as every path does: from
+    /// another directory it forgets nothing and is warned of; `status` there advises the recorded
+    /// real path; in the input's own directory `a.csv` forgets it.
+    @Test func aForgetInputNamesTheFileInTheRunsOwnDirectory() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let here = workspace.file("here")
+        let there = workspace.file("there")
+        #expect(mkdir(here, 0o755) == 0 && mkdir(there, 0o755) == 0)
+        let input = workspace.csv(Pair.generate(20_000, prefix: "h"), name: "here/a.csv")
+        let real = try #require(realpath(input, nil))
+        let recorded = String(cString: real)
+        free(real)
+        let stopped = try botsi(
+            runArguments(["a.csv"], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace, workingDirectory: here)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try FileManager.default.removeItem(atPath: input)
+
+        let elsewhere = try botsi(
+            runArguments([], workspace, simulator, ["--max-duration", "1s", "--forget-input", "a.csv"]),
+            key: Simulator.defaultKey, in: workspace, workingDirectory: there)
+        #expect(
+            elsewhere.stderr.contains("warning: --forget-input a.csv named no input an earlier run left unfinished"),
+            "stderr: \(elsewhere.stderr)")
+        #expect(!elsewhere.stderr.contains("forgot "), "stderr: \(elsewhere.stderr)")
+        #expect(elsewhere.stderr.contains("--forget-input \(recorded) "), "advised from anywhere: \(elsewhere.stderr)")
+        let status = try botsi(
+            ["status", "--journal", workspace.journal], key: nil, in: workspace, workingDirectory: there)
+        #expect(status.stdout.contains("gone "), "still unfinished: \(status.stdout)")
+        #expect(status.stdout.contains("--forget-input \(recorded) "), "status: \(status.stdout)")
+
+        let own = try botsi(
+            runArguments([], workspace, simulator, ["--max-duration", "1s", "--forget-input", "a.csv"]),
+            key: Simulator.defaultKey, in: workspace, workingDirectory: here)
+        #expect(own.stderr.contains("forgot a.csv: no longer named as unfinished"), "stderr: \(own.stderr)")
+        let after = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(!after.stdout.contains("gone "), "status: \(after.stdout)")
+    }
+
     /// A run stopped part-way through `a.csv`; the next finds a shorter `a.csv` there (an export
     /// written again, cut short) and read it to its end without a word, so the rows past the new
     /// end were silently dropped (a reviewer). It warns, naming the file and both sizes, and counts

@@ -134,7 +134,9 @@ public enum HTMLReportReader {
             )
         }
         if let fix { return (fix, nil) }
-        if !status.goneInputs.isEmpty { return (RunAdvice.goneInputs(status.goneInputs), nil) }
+        if !status.goneInputs.isEmpty {
+            return (RunAdvice.goneInputs(status.goneInputs, paths: status.goneInputCommandPaths), nil)
+        }
         if let (words, command) = status.standardInputAdvice { return (words, command) }
         return ("nothing to do: every row the journal knows is final", nil)
     }

@@ -207,7 +207,7 @@ public struct StatusReport: Sendable {
         }
         if let (words, command) = otherShardsAdvice(run) { lines.append("shards    \(words): \(command)") }
         if !isAlive, !goneInputs.isEmpty {
-            lines.append("gone      \(RunAdvice.goneInputs(goneInputs))")
+            lines.append("gone      \(RunAdvice.goneInputs(goneInputs, paths: goneInputCommandPaths))")
         }
         if !isAlive, let (words, command) = standardInputAdvice {
             lines.append("stdin     \(words): \(command) (rows already finished are skipped)")
@@ -362,6 +362,9 @@ public struct StatusReport: Sendable {
 
     /// Unread inputs whose file is gone: named apart, since no command can read them again.
     var goneInputs: [String] { Self.unique(snapshot.goneInputs.map(\.path)) }
+
+    /// The same by the paths their runs recorded: `--forget-input` of them works from any directory.
+    var goneInputCommandPaths: [String] { Self.unique(snapshot.goneInputs.map(\.commandPath)) }
 
     /// The same inputs by the absolute paths their runs recorded: the advised command works from
     /// any directory (README's morning check runs `status` from another one).

@@ -81,6 +81,7 @@ actor ActiveRun {
         if !options.dryRun {
             summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.map(\.path)
             summary.earlierGoneInputs = parts.writer.earlierGoneInputs.map(\.path)
+            summary.earlierGoneInputPaths = parts.writer.earlierGoneInputs.map(\.commandPath)
             summary.forgottenInputs = parts.writer.forgottenInputs
             summary.forgetsMatchingNothing = parts.writer.forgetsMatchingNothing
         }

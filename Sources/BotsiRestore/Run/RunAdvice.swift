@@ -199,11 +199,14 @@ public enum RunAdvice {
     }
 
     /// Inputs a run did not read to their end whose files are gone: their rest was never sent.
-    public static func goneInputs(_ gone: [String]) -> String {
+    /// `paths`: the same inputs by the paths their runs recorded (real, from `/`), which the
+    /// `--forget-input` advised names: a name typed relative to another run's directory would
+    /// name another file here (or none).
+    public static func goneInputs(_ gone: [String], paths: [String]? = nil) -> String {
         "\(gone.map(shellQuoted).joined(separator: ", ")), which a run did not read to its end, no longer "
             + "exist\(gone.count == 1 ? "s" : ""): the rows after that point were never sent; if it moved, name its "
             + "new path in a run to finish it; if it is not coming back, run again with "
-            + gone.map { "--forget-input \(shellQuoted($0))" }.joined(separator: " ")
+            + (paths ?? gone).map { "--forget-input \(shellQuoted($0))" }.joined(separator: " ")
             + " to stop naming it (the rows already read from it stay in the journal)"
     }
 

@@ -89,9 +89,12 @@ struct RunJournalWriter {
                 }
             }
             if !options.forgetInputs.isEmpty {
+                // The file PATH names from this run's directory, or PATH as the journal records the
+                // input (what `status` advises): never the name another run typed in its own
+                // directory (`a.csv` here is not another directory's `a.csv`). `Journal.inputHistory`
+                // matches the same way.
                 func names(_ unread: UnreadInput, _ typed: String) -> Bool {
-                    unread.path == typed || unread.commandPath == RunAdvice.inputIdentity(typed)
-                        || unread.commandPath == RunAdvice.absolutePath(typed)
+                    unread.commandPath == RunAdvice.inputIdentity(typed) || unread.commandPath == typed
                 }
                 for unread in before where options.forgetInputs.contains(where: { names(unread, $0) }) {
                     if !writer.forgottenInputs.contains(unread.path) { writer.forgottenInputs.append(unread.path) }

@@ -74,6 +74,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var earlierUnreadInputs: [String] = []
     /// Inputs earlier runs left unread whose files are gone: named, not read again.
     public var earlierGoneInputs: [String] = []
+    /// The same by the paths their runs recorded (real, from `/`): what `--forget-input` is given.
+    public var earlierGoneInputPaths: [String] = []
     /// Unread inputs of earlier runs that `--forget-input` ended: no longer named as unfinished.
     public var forgottenInputs: [String] = []
     /// Each `--forget-input` that named no input an earlier run left unfinished: it forgot nothing.
@@ -327,7 +329,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
         if otherShardsOwed > 0, let otherShardsCommand, !dryRun {
             lines.append(RunAdvice.otherShardsOwed(otherShardsOwed) + ": " + otherShardsCommand)
         }
-        if !earlierGoneInputs.isEmpty { lines.append(RunAdvice.goneInputs(earlierGoneInputs)) }
+        if !earlierGoneInputs.isEmpty {
+            lines.append(RunAdvice.goneInputs(earlierGoneInputs, paths: earlierGoneInputPaths))
+        }
         if !forgottenInputs.isEmpty { lines.append(RunAdvice.forgotten(forgottenInputs)) }
         if !forgetsMatchingNothing.isEmpty { lines.append(RunAdvice.forgetMatchingNothing(forgetsMatchingNothing)) }
         if rejectedRows > 0 && dryRun {

@@ -77,14 +77,14 @@ struct ModelTable {
     /// files reads nothing, so it changes nothing. An input is its absolute path within its shard
     /// (shard 1/2 does not read shard 0/2's half); standard input is left out (no later run can read
     /// the same bytes again). In the order runs first named them, as the run named them. A run
-    /// given `--forget-input PATH` ends what the runs before it left unread of PATH (named as
-    /// typed or by its recorded path), in every shard.
+    /// given `--forget-input PATH` ends what the runs before it left unread of PATH (its recorded
+    /// path: PATH as typed or resolved, never the name another run typed), in every shard.
     static func unreadInputs(_ runs: [JournalTables.Run]) -> [String] {
         var order: [String] = []
         var latest: [String: (path: String, recorded: String, unread: Bool)] = [:]
         for run in runs {
             for (key, input) in latest
-            where run.forgetPaths.contains(input.path) || run.forgetPaths.contains(input.recorded) {
+            where run.forgetPaths.contains(input.recorded) {
                 latest[key]?.unread = false
             }
             let complete =

@@ -279,6 +279,39 @@ struct RunTests {
         #expect(!after.stdout.contains("gone "), "status: \(after.stdout)")
     }
 
+    /// `run --dry-run --forget-input PATH` said nothing of the forget (a reviewer): a dry run
+    /// records nothing, so it forgets nothing, but it says which inputs the run would forget and
+    /// warns of a path that names none, as the run does.
+    @Test func aDryRunSaysWhichInputsItWouldForget() throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
+        defer { simulator.stop() }
+        let dated = workspace.csv(Pair.generate(20_000, prefix: "w1"), name: "export-day1.csv")
+        let stopped = try botsi(
+            runArguments([dated], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
+            in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try FileManager.default.removeItem(atPath: dated)
+
+        let dry = try botsi(
+            runArguments(
+                [], workspace, simulator,
+                ["--dry-run", "--forget-input", dated, "--forget-input", "export-day0.csv"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        #expect(
+            dry.stderr.contains("would forget \(dated): a run would no longer name it as unfinished"),
+            "stderr: \(dry.stderr)")
+        #expect(
+            dry.stderr.contains(
+                "warning: --forget-input export-day0.csv named no input an earlier run left unfinished: "
+                    + "a run would forget nothing"),
+            "stderr: \(dry.stderr)")
+        #expect(!dry.stderr.contains("forgot \(dated)"), "a dry run forgets nothing: \(dry.stderr)")
+        let status = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
+        #expect(status.stdout.contains("gone "), "still named: \(status.stdout)")
+    }
+
     /// A run stopped part-way through `a.csv`; the next finds a shorter `a.csv` there (an export
     /// written again, cut short) and read it to its end without a word, so the rows past the new
     /// end were silently dropped (a reviewer). It warns, naming the file and both sizes, and counts

@@ -82,9 +82,10 @@ actor ActiveRun {
             summary.earlierUnreadInputs = parts.writer.earlierUnreadInputs.map(\.path)
             summary.earlierGoneInputs = parts.writer.earlierGoneInputs.map(\.path)
             summary.earlierGoneInputPaths = parts.writer.earlierGoneInputs.map(\.commandPath)
-            summary.forgottenInputs = parts.writer.forgottenInputs
-            summary.forgetsMatchingNothing = parts.writer.forgetsMatchingNothing
         }
+        // A dry run forgets nothing (it records nothing) but says what the real run would forget.
+        summary.forgottenInputs = parts.writer.forgottenInputs
+        summary.forgetsMatchingNothing = parts.writer.forgetsMatchingNothing
         if options.adaptive, !options.dryRun, let carried = pacing.carried,
             let earlier = parts.writer.earlierLongWindow
         {

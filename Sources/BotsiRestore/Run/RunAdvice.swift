@@ -246,15 +246,22 @@ public enum RunAdvice {
     }
 
     /// The unread inputs a run's `--forget-input` ended.
-    public static func forgotten(_ forgotten: [String]) -> String {
-        "forgot \(forgotten.map(shellQuoted).joined(separator: ", ")): no longer named as unfinished; the rows read "
-            + "from \(forgotten.count == 1 ? "it" : "them") stay in the journal"
+    /// A dry run's: those the run would end (it records nothing, so it ends none).
+    public static func forgotten(_ forgotten: [String], dryRun: Bool = false) -> String {
+        let names = forgotten.map(shellQuoted).joined(separator: ", ")
+        let them = forgotten.count == 1 ? "it" : "them"
+        guard !dryRun else {
+            return "would forget \(names): a run would no longer name \(them) as unfinished (this dry run forgot "
+                + "nothing); the rows read from \(them) would stay in the journal"
+        }
+        return "forgot \(names): no longer named as unfinished; the rows read from \(them) stay in the journal"
     }
 
     /// The `--forget-input` paths that named no unfinished input.
-    public static func forgetMatchingNothing(_ paths: [String]) -> String {
+    public static func forgetMatchingNothing(_ paths: [String], dryRun: Bool = false) -> String {
         "warning: --forget-input \(paths.map(shellQuoted).joined(separator: ", ")) named no input an earlier run "
-            + "left unfinished: nothing forgotten (botsi-restore status names those inputs)"
+            + "left unfinished: \(dryRun ? "a run would forget nothing" : "nothing forgotten") "
+            + "(botsi-restore status names those inputs)"
     }
 
     /// `botsi-restore report --journal J ARGUMENTS...`.

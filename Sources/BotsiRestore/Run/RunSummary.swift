@@ -76,7 +76,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
     public var earlierGoneInputs: [String] = []
     /// The same by the paths their runs recorded (real, from `/`): what `--forget-input` is given.
     public var earlierGoneInputPaths: [String] = []
-    /// Unread inputs of earlier runs that `--forget-input` ended: no longer named as unfinished.
+    /// Unread inputs of earlier runs that `--forget-input` ended: no longer named as unfinished
+    /// (a dry run's: those the run would end; it ends none).
     public var forgottenInputs: [String] = []
     /// Each `--forget-input` that named no input an earlier run left unfinished: it forgot nothing.
     public var forgetsMatchingNothing: [String] = []
@@ -332,8 +333,10 @@ public struct RunSummary: Sendable, Codable, Equatable {
         if !earlierGoneInputs.isEmpty {
             lines.append(RunAdvice.goneInputs(earlierGoneInputs, paths: earlierGoneInputPaths))
         }
-        if !forgottenInputs.isEmpty { lines.append(RunAdvice.forgotten(forgottenInputs)) }
-        if !forgetsMatchingNothing.isEmpty { lines.append(RunAdvice.forgetMatchingNothing(forgetsMatchingNothing)) }
+        if !forgottenInputs.isEmpty { lines.append(RunAdvice.forgotten(forgottenInputs, dryRun: dryRun)) }
+        if !forgetsMatchingNothing.isEmpty {
+            lines.append(RunAdvice.forgetMatchingNothing(forgetsMatchingNothing, dryRun: dryRun))
+        }
         if rejectedRows > 0 && dryRun {
             // A dry run records nothing: the journal does not hold them.
             lines.append(

@@ -211,9 +211,11 @@ public enum LifecycleDocument {
                 return "a definitive answer for the row"
             case .retryable:
                 return
-                    "408, 429, 5xx, timeout, connection error or unreadable 200, with attempts (`--max-attempts`) and run-wide retry budget left"
+                    "408, 429, 5xx, timeout, connection error or unreadable 200, with attempts (`--max-attempts`) and run-wide retry budget left (a 429 needs none while adaptive throttling is on: the run slows down instead)"
             case .retriesExhausted: return "the same, on the row's last attempt of this run"
-            case .budgetExhausted: return "the same, when the run-wide retry budget cannot pay for another attempt"
+            case .budgetExhausted:
+                return
+                    "the same, when the run-wide retry budget cannot pay for another attempt (never a 429 while adaptive throttling is on)"
             case .retryableWhileStopping: return "the same, arriving after the run began to stop"
             case .unauthorized, .forbidden: return "Botsi refused the key"
             case .iosSettingsMissing: return "the app's App Store connection is not set up in Botsi"

@@ -22,6 +22,9 @@ public struct RunActivity: Sendable, Equatable {
     public var lastAttemptAt: String?
     /// Attempts that started within the recent window the caller asked about.
     public var recentRequests = 0
+    /// For a run that recorded no count of its own (killed, or running): the second and later
+    /// attempts of a row among its attempts, the resends its summary would count as retries.
+    public var retries: Int?
 
     public init() {}
 }
@@ -110,6 +113,8 @@ extension Journal {
         }
         if let run = snapshot.latestRun {
             snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
+            // A first attempt answered "retry" is not a retry: only a row's later attempts are.
+            if run.counts.retries == nil { snapshot.activity.retries = try resendCount(runID: run.id) }
         }
         var latestByShard: [String: Int64] = [:]
         try wrap { () throws(SQLiteError) in
@@ -148,6 +153,17 @@ extension Journal {
             result[statement.int(0), default: [:]][outcome, default: 0] += Int(statement.int(2))
         }
         return result
+    }
+
+    /// Second and later attempts of a row among run `runID`'s attempts (a walk of that run's).
+    private func resendCount(runID: Int64) throws(JournalError) -> Int {
+        try wrap { () throws(SQLiteError) in
+            let count = try statement(
+                "SELECT count(*) - count(DISTINCT item_id) FROM attempts INDEXED BY attempts_run WHERE run_id = ?")
+            try count.reset(.int(runID))
+            defer { count.rewind() }
+            return try count.step() ? Int(count.int(0)) : 0
+        }
     }
 
     /// What run `runID` has sent so far, from `run_attempts`; the recent requests from its

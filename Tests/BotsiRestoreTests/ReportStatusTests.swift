@@ -164,7 +164,8 @@ func currentStatus(_ path: String) -> StatusReport? {
 
         let status = try #require(currentStatus(path))
         #expect(status.liveness == .vanished)
-        #expect(status.retries == 1)
+        // p2's one attempt was answered "retry": a first attempt, not a resend.
+        #expect(status.retries == 0)
         #expect(status.renderText().contains("ended without a record"))
         let journal = try Journal(path: path, create: false, readOnly: true)
         defer { journal.close() }
@@ -175,6 +176,13 @@ func currentStatus(_ path: String) -> StatusReport? {
         #expect(lines[0].countsFromAttempts)
         #expect(lines[0].statuses == ["restored": 1])
         #expect(lines[0].requests == 2)
+        // Counted as its summary would have: p2 waits out a backoff, pending; no resend was made.
+        let counted = RunLine.make(
+            runs: try journal.runs(), attemptOutcomes: try journal.attemptOutcomesByRun(),
+            unrecorded: try RunLine.Unrecorded(journal, runs: try journal.runs()), holder: nil, now: Date())
+        #expect(counted[0].statuses == ["restored": 1, "pending": 1])
+        #expect(counted[0].requests == 2)
+        #expect(counted[0].retries == 0)
     }
 
     @Test func runsListsEachRunWithItsCountsAndExitCode() throws {

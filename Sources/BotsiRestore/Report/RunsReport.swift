@@ -23,22 +23,29 @@ public struct RunLine: Sendable, Equatable {
     /// from the journal as they stand, or, without those, from its attempts so far.
     public var countsFromAttempts: Bool
 
-    /// What runs without a recorded summary (killed, or running) are counted by.
+    /// What runs without a recorded summary (killed, or running) are counted by: as their summary
+    /// would have counted them (`Journal.unendedRunCounts`), whatever later runs did to their rows.
     public struct Unrecorded: Sendable {
-        /// The rows each worked on by their status now (`Journal.rowCounts`), which a killed run's
-        /// pending and in-flight rows are among; its attempts alone count only the rows answered.
+        /// The rows each worked on by their status at its end (or now, while it runs).
         public var rows: [Int64: [ItemStatus: Int]] = [:]
         /// The input rows each was the last to find rejected.
         public var rejections: [Int64: Int] = [:]
+        /// Requests on record, and the resends among them (second and later attempts of a row).
+        public var requests: [Int64: Int] = [:]
+        public var retries: [Int64: Int] = [:]
 
         public init() {}
 
         /// Read from the journal for those of `runs` without a summary.
         public init(_ journal: Journal, runs: [RunRecord]) throws(JournalError) {
             for run in runs where run.counts.statuses == nil {
-                for count in try journal.rowCounts(runID: run.id) {
+                let counts = try journal.unendedRunCounts(runID: run.id)
+                rows[run.id] = [:]
+                for count in counts.rows {
                     rows[run.id, default: [:]][count.status, default: 0] += count.count
                 }
+                requests[run.id] = counts.requests
+                retries[run.id] = counts.retries
                 rejections[run.id] = try journal.rejectionCount(runID: run.id)
             }
         }
@@ -62,15 +69,19 @@ public struct RunLine: Sendable, Equatable {
             for (outcome, count) in outcomes {
                 if let status = outcome.status { fromAttempts[status, default: 0] += count }
             }
-            let statuses = run.counts.statuses ?? unrecorded.rows[run.id] ?? fromAttempts
+            var statuses = run.counts.statuses ?? unrecorded.rows[run.id] ?? fromAttempts
+            // A killed run's rows in flight are pending: the next run's start makes them so.
+            if state == "killed", let inFlight = statuses.removeValue(forKey: .inFlight) {
+                statuses[.pending, default: 0] += inFlight
+            }
             return RunLine(
                 id: run.id, startedAt: run.startedAt, endedAt: run.endedAt,
                 durationSeconds: start.flatMap { start in end.map { max($0.timeIntervalSince(start), 0) } },
                 state: state, exitCode: run.exitCode, inputs: inputPaths(run),
                 statuses: Dictionary(uniqueKeysWithValues: statuses.map { ($0.key.rawValue, $0.value) }),
                 rejectedInput: run.counts.rejectedByReason?.values.reduce(0, +) ?? unrecorded.rejections[run.id] ?? 0,
-                requests: run.counts.requests ?? outcomes.values.reduce(0, +),
-                retries: run.counts.retries ?? outcomes[.retry] ?? 0, host: run.host,
+                requests: run.counts.requests ?? unrecorded.requests[run.id] ?? outcomes.values.reduce(0, +),
+                retries: run.counts.retries ?? unrecorded.retries[run.id] ?? outcomes[.retry] ?? 0, host: run.host,
                 countsFromAttempts: run.counts.statuses == nil)
         }
     }

@@ -102,9 +102,8 @@ public struct StatusReport: Sendable {
     }
 
     /// Resends the run made: its summary's count once it ended; while it runs (or after a kill),
-    /// the attempts answered "retry" so far, whose resends mostly follow (a stop leaves some unsent,
-    /// which its summary does not count).
-    public var retries: Int { snapshot.latestRun?.counts.retries ?? snapshot.activity.outcomes[.retry] ?? 0 }
+    /// the second and later attempts of a row on record so far, as its summary counts them.
+    public var retries: Int { snapshot.latestRun?.counts.retries ?? snapshot.activity.retries ?? 0 }
 
     // MARK: Rendering
 

@@ -372,6 +372,9 @@ public struct RunCounts: Sendable, Equatable, Codable {
     /// Final rows it resent without a definitive answer: they kept their status.
     public var kept: Int?
     public var requests: Int?
+    /// Of `requests`, those whose outcome the journal could not record (it failed, the disk
+    /// filled): sent, with no attempt on record. Absent when there were none.
+    public var unrecordedRequests: Int?
     public var retries: Int?
     public var durationSeconds: Double?
     /// Whether it read all of its input.

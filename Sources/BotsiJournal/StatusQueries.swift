@@ -155,6 +155,16 @@ extension Journal {
         return result
     }
 
+    /// Run `runID`'s attempts on record (`run_attempts`, read at once).
+    public func recordedRequests(runID: Int64) throws(JournalError) -> Int {
+        try wrap { () throws(SQLiteError) in
+            let count = try statement("SELECT coalesce(sum(attempts), 0) FROM run_attempts WHERE run_id = ?")
+            try count.reset(.int(runID))
+            defer { count.rewind() }
+            return try count.step() ? Int(count.int(0)) : 0
+        }
+    }
+
     /// Second and later attempts of a row among run `runID`'s attempts (a walk of that run's).
     private func resendCount(runID: Int64) throws(JournalError) -> Int {
         try wrap { () throws(SQLiteError) in

@@ -71,7 +71,7 @@ public enum HTMLReportReader {
             latest.endedAt = run.endedAt
             latest.exitCode = run.exitCode
             latest.stopMessage = run.counts.stopMessage
-            latest.requests = snapshot.activity.requests
+            latest.requests = status.requests
             latest.retries = status.retries
             latest.durationSeconds = status.elapsedSeconds
             verdict.latestRun = latest

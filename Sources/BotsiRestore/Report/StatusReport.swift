@@ -79,7 +79,7 @@ public struct StatusReport: Sendable {
     public var rate: Double? {
         guard let elapsed = elapsedSeconds, elapsed > 0 else { return nil }
         if isAlive { return Double(snapshot.activity.recentRequests) / min(Self.recentWindow, elapsed) }
-        return Double(snapshot.activity.requests) / elapsed
+        return Double(requests) / elapsed
     }
 
     /// While running: from how much of the input is read (the run journals bytes read and the
@@ -104,6 +104,13 @@ public struct StatusReport: Sendable {
     /// Resends the run made: its summary's count once it ended; while it runs (or after a kill),
     /// the second and later attempts of a row on record so far, as its summary counts them.
     public var retries: Int { snapshot.latestRun?.counts.retries ?? snapshot.activity.retries ?? 0 }
+
+    /// Requests the run sent: its summary's count once it ended (which holds those whose outcome
+    /// a failing journal could not record), else its attempts on record so far.
+    public var requests: Int { snapshot.latestRun?.counts.requests ?? snapshot.activity.requests }
+
+    /// Of `requests`, those sent whose outcome the journal could not record.
+    public var unrecordedRequests: Int { snapshot.latestRun?.counts.unrecordedRequests ?? 0 }
 
     // MARK: Rendering
 
@@ -144,8 +151,9 @@ public struct StatusReport: Sendable {
         let outcomes = snapshot.activity.outcomes.filter { $0.key != .retry }.map { ($0.key.rawValue, $0.value) }
             .sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         lines.append(
-            "this run  \(Basics.count(snapshot.activity.requests, "request", "requests")), "
-                + Basics.count(retries, "retry", "retries")
+            "this run  \(Basics.count(requests, "request", "requests"))"
+                + (unrecordedRequests > 0 ? ", \(RunSummary.unrecordedWords(unrecordedRequests))" : "")
+                + ", \(Basics.count(retries, "retry", "retries"))"
                 + (outcomes.isEmpty ? "" : "; outcomes: \(outcomes)"))
         if let rate {
             lines.append(
@@ -251,7 +259,8 @@ public struct StatusReport: Sendable {
         object["statuses"] = statuses
         object["codes"] = codes
         object["rejected"] = snapshot.rejections
-        object["requests"] = snapshot.activity.requests
+        object["requests"] = requests
+        object["unrecordedRequests"] = unrecordedRequests
         object["retries"] = retries
         object["outcomes"] = Dictionary(
             uniqueKeysWithValues: snapshot.activity.outcomes.map { ($0.key.rawValue, $0.value) })

@@ -444,6 +444,8 @@ actor ActiveRun {
         } else {
             do {
                 summary.take(try writer.rowCounts())
+                // Replies of the batch rolled back were sent: counted, and said to be unrecorded.
+                summary.unrecordedRequests = max(0, summary.requests - (try writer.recordedRequests()))
             } catch {
                 summary.statuses = [:]
                 summary.codes = [:]

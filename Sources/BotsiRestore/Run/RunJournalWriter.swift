@@ -360,6 +360,11 @@ struct RunJournalWriter {
         return counts
     }
 
+    /// The run's requests whose attempt the journal holds (committed).
+    func recordedRequests() throws(JournalError) -> Int {
+        try journal.recordedRequests(runID: runID)
+    }
+
     /// Ends the run's record: how it ended, its inputs and its counts.
     func finishRun(
         stopped: Bool, exitCode: Int32, inputs: [RunInput], summary: RunSummary

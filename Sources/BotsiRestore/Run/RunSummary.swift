@@ -47,6 +47,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
     /// Final rows a killed run was resending, unmarked at start and otherwise as they were.
     public var recoveredMarks = 0
     public var requests = 0
+    /// Of `requests`, those whose outcome the journal could not record when it failed (the
+    /// outcomes of its last, rolled-back batch): sent, with no attempt on record.
+    public var unrecordedRequests = 0
     public var retries = 0
     public var retryBudgetExhausted = 0
     public var durationSeconds: Double = 0
@@ -202,6 +205,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         record.notSent = notSent
         record.kept = kept
         record.requests = requests
+        record.unrecordedRequests = unrecordedRequests > 0 ? unrecordedRequests : nil
         record.retries = retries
         record.durationSeconds = durationSeconds
         record.inputComplete = inputComplete
@@ -222,6 +226,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             "\(head) \(Basics.duration(durationSeconds)): \(Basics.count(rowsRead, "row", "rows")) read, "
                 + Basics.count(requests, "request", "requests")
                 + (durationSeconds > 0 && requests > 0 ? String(format: " (%.0f/s)", requestsPerSecond) : "")
+                + (unrecordedRequests > 0 ? ", \(Self.unrecordedWords(unrecordedRequests))" : "")
                 + ", \(Basics.count(retries, "retry", "retries"))")
         if let run = continuedFrom, let cutoff = continuedAnsweredBefore {
             lines.append(
@@ -352,6 +357,12 @@ public struct RunSummary: Sendable, Codable, Equatable {
                 "see rejected rows with: botsi-restore report --journal \(journalPath) --status rejected")
         }
         return VisibleText.joinedLines(lines)
+    }
+
+    /// Requests sent whose outcome the journal could not record, as the summary and `status` say it.
+    static func unrecordedWords(_ count: Int) -> String {
+        "\(count) of them sent but not recorded (the journal failed before "
+            + (count == 1 ? "its outcome was" : "their outcomes were") + " written)"
     }
 
     /// Transactions claimed by several profiles, and the held rows' way out (issue 10).

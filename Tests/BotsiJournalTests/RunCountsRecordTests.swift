@@ -12,9 +12,11 @@ import Testing
     private static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/journals")
 
-    /// Fields a version added after c6f06ff: absent from its records.
+    /// Fields a version added after c6f06ff: absent from its records (`unrecordedRequests` is
+    /// written only after a journal failure lost a reply's outcome).
     private static let newerThanC6f06ff: Set<String> = [
         "owedNotTakenUp", "stoppedAt", "rejectedInputs", "owedUnanswered", "otherShardsOwed",
+        "unrecordedRequests",
     ]
 
     private func runs(of version: String) throws -> [RunRecord] {

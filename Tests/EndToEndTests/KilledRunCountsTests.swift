@@ -57,7 +57,14 @@ struct KilledRunCountsTests {
         let workspace = Workspace()
         let before = failing.stats().requests
         let killed = try Child(failingRun(rows, workspace, failing), key: Simulator.defaultKey, in: workspace)
-        let resent = eventually(timeout: 60) { failing.stats().requests - before >= rows.count + 6 }
+        // Killed once every row's first attempt is on record, and resends (the journal writes in
+        // batches: a row whose one reply was not written yet is no row waiting out a backoff).
+        let resent = eventually(timeout: 60) {
+            guard failing.stats().requests - before >= rows.count + 6,
+                let (requests, attempted) = try? attempts(1, workspace)
+            else { return false }
+            return attempted == rows.count && requests > attempted
+        }
         killed.send(SIGKILL)
         _ = killed.wait(timeout: 30)
         try #require(resent, "no resend went out")

@@ -26,11 +26,12 @@ enum RunsCommand: Command {
         do {
             let journal = try Journal(path: path, create: false, readOnly: true)
             defer { journal.close() }
+            // Looked at first: a live run's attempts are not walked (`RunLine.Unrecorded`).
+            let holder = journal.runLockHolder()
             let runs = try journal.runs()
             let lines = RunLine.make(
                 runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(),
-                unrecorded: try RunLine.Unrecorded(journal, runs: runs),
-                holder: journal.runLockHolder(), now: Date())
+                unrecorded: try RunLine.Unrecorded(journal, runs: runs, holder: holder), holder: holder, now: Date())
             let sink = try ReportSink(path: nil)
             RunsWriter.write(lines, format: settings.format) { sink.write($0) }
             try sink.commit()

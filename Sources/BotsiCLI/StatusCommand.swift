@@ -36,9 +36,11 @@ enum StatusCommand: Command {
                 let journal = try Journal(path: path, create: false, readOnly: true)
                 opened.append((path, journal))
                 try Journal.checkNamedOnce(opened)
-                let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
-                reports.append(
-                    StatusReport(journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now))
+                // Looked at first: a live run's attempts are not walked (`Journal.snapshot`).
+                let holder = journal.runLockHolder()
+                let snapshot = try journal.snapshot(
+                    recentSince: now.addingTimeInterval(-StatusReport.recentWindow), runLockHeld: holder != nil)
+                reports.append(StatusReport(journalPath: path, snapshot: snapshot, holder: holder, now: now))
             }
         } catch {
             Output.errorLine("botsi-restore status: \(error.description)")

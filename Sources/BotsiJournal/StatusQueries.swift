@@ -22,8 +22,9 @@ public struct RunActivity: Sendable, Equatable {
     public var lastAttemptAt: String?
     /// Attempts that started within the recent window the caller asked about.
     public var recentRequests = 0
-    /// For a run that recorded no count of its own (killed, or running): the second and later
-    /// attempts of a row among its attempts, the resends its summary would count as retries.
+    /// For a killed run (no count of its own on record, nobody holding the lock): the second and
+    /// later attempts of a row among its attempts, the resends its summary would count as
+    /// retries. Nil for a live run, whose attempts `status` does not walk.
     public var retries: Int?
 
     public init() {}
@@ -66,8 +67,10 @@ public struct JournalSnapshot: Sendable, Equatable {
 extension Journal {
     /// Reads the journal's state for `status`. `recentSince` bounds the window that
     /// `activity.recentRequests` counts. Works on a journal a live run is writing: a read
-    /// transaction sees whole committed batches only.
-    public func snapshot(recentSince: Date) throws(JournalError) -> JournalSnapshot {
+    /// transaction sees whole committed batches only. `runLockHeld`: whether a live run held the
+    /// journal's lock when the caller looked; a latest run without an end and without a holder
+    /// (killed) has its resends counted by a walk of its own attempts, a live one never does.
+    public func snapshot(recentSince: Date, runLockHeld: Bool = false) throws(JournalError) -> JournalSnapshot {
         try beginRead()
         defer { endRead() }
         var snapshot = JournalSnapshot()
@@ -113,8 +116,12 @@ extension Journal {
         }
         if let run = snapshot.latestRun {
             snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
-            // A first attempt answered "retry" is not a retry: only a row's later attempts are.
-            if run.counts.retries == nil { snapshot.activity.retries = try resendCount(runID: run.id) }
+            // A first attempt answered "retry" is not a retry: only a row's later attempts are. A
+            // killed run's are counted from its own attempts; a live run's attempts are not walked
+            // (`status` gives its attempts answered "retry" so far, from `run_attempts`).
+            if run.counts.retries == nil, run.endedAt == nil, !runLockHeld {
+                snapshot.activity.retries = try killedRunResends(runID: run.id)
+            }
         }
         var latestByShard: [String: Int64] = [:]
         try wrap { () throws(SQLiteError) in
@@ -165,8 +172,9 @@ extension Journal {
         }
     }
 
-    /// Second and later attempts of a row among run `runID`'s attempts (a walk of that run's).
-    private func resendCount(runID: Int64) throws(JournalError) -> Int {
+    /// Second and later attempts of a row among run `runID`'s attempts: a walk of that run's own
+    /// attempts (`attempts_run`), for a killed run only, never a live or finished one.
+    public func killedRunResends(runID: Int64) throws(JournalError) -> Int {
         try wrap { () throws(SQLiteError) in
             let count = try statement(
                 "SELECT count(*) - count(DISTINCT item_id) FROM attempts INDEXED BY attempts_run WHERE run_id = ?")

@@ -1,7 +1,8 @@
 import Foundation
 
-/// What a run that recorded no end (killed, or still running) did, counted as its own record
-/// would have counted it had it ended: `runs`, `status` and the page read this for such a run.
+/// What a killed run (no end on record, nobody holding the lock) did, counted as its own record
+/// would have counted it had it ended: `runs` and the page read this for such a run. A walk of
+/// that run's own attempts (`attempts_run`), never made for a finished or a running run.
 public struct UnendedRunCounts: Sendable, Equatable {
     /// The rows it worked on, by their status and code at its end: the rows it sent, and the rows
     /// it took up or admitted and did not send that a stop would leave with it (pending ones, and
@@ -16,6 +17,24 @@ public struct UnendedRunCounts: Sendable, Equatable {
 }
 
 extension Journal {
+    /// The rows the running run `runID` worked on, by their status and code now, as the journal
+    /// keeps them (`run_counts`, by its triggers): read at once, its rows and attempts not walked.
+    public func liveRunRowCounts(runID: Int64) throws(JournalError) -> [RunRowCount] {
+        var counts: [RunRowCount] = []
+        try wrap { () throws(SQLiteError) in
+            let rows = try statement("SELECT status, code, rows FROM run_counts WHERE run_id = ? AND rows != 0")
+            try rows.reset(.int(runID))
+            defer { rows.rewind() }
+            while try rows.step() {
+                guard let status = ItemStatus(journalCode: rows.int(0)) else { continue }
+                let code = rows.text(1) ?? ""
+                counts.append(
+                    RunRowCount(status: status, code: code.isEmpty ? nil : code, count: Int(rows.int(2)), notSent: 0))
+            }
+        }
+        return counts
+    }
+
     /// Counts run `runID` without its record (`UnendedRunCounts`). A row it sent stands as the
     /// row's state as of that run (`forEachChange`'s rule): its last definitive answer in that run
     /// or an earlier one, else pending with its last error — wherever a later run has taken the

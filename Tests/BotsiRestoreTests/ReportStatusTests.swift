@@ -12,10 +12,13 @@ func currentStatus(_ path: String) -> StatusReport? {
     guard let journal = try? Journal(path: path, create: false, readOnly: true) else { return nil }
     defer { journal.close() }
     let now = Date()
-    guard let snapshot = try? journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
+    // As `status` reads it: the lock first, so that a live run's attempts are not walked.
+    let holder = journal.runLockHolder()
+    guard
+        let snapshot = try? journal.snapshot(
+            recentSince: now.addingTimeInterval(-StatusReport.recentWindow), runLockHeld: holder != nil)
     else { return nil }
-    return StatusReport(
-        journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now)
+    return StatusReport(journalPath: path, snapshot: snapshot, holder: holder, now: now)
 }
 
 @Suite struct ReportStatusTests {
@@ -179,7 +182,8 @@ func currentStatus(_ path: String) -> StatusReport? {
         // Counted as its summary would have: p2 waits out a backoff, pending; no resend was made.
         let counted = RunLine.make(
             runs: try journal.runs(), attemptOutcomes: try journal.attemptOutcomesByRun(),
-            unrecorded: try RunLine.Unrecorded(journal, runs: try journal.runs()), holder: nil, now: Date())
+            unrecorded: try RunLine.Unrecorded(journal, runs: try journal.runs(), holder: nil), holder: nil, now: Date()
+        )
         #expect(counted[0].statuses == ["restored": 1, "pending": 1])
         #expect(counted[0].requests == 2)
         #expect(counted[0].retries == 0)

@@ -46,8 +46,11 @@ public enum HTMLReportReader {
 
     /// What `status` says of the journal, from the same snapshot, and its newest runs.
     private static func verdict(of journal: Journal, path: String, now: Date) throws -> (JournalVerdict, [RunRecord]) {
-        let snapshot = try journal.snapshot(recentSince: now.addingTimeInterval(-StatusReport.recentWindow))
-        let status = StatusReport(journalPath: path, snapshot: snapshot, holder: journal.runLockHolder(), now: now)
+        // Looked at first: a live run's attempts are not walked (`Journal.snapshot`).
+        let holder = journal.runLockHolder()
+        let snapshot = try journal.snapshot(
+            recentSince: now.addingTimeInterval(-StatusReport.recentWindow), runLockHeld: holder != nil)
+        let status = StatusReport(journalPath: path, snapshot: snapshot, holder: holder, now: now)
         var statuses: [ItemStatus: Int] = [:]
         for count in snapshot.items { statuses[count.status, default: 0] += count.count }
         var verdict = JournalVerdict(path: path, statuses: statuses)
@@ -147,9 +150,11 @@ public enum HTMLReportReader {
         let unsummed = runs.filter { $0.counts.statuses == nil }.map(\.id)
         let outcomes = try journal.attemptOutcomes(runIDs: unsummed)
         // As `runs` counts them: a run without a summary by its rows as they stand.
+        let holder = journal.runLockHolder()
         let lines = RunLine.make(
-            runs: runs, attemptOutcomes: outcomes, unrecorded: try RunLine.Unrecorded(journal, runs: runs),
-            holder: journal.runLockHolder(), now: now)
+            runs: runs, attemptOutcomes: outcomes,
+            unrecorded: try RunLine.Unrecorded(journal, runs: runs, holder: holder),
+            holder: holder, now: now)
         return zip(runs, lines).map { run, line in
             HistoryRun(journal: index, line: line, options: HTMLRunOptions(run.options).words)
         }

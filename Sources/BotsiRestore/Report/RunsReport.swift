@@ -23,8 +23,10 @@ public struct RunLine: Sendable, Equatable {
     /// from the journal as they stand, or, without those, from its attempts so far.
     public var countsFromAttempts: Bool
 
-    /// What runs without a recorded summary (killed, or running) are counted by: as their summary
-    /// would have counted them (`Journal.unendedRunCounts`), whatever later runs did to their rows.
+    /// What runs without a recorded summary (killed, or running) are counted by. A killed run as
+    /// its summary would have counted it (`Journal.unendedRunCounts`, a walk of its own attempts),
+    /// whatever later runs did to its rows; the running run by the counts the journal keeps
+    /// (`run_counts`, and `run_attempts` for its requests): its attempts are not walked.
     public struct Unrecorded: Sendable {
         /// The rows each worked on by their status at its end (or now, while it runs).
         public var rows: [Int64: [ItemStatus: Int]] = [:]
@@ -36,9 +38,17 @@ public struct RunLine: Sendable, Equatable {
 
         public init() {}
 
-        /// Read from the journal for those of `runs` without a summary.
-        public init(_ journal: Journal, runs: [RunRecord]) throws(JournalError) {
+        /// Read from the journal for those of `runs` without a summary; `holder`, the journal's
+        /// lock holder: with one, the latest run is running (as `make` tells it).
+        public init(_ journal: Journal, runs: [RunRecord], holder: LockHolder?) throws(JournalError) {
             for run in runs where run.counts.statuses == nil {
+                rejections[run.id] = try journal.rejectionCount(runID: run.id)
+                if run.id == runs.last?.id, run.endedAt == nil, holder != nil {
+                    for count in try journal.liveRunRowCounts(runID: run.id) {
+                        rows[run.id, default: [:]][count.status, default: 0] += count.count
+                    }
+                    continue
+                }
                 let counts = try journal.unendedRunCounts(runID: run.id)
                 rows[run.id] = [:]
                 for count in counts.rows {
@@ -46,7 +56,6 @@ public struct RunLine: Sendable, Equatable {
                 }
                 requests[run.id] = counts.requests
                 retries[run.id] = counts.retries
-                rejections[run.id] = try journal.rejectionCount(runID: run.id)
             }
         }
     }

@@ -101,9 +101,13 @@ public struct StatusReport: Sendable {
         return min(Double(read) / Double(total), 1)
     }
 
-    /// Resends the run made: its summary's count once it ended; while it runs (or after a kill),
-    /// the second and later attempts of a row on record so far, as its summary counts them.
-    public var retries: Int { snapshot.latestRun?.counts.retries ?? snapshot.activity.retries ?? 0 }
+    /// Resends the run made: its summary's count once it ended; after a kill, the second and
+    /// later attempts of a row on record, as its summary would have counted them; while it runs,
+    /// its attempts answered "retry" so far (`run_attempts`: its attempts are not walked), whose
+    /// resends mostly follow.
+    public var retries: Int {
+        snapshot.latestRun?.counts.retries ?? snapshot.activity.retries ?? snapshot.activity.outcomes[.retry] ?? 0
+    }
 
     /// Requests the run sent: its summary's count once it ended (which holds those whose outcome
     /// a failing journal could not record), else its attempts on record so far.

@@ -1,0 +1,97 @@
+import BotsiJournal
+import BotsiRestore
+import BotsiTestSupport
+import Foundation
+import Testing
+
+/// `status` and `runs` count a live run from what the journal keeps as it goes (`run_counts`,
+/// `run_attempts`), never by walking its attempts or rows (issue 21: they answer at once on a
+/// journal of any size); only a killed run is counted from its own attempts. A journal whose
+/// `attempts` and `items` tables are gone shows it: a live run is still counted, a killed one
+/// cannot be.
+@Suite struct LiveRunCountsTests {
+    private static let holder = LockHolder(pid: 1, host: "test", startedAt: "")
+
+    /// One run with no end: p1 restored, p2 answered "retry" twice (one first attempt, one resend).
+    private func journalOfOneUnendedRun(_ directory: Workspace) throws -> String {
+        let path = directory.file("journal.sqlite")
+        var builder = try JournalBuilder(path: path)
+        let run = try builder.startRun()
+        try builder.attempt("p1", run: run, outcome: "restored", access: levels(true))
+        try builder.attempt("p2", run: run, outcome: "retry", code: "http_503")
+        try builder.attempt("p2", run: run, outcome: "retry", code: "http_503")
+        builder.journal.close()
+        return path
+    }
+
+    private func dropAttemptsAndItems(_ path: String) throws {
+        try SQLiteTool.execute(
+            path,
+            """
+            PRAGMA foreign_keys = OFF; DROP VIEW attempts_readable; DROP VIEW items_readable;
+            DROP TABLE attempts; DROP TABLE items;
+            """)
+    }
+
+    @Test func statusCountsALiveRunWithoutItsAttempts() throws {
+        let directory = Workspace()
+        let path = try journalOfOneUnendedRun(directory)
+        try dropAttemptsAndItems(path)
+        let journal = try Journal(path: path, create: false, readOnly: true)
+        defer { journal.close() }
+        let now = Date()
+        let snapshot = try journal.snapshot(recentSince: now, runLockHeld: true)
+        let status = StatusReport(journalPath: path, snapshot: snapshot, holder: Self.holder, now: now)
+        #expect(status.liveness == .running)
+        #expect(status.requests == 3)
+        // Its attempts answered "retry" so far, as `run_attempts` keeps them (no walk of its rows).
+        #expect(status.retries == 2)
+        #expect(snapshot.activity.retries == nil)
+        // Killed, the same run is counted from its own attempts: they must be there.
+        #expect(throws: JournalError.self) { try journal.snapshot(recentSince: now, runLockHeld: false) }
+    }
+
+    @Test func runsCountsALiveRunWithoutItsAttemptsOrRows() throws {
+        let directory = Workspace()
+        let path = try journalOfOneUnendedRun(directory)
+        try dropAttemptsAndItems(path)
+        let journal = try Journal(path: path, create: false, readOnly: true)
+        defer { journal.close() }
+        let runs = try journal.runs()
+        let lines = RunLine.make(
+            runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(),
+            unrecorded: try RunLine.Unrecorded(journal, runs: runs, holder: Self.holder), holder: Self.holder,
+            now: Date())
+        #expect(lines.map(\.state) == ["running"])
+        #expect(lines.first?.statuses == ["restored": 1, "pending": 1])
+        #expect(lines.first?.requests == 3)
+        #expect(lines.first?.retries == 2)
+        #expect(throws: JournalError.self) { try RunLine.Unrecorded(journal, runs: runs, holder: nil) }
+    }
+
+    /// A killed run before the live one: the killed one is counted from its attempts (its one
+    /// resend), the live one from `run_attempts` (its attempts answered "retry").
+    @Test func runsWalksOnlyTheKilledRun() throws {
+        let directory = Workspace()
+        let path = directory.file("journal.sqlite")
+        var builder = try JournalBuilder(path: path)
+        let killed = try builder.startRun()
+        try builder.attempt("p1", run: killed, outcome: "retry", code: "http_503")
+        try builder.attempt("p1", run: killed, outcome: "retry", code: "http_503")
+        let live = try builder.startRun()
+        try builder.attempt("p2", run: live, outcome: "retry", code: "http_503")
+        try builder.attempt("p2", run: live, outcome: "retry", code: "http_503")
+        builder.journal.close()
+        let journal = try Journal(path: path, create: false, readOnly: true)
+        defer { journal.close() }
+        let runs = try journal.runs()
+        let unrecorded = try RunLine.Unrecorded(journal, runs: runs, holder: Self.holder)
+        #expect(unrecorded.retries.keys.sorted() == [killed])
+        let lines = RunLine.make(
+            runs: runs, attemptOutcomes: try journal.attemptOutcomesByRun(), unrecorded: unrecorded,
+            holder: Self.holder, now: Date())
+        #expect(lines.map(\.state) == ["killed", "running"])
+        #expect(lines.map(\.retries) == [1, 2])
+        #expect(lines.map(\.requests) == [2, 2])
+    }
+}

@@ -1,6 +1,7 @@
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
+import Glibc
 import Testing
 
 /// A run killed with SIGKILL records no summary: `runs` and `status` count it from the journal,
@@ -94,6 +95,54 @@ struct KilledRunCountsTests {
         #expect(
             killedRow?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(6).map(String.init)
                 == ["-", "0", "0", "0", "0", "\(rows.count)"], "runs: \(table.stdout)")
+    }
+
+    /// A live run is counted from what the journal keeps as it goes (issue 21: `status` and `runs`
+    /// answer at once): its attempts and rows are not read. A killed run's journal, its `attempts`
+    /// and `items` tables dropped, its lock held by the test as a live run holds it: `status` and
+    /// `runs` still count the run, its retries its attempts answered "retry" so far.
+    @Test func aLiveRunIsCountedWithoutReadingItsAttemptsOrRows() throws {
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let rows = Pair.generate(12)
+        let workspace = Workspace()
+        let killed = try Child(failingRun(rows, workspace, failing), key: Simulator.defaultKey, in: workspace)
+        let resent = eventually(timeout: 60) {
+            guard let (requests, attempted) = try? attempts(1, workspace) else { return false }
+            return attempted == rows.count && requests > attempted
+        }
+        killed.send(SIGKILL)
+        _ = killed.wait(timeout: 30)
+        try #require(resent, "no resend went out")
+        let kept = try JournalTables.rows(
+            workspace.journal,
+            "SELECT sum(attempts), sum(CASE WHEN outcome = 8 THEN attempts ELSE 0 END) FROM run_attempts WHERE run_id = 1"
+        )
+        let (requests, answeredRetry) = (Int(kept.first?[0] ?? "") ?? -1, Int(kept.first?[1] ?? "") ?? -1)
+        try SQLiteTool.execute(
+            workspace.journal,
+            """
+            PRAGMA foreign_keys = OFF; DROP VIEW attempts_readable; DROP VIEW items_readable;
+            DROP TABLE attempts; DROP TABLE items;
+            """)
+        let lock = open(workspace.journal, O_RDONLY)
+        try #require(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0, "could not hold the journal's lock")
+        defer { close(lock) }
+
+        let status = try botsi(["status", "--journal", workspace.journal, "--format", "json"], key: nil, in: workspace)
+        let object = try #require(ModelSequence.jsonObjects(status.stdout).first, "\(status.stdout)\(status.stderr)")
+        #expect(object["liveness"] as? String == "running", "status: \(status.stdout)")
+        #expect(object["requests"] as? Int == requests, "status: \(status.stdout)")
+        #expect(object["retries"] as? Int == answeredRetry, "status: \(status.stdout)")
+        let line = try runsLine(1, workspace)
+        #expect(line["state"] as? String == "running", "\(line)")
+        // Its rows by their status now (`run_counts`): pending, or in flight when the kill came.
+        #expect((line["statuses"] as? [String: Int] ?? [:]).values.reduce(0, +) == rows.count, "\(line)")
+        #expect(line["requests"] as? Int == requests, "\(line)")
+        #expect(line["retries"] as? Int == answeredRetry, "\(line)")
     }
 
     /// A refresh takes up finished rows ahead of sending them; killed after a few replies, its line

@@ -37,10 +37,7 @@ struct KilledRunCountsTests {
     /// as the summary of a run stopped the same way does, and still does once a later run has
     /// sent them; its retries are the resends it made, not the first attempts answered "retry".
     @Test func aKilledRunCountsItsRowsWaitingOutABackoffAndOnlyItsResendsAsRetries() throws {
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let rows = Pair.generate(12)
 
@@ -102,10 +99,7 @@ struct KilledRunCountsTests {
     /// and `items` tables dropped, its lock held by the test as a live run holds it: `status` and
     /// `runs` still count the run, its retries its attempts answered "retry" so far.
     @Test func aLiveRunIsCountedWithoutReadingItsAttemptsOrRows() throws {
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let rows = Pair.generate(12)
         let workspace = Workspace()

@@ -17,10 +17,7 @@ struct MergeFinalRowTests {
 
     @Test func aLaterPendingCopyDoesNotReplaceARestoredRow() throws {
         let workspace = Workspace()
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let good = try startSimulator()
         defer { good.stop() }
@@ -109,10 +106,7 @@ struct MergeFinalRowTests {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let broken = workspace.csv("broken.csv", rows: [("p-sheet-1", "2.00000000000001E+15")])
         let a = workspace.file("a.sqlite")
@@ -265,10 +259,7 @@ struct MergeFinalRowTests {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let input = workspace.csv(Pair.generate(10))
         let shards = [workspace.file("s0.sqlite"), workspace.file("s1.sqlite")]

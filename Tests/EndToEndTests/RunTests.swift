@@ -5,6 +5,22 @@ import Testing
 
 @Suite("run, end to end")
 struct RunTests {
+    /// A run of `inputs` against a slow simulator, stopped by its time window part-way through them.
+    private func stopPartWay(_ inputs: [String], _ workspace: Workspace, _ slow: Simulator) throws {
+        let stopped = try botsi(
+            runArguments(inputs, workspace, slow, ["--max-duration", "1s"]), key: Simulator.defaultKey, in: workspace)
+        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+    }
+
+    /// What the journal's first run read of its first input: the bytes it recorded, and the rows the
+    /// journal holds (a stopped first run's, all from that input).
+    private func firstRunRead(_ workspace: Workspace) throws -> (bytes: Int, rows: Int) {
+        let read = try JournalTables.rows(
+            workspace.journal,
+            "SELECT json_extract(inputs, '$[0].bytes'), (SELECT count(*) FROM items) FROM runs WHERE id = 1")
+        return (Int(read.first?[0] ?? "") ?? 0, Int(read.first?[1] ?? "") ?? 0)
+    }
+
     @Test func aFirstRunRestoresEveryRowAndASecondRunSendsNothing() throws {
         let workspace = Workspace()
         let simulator = try startSimulator()
@@ -156,10 +172,7 @@ struct RunTests {
         defer { simulator.stop() }
         let dated = workspace.csv(Pair.generate(20_000, prefix: "d1"), name: "export-day1.csv")
         let kept = workspace.csv(Pair.generate(5, prefix: "k"), name: "kept.csv")
-        let stopped = try botsi(
-            runArguments([dated, kept], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
-            in: workspace)
-        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try stopPartWay([dated, kept], workspace, simulator)
         try FileManager.default.moveItem(atPath: dated, toPath: workspace.file("archived.csv"))
         let next = workspace.csv(Pair.generate(3, prefix: "d2"), name: "export-day2.csv")
         let second = try botsi(
@@ -196,10 +209,7 @@ struct RunTests {
         defer { simulator.stop() }
         let dated = workspace.csv(Pair.generate(20_000, prefix: "d1"), name: "export-day1.csv")
         let kept = workspace.csv(Pair.generate(20_000, prefix: "k"), name: "kept.csv")
-        let stopped = try botsi(
-            runArguments([dated, kept], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
-            in: workspace)
-        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try stopPartWay([dated, kept], workspace, simulator)
         let read = try JournalTables.rows(workspace.journal, "SELECT count(*) FROM items")
         try FileManager.default.removeItem(atPath: dated)
         let before = try botsi(["status", "--journal", workspace.journal], key: nil, in: workspace)
@@ -287,10 +297,7 @@ struct RunTests {
         let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
         defer { simulator.stop() }
         let dated = workspace.csv(Pair.generate(20_000, prefix: "w1"), name: "export-day1.csv")
-        let stopped = try botsi(
-            runArguments([dated], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
-            in: workspace)
-        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
+        try stopPartWay([dated], workspace, simulator)
         try FileManager.default.removeItem(atPath: dated)
 
         let dry = try botsi(
@@ -321,13 +328,8 @@ struct RunTests {
         let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
         defer { simulator.stop() }
         let input = workspace.csv(Pair.generate(20_000, prefix: "s1"), name: "a.csv")
-        let stopped = try botsi(
-            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
-            in: workspace)
-        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
-        let recorded = try JournalTables.rows(
-            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes') FROM runs WHERE id = 1")
-        let earlier = Int(recorded.first?.first.flatMap { $0 } ?? "") ?? 0
+        try stopPartWay([input], workspace, simulator)
+        let earlier = try firstRunRead(workspace).bytes
         _ = workspace.csv(Pair.generate(3, prefix: "s1"), name: "a.csv")
         let size = try #require(try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int)
         #expect(earlier > size, "run 1 read \(earlier) bytes; the new file holds \(size)")
@@ -367,14 +369,8 @@ struct RunTests {
         let simulator = try startSimulator { $0.latencyMilliseconds = 200 }
         defer { simulator.stop() }
         let input = workspace.csv(Pair.generate(20_000, prefix: "s1"), name: "a.csv")
-        let stopped = try botsi(
-            runArguments([input], workspace, simulator, ["--max-duration", "1s"]), key: Simulator.defaultKey,
-            in: workspace)
-        #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
-        let recorded = try JournalTables.rows(
-            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes'), (SELECT count(*) FROM items) FROM runs")
-        let earlier = Int(recorded.first?[0] ?? "") ?? 0
-        let rowsRead = Int(recorded.first?[1] ?? "") ?? 0
+        try stopPartWay([input], workspace, simulator)
+        let (earlier, rowsRead) = try firstRunRead(workspace)
         #expect(rowsRead > 0 && rowsRead < 20_000, "run 1 read \(rowsRead) rows")
         // Another export, byte for byte as long: its rows within those bytes are as many, and new.
         _ = workspace.csv((0..<20_000).map { Pair("s3-\($0)", String(3_000_000_000_000_000 + $0)) }, name: "a.csv")
@@ -406,10 +402,7 @@ struct RunTests {
             runArguments(["-", "--format", "csv"], workspace, simulator, ["--max-duration", "1s"]),
             key: Simulator.defaultKey, in: workspace, stdin: export(Pair.generate(20_000, prefix: "s1")))
         #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
-        let recorded = try JournalTables.rows(
-            workspace.journal, "SELECT json_extract(inputs, '$[0].bytes'), (SELECT count(*) FROM items) FROM runs")
-        let earlier = Int(recorded.first?[0] ?? "") ?? 0
-        let rowsRead = Int(recorded.first?[1] ?? "") ?? 0
+        let (earlier, rowsRead) = try firstRunRead(workspace)
         #expect(rowsRead > 0 && rowsRead < 20_000, "run 1 read \(rowsRead) rows")
         let fast = try startSimulator()
         defer { fast.stop() }

@@ -13,10 +13,7 @@ struct ShardSplitChangeTests {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let input = workspace.csv(Pair.generate(40))
         let journal = workspace.journal

@@ -92,10 +92,7 @@ struct StopAtAnyMomentTests {
         let workspace = Workspace()
         var problems: [String] = []
         if trial.owedFirst {
-            let failing = try startSimulator {
-                $0.faultRate = 1
-                $0.faults = [.internalError]
-            }
+            let failing = try startFailingSimulator()
             defer { failing.stop() }
             let owed = workspace.csv(Pair.generate(8, prefix: "owed"), name: "owed.csv")
             _ = try botsi(

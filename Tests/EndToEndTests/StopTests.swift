@@ -101,10 +101,7 @@ struct StopTests {
         let first = try botsi(
             runArguments([workspace.csv(rows)], workspace, answering), key: Simulator.defaultKey, in: workspace)
         #expect(first.status == 0, "stderr: \(first.stderr)")
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
+        let failing = try startFailingSimulator()
         defer { failing.stop() }
         let stopped = try botsi(
             runArguments(

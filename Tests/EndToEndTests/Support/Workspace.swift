@@ -32,6 +32,14 @@ struct Pair: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A simulator whose every reply is a 500: a run against it leaves its rows pending.
+func startFailingSimulator() throws -> Simulator {
+    try startSimulator {
+        $0.faultRate = 1
+        $0.faults = [.internalError]
+    }
+}
+
 extension Simulator {
     /// Restore requests per pair so far.
     func requestsByPair() -> [Pair: Int] {

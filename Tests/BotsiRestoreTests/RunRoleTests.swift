@@ -161,7 +161,9 @@ import Testing
     @Test func aFailingServiceDrainsTheRetryBudgetAndThenRowsAreNotRetried() {
         var decider = ReplyDecider(options: Self.options())
         let serverError = RestoreReply.retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil)
-        let decisions = (0..<101).map { _ in decider.decide(serverError, row: Self.row(attempts: 1), isStopping: false)
+        let decisions = (0..<101).map { _ in
+            var row = Self.row(attempts: 1)
+            return decider.decide(serverError, row: &row, isStopping: false)
         }
         #expect(decisions.prefix(100).allSatisfy { $0.reply == .retryable && $0.retryDelay != nil })
         #expect(decisions.last?.reply == .budgetExhausted)
@@ -172,7 +174,8 @@ import Testing
         var decider = ReplyDecider(options: Self.options())
         let tooMany = RestoreReply.retryable(code: "http_429", httpStatus: 429, retryAfter: nil, message: nil)
         for _ in 0..<200 {
-            #expect(decider.decide(tooMany, row: Self.row(attempts: 1), isStopping: false).reply == .retryable)
+            var row = Self.row(attempts: 1)
+            #expect(decider.decide(tooMany, row: &row, isStopping: false).reply == .retryable)
         }
         #expect(decider.budget.tokens == decider.budget.capacity)
     }
@@ -180,10 +183,32 @@ import Testing
     @Test func aSuccessAfterARetryPaysItsCostBack() {
         var decider = ReplyDecider(options: Self.options())
         let serverError = RestoreReply.retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil)
-        _ = decider.decide(serverError, row: Self.row(attempts: 1), isStopping: false)
+        var row = Self.row(attempts: 1)
+        _ = decider.decide(serverError, row: &row, isStopping: false)
         #expect(decider.budget.tokens == decider.budget.capacity - RetryBudget.retryCost)
         let restored = RestoreReply.restored(ProfileSnapshot(state: nil, accessLevels: [:]))
-        _ = decider.decide(restored, row: Self.row(attempts: 2), isStopping: false)
+        row.attemptsThisRun = 2
+        _ = decider.decide(restored, row: &row, isStopping: false)
         #expect(decider.budget.tokens == decider.budget.capacity)
+    }
+
+    /// A retry that cost nothing (a 429 answered by slowing down) pays nothing back on success:
+    /// only a first try's token (a reviewer: it refunded a retry's 5, filling the budget that
+    /// other rows' failures had drawn).
+    @Test func aSuccessAfterAFreeRetryPaysBackOnlyAFirstTrysToken() {
+        var decider = ReplyDecider(options: Self.options())
+        let serverError = RestoreReply.retryable(code: "http_500", httpStatus: 500, retryAfter: nil, message: nil)
+        var failing = Self.row(attempts: 1)
+        _ = decider.decide(serverError, row: &failing, isStopping: false)
+        let drawn = decider.budget.capacity - RetryBudget.retryCost
+        #expect(decider.budget.tokens == drawn)
+        let tooMany = RestoreReply.retryable(code: "http_429", httpStatus: 429, retryAfter: nil, message: nil)
+        var refused = Self.row(attempts: 1)
+        _ = decider.decide(tooMany, row: &refused, isStopping: false)
+        #expect(decider.budget.tokens == drawn)
+        refused.attemptsThisRun = 2
+        _ = decider.decide(
+            RestoreReply.restored(ProfileSnapshot(state: nil, accessLevels: [:])), row: &refused, isStopping: false)
+        #expect(decider.budget.tokens == drawn + RetryBudget.successRefund)
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 /// The run-wide retry budget (500 tokens, 5 a retry) against a service that refuses some rows with
 /// 429 every time. Adaptive throttling answers a 429 by slowing down, so such a retry costs no
-/// budget (`ReplyDeciderTests.a429AnsweredBySlowingDownCostsNoBudget`); the same run with adaptive
+/// budget (`RunRoleTests.a429AnsweredBySlowingDownCostsNoBudget`); the same run with adaptive
 /// throttling is not run here: it slows to about a request a second against constant 429s (89
 /// requests in 90 s), so it would take minutes to make the retries that drain the budget.
 @Suite("the retry budget and 429 replies")

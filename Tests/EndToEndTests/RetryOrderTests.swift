@@ -16,9 +16,11 @@ struct RetryOrderTests {
             $0.faults = [.internalError]
         }
         defer { simulator.stop() }
-        // 300 rows at 60/s: a first pass of 5 s, every row read ahead at once.
+        // 300 rows at 60/s: a first pass of 5 s, every row read ahead at once. Up to 20 attempts: at
+        // the default 6, one row in 300 failing six times in a row ends the run 75 about one run in 50.
         let run = try botsi(
-            runArguments([workspace.csv(Pair.generate(300))], workspace, simulator, ["--rate", "60"]),
+            runArguments(
+                [workspace.csv(Pair.generate(300))], workspace, simulator, ["--rate", "60", "--max-attempts", "20"]),
             key: Simulator.defaultKey, in: workspace)
         #expect(run.status == 0, "stderr: \(run.stderr)")
         // Between a failed attempt's reply and its retry's reply, the first attempts of other rows

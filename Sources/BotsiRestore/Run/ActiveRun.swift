@@ -272,7 +272,7 @@ actor ActiveRun {
         summary.requests += 1
         summary.note(result.reply, duration: result.duration, timeout: options.timeout)
         row.attemptsThisRun += 1
-        let decision = decider.decide(result.reply, row: row, isStopping: isStopping)
+        let decision = decider.decide(result.reply, row: &row, isStopping: isStopping)
         if decision.action.stopsRun != nil, case .fatal(let reason, _, let message) = result.reply {
             stop(.fatal(reason, message: message))
             guard !isFinished else { return }
@@ -299,7 +299,6 @@ actor ActiveRun {
                 // A final row resent without an answer counts as a row that ran out of attempts.
                 if !isStopping, let crossed = threshold.record(answered ? status : .pending) { stop(crossed) }
             case .retry:
-                row.lastWasTimeout = code == "timeout"
                 row.lastCode = code
                 scheduler[payloadOf: result.tag] = row
                 // A failure is retried after its backoff; a refusal by the limit waits its turn again.

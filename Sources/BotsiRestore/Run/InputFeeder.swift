@@ -18,6 +18,8 @@ struct RunRow {
     var line = 0
     var attemptsThisRun = 0
     var lastWasTimeout = false
+    /// Whether its last retry was paid from the run's retry budget: a success pays back only that.
+    var lastRetryPaid = false
     /// The code of the last retryable error, journaled with the row while it waits.
     var lastCode: String?
 }

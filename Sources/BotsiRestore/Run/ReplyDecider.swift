@@ -18,8 +18,8 @@ struct ReplyDecider {
     }
 
     /// Decides `reply` for `row` (its `attemptsThisRun` counting this attempt), paying a retry
-    /// from the budget and refunding a success.
-    mutating func decide(_ reply: RestoreReply, row: RunRow, isStopping: Bool) -> OutcomePolicy.Decision {
+    /// from the budget and refunding a success; a row to be retried keeps what its retry cost.
+    mutating func decide(_ reply: RestoreReply, row: inout RunRow, isStopping: Bool) -> OutcomePolicy.Decision {
         let isTimeout = reply.code == "timeout"
         let facts = OutcomePolicy.Facts(
             attemptsThisRun: row.attemptsThisRun, isStopping: isStopping,
@@ -27,7 +27,12 @@ struct ReplyDecider {
         let decision = policy.decide(reply, row: row.status, facts: facts, random: &random)
         if decision.spendsRetryBudget { _ = budget.spend(isTimeout: isTimeout) }
         if case .restored = reply {
-            budget.succeeded(afterRetry: row.attemptsThisRun > 1, wasTimeout: row.lastWasTimeout)
+            // A retry that cost nothing (a 429 answered by slowing down) has nothing to pay back.
+            budget.succeeded(afterRetry: row.attemptsThisRun > 1 && row.lastRetryPaid, wasTimeout: row.lastWasTimeout)
+        }
+        if decision.action.next == .retry {
+            row.lastWasTimeout = isTimeout
+            row.lastRetryPaid = decision.spendsRetryBudget
         }
         return decision
     }

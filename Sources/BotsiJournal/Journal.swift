@@ -482,14 +482,10 @@ public final class Journal {
         try inputHistory(before: .max).standardInputUnreadBy
     }
 
-    /// The most bytes of standard input the runs of `shard` (`#I/N`, or empty) before `runID` had
-    /// read since the last that read it to its end: the stream they stopped in. Nil when none.
-    public func standardInputBytesRead(before runID: Int64, shard: String) throws(JournalError) -> Int64? {
-        try inputHistory(before: runID).standardInputBytesRead[shard]
-    }
-
-    /// All three at once, from one pass over the runs (what `snapshot` reads).
-    func inputHistory(before runID: Int64) throws(JournalError) -> (
+    /// All three at once, from one pass over the runs (what `snapshot` and a run's start read).
+    /// `standardInputBytesRead`: by shard (`#I/N`, or empty), the most bytes of standard input
+    /// its runs had read since the last that read it to its end (the stream they stopped in).
+    public func inputHistory(before runID: Int64) throws(JournalError) -> (
         unread: [UnreadInput], standardInputUnreadBy: Int64?, standardInputBytesRead: [String: Int64]
     ) {
         struct Named: Decodable {

@@ -71,12 +71,13 @@ struct RunJournalWriter {
                 // Through this run's own record, which names its inputs: those it reads drop out.
                 earlierUnreadInputs: try journal.unreadInputs(before: runID + 1).filter { $0.run != runID },
                 shardCount: options.shardCount)
-            let before = try journal.unreadInputs(before: runID)
+            let history = try journal.inputHistory(before: runID)
+            let before = history.unread
             let shard = options.shardCount > 1 ? "#\(options.shardIndex)/\(options.shardCount)" : ""
             for (index, input) in options.inputs.enumerated() {
                 // The stream a run of this shard stopped in: another piped in is told by its rows too.
                 if input == "-" {
-                    if let bytes = try journal.standardInputBytesRead(before: runID, shard: shard), bytes > 0 {
+                    if let bytes = history.standardInputBytesRead[shard], bytes > 0 {
                         writer.earlierBytesRead[index] = bytes
                     }
                     continue

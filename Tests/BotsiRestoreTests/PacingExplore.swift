@@ -52,8 +52,11 @@ import Testing
         let only = Self.environment["BOTSI_PACING_ONLY"] ?? ""
         let headroom = (Self.environment["BOTSI_PACING_HEADROOM"].flatMap(Double.init) ?? 0) / 100
         let rate = Self.environment["BOTSI_PACING_RATE"].flatMap(Double.init)
+        var (runs, misses, floorsBroken) = (0, 0, 0)
+        defer { print("\(misses) of \(runs) scenario-seeds miss a target; \(floorsBroken) below the floor") }
         for testCase in PacingSharingTests.cases where only.isEmpty || testCase.name.contains(only) {
             for seed in seeds {
+                runs += 1
                 var scenario = testCase.build(seed)
                 scenario.pacing = PacingConfiguration(
                     concurrency: scenario.pacing.concurrency, rateCap: rate.map { $0 * (1 - headroom) },
@@ -76,6 +79,12 @@ import Testing
                     let fair = outcome.fairness(from: from)
                     line += String(format: " | shares %.2f–%.2f", fair.lowest, fair.highest)
                 }
+                let failures = outcome.failures(.targets)
+                let floor = outcome.failures(testCase.floor)
+                if !failures.isEmpty { misses += 1 }
+                if !floor.isEmpty { floorsBroken += 1 }
+                line += failures.isEmpty ? " | met" : " | missed"
+                if !floor.isEmpty { line += " | BELOW THE FLOOR: " + floor.joined(separator: "; ") }
                 print(line)
                 if Self.environment["BOTSI_PACING_TRACE"] != nil { print(outcome.trace) }
             }

@@ -195,16 +195,18 @@ struct InputFeeder {
                     try admit(rows, now: now, writer: &writer, slice: &slice)
                     rows = AdmittedRows()
                     finishedInputs.append(record)
-                    if let earlier = writer.earlierBytesRead[input], record.bytes < earlier {
-                        slice.counts.inputNotes.append(
-                            RunAdvice.shorterInput(
-                                record.path, bytes: record.bytes, earlierBytes: earlier,
-                                isStream: streams.contains(input)))
-                    } else if let earlier = writer.earlierBytesRead[input], newWithinEarlierRead[input] > 0 {
-                        slice.counts.inputNotes.append(
-                            RunAdvice.replacedInput(
-                                record.path, newRows: newWithinEarlierRead[input], earlierBytes: earlier,
-                                isStream: streams.contains(input)))
+                    if let earlier = writer.earlierBytesRead[input] {
+                        let isStream = streams.contains(input)
+                        if record.bytes < earlier {
+                            slice.counts.inputNotes.append(
+                                RunAdvice.shorterInput(
+                                    record.path, bytes: record.bytes, earlierBytes: earlier, isStream: isStream))
+                        } else if newWithinEarlierRead[input] > 0 {
+                            slice.counts.inputNotes.append(
+                                RunAdvice.replacedInput(
+                                    record.path, newRows: newWithinEarlierRead[input], earlierBytes: earlier,
+                                    isStream: isStream))
+                        }
                     }
                     if ownRowsByInput[input] > 0 && brokenRowsByInput[input] == ownRowsByInput[input] {
                         slice.counts.rejectedInputs.append(record.path)

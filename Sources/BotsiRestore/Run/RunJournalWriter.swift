@@ -94,15 +94,16 @@ struct RunJournalWriter {
                 // input (what `status` advises): never the name another run typed in its own
                 // directory (`a.csv` here is not another directory's `a.csv`). `Journal.inputHistory`
                 // matches the same way.
-                func names(_ unread: UnreadInput, _ typed: String) -> Bool {
-                    unread.commandPath == RunAdvice.inputIdentity(typed) || unread.commandPath == typed
+                // Each PATH resolved once (a `realpath`), not once for every recorded input.
+                let forget = options.forgetInputs.map { (typed: $0, identity: RunAdvice.inputIdentity($0)) }
+                func names(_ unread: UnreadInput, _ path: (typed: String, identity: String)) -> Bool {
+                    unread.commandPath == path.identity || unread.commandPath == path.typed
                 }
-                for unread in before where options.forgetInputs.contains(where: { names(unread, $0) }) {
+                for unread in before where forget.contains(where: { names(unread, $0) }) {
                     if !writer.forgottenInputs.contains(unread.path) { writer.forgottenInputs.append(unread.path) }
                 }
-                writer.forgetsMatchingNothing = options.forgetInputs.filter { typed in
-                    !before.contains { names($0, typed) }
-                }
+                let matchingNothing = forget.filter { path in !before.contains { names($0, path) } }
+                writer.forgetsMatchingNothing = matchingNothing.map(\.typed)
             }
             return (writer, recovery)
         }

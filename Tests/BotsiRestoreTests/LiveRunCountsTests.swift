@@ -94,4 +94,31 @@ import Testing
         #expect(lines.map(\.retries) == [1, 2])
         #expect(lines.map(\.requests) == [2, 2])
     }
+
+    /// The page counts a run without a summary as `runs` does, by who holds the lock: while its run
+    /// holds it, the run is running and its retries are its attempts answered "retry" so far (2);
+    /// once the lock is gone it is killed and counted from its own attempts (1 resend).
+    @Test func thePageTellsARunningRunFromAKilledOneByTheLock() throws {
+        let directory = Workspace()
+        let path = try journalOfOneUnendedRun(directory)
+        func page() throws -> (line: RunLine?, latest: LatestRun?) {
+            let journal = try Journal(path: path, create: false, readOnly: true)
+            defer { journal.close() }
+            let model = try HTMLReportReader.read([(path, journal)], runID: nil, now: Date(), toolVersion: "test")
+            return (model.history.last?.line, model.journals.first?.latestRun)
+        }
+        let running = try Journal.openForRun(path: path)
+        let live = try page()
+        running.close()
+        #expect(live.line?.state == "running")
+        #expect(live.line?.retries == 2)
+        // The verdict's latest run, as `status` says it (its snapshot not walking the live run).
+        #expect(live.latest?.state == "running")
+        #expect(live.latest?.retries == 2)
+        let killed = try page()
+        #expect(killed.line?.state == "killed")
+        #expect(killed.line?.retries == 1)
+        #expect(killed.latest?.state == "killed")
+        #expect(killed.latest?.retries == 1)
+    }
 }

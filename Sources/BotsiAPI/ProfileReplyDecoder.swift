@@ -16,12 +16,15 @@ struct ProfileReplyDecoder {
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
     private static let maxDepth = 128
+    /// The bytes of keys that had escapes, decoded: owned by the decoder, freed when it is done.
+    private var decodedKeys: [UnsafeMutableBufferPointer<UInt8>] = []
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func decode(_ body: [UInt8]) -> ProfileSnapshot? {
         body.withUnsafeBufferPointer { buffer in
             var decoder = ProfileReplyDecoder(buffer)
+            defer { for key in decoder.decodedKeys { key.deallocate() } }
             return decoder.decodeReply()
         }
     }
@@ -117,8 +120,11 @@ struct ProfileReplyDecoder {
     private mutating func consumeLiteral(_ literal: StaticString) -> Bool {
         skipWhitespace()
         let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count else { return false }
-        for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
+        // One memcmp: the byte loop through StaticString's checked accessors cost ~100
+        // instructions a literal, and a reply has dozens of nulls and bools.
+        guard count > 0, index + count <= bytes.count, let base = bytes.baseAddress,
+            memcmp(base + index, literal.utf8Start, count) == 0
+        else { return count == 0 }
         index += count
         return true
     }
@@ -216,33 +222,21 @@ struct ProfileReplyDecoder {
         return index > start
     }
 
-    /// An object key: usually compared in place, byte for byte, without building a String. Valid
-    /// only while the decoder's body is (a key in place points into it).
+    /// An object key, compared byte for byte without building a String. Valid only while the
+    /// decoder is: its bytes are the body's or, for a key with escapes, the decoder's own copy of
+    /// it decoded. Only a pointer, so passing one costs no reference counting (a key that held a
+    /// String cost an outlined copy and a release per key).
     struct Key {
-        /// The key's bytes in the body, when it has no escapes.
-        private let inPlace: UnsafeBufferPointer<UInt8>
-        /// The key with its escapes decoded, when it had any.
-        private let decoded: String?
+        private let bytes: UnsafeBufferPointer<UInt8>
 
-        init(inPlace: UnsafeBufferPointer<UInt8>) {
-            self.inPlace = inPlace
-            decoded = nil
-        }
+        init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-        init(decoded: String) {
-            inPlace = UnsafeBufferPointer(start: nil, count: 0)
-            self.decoded = decoded
-        }
-
-        var string: String { decoded ?? String(decoding: inPlace, as: UTF8.self) }
+        var string: String { String(decoding: bytes, as: UTF8.self) }
 
         static func ~= (literal: StaticString, key: Key) -> Bool {
             let count = literal.utf8CodeUnitCount
-            if let decoded = key.decoded {
-                return decoded.utf8.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: count))
-            }
-            guard key.inPlace.count == count else { return false }
-            return count == 0 || memcmp(key.inPlace.baseAddress!, literal.utf8Start, count) == 0
+            guard key.bytes.count == count else { return false }
+            return count == 0 || memcmp(key.bytes.baseAddress!, literal.utf8Start, count) == 0
         }
     }
 
@@ -251,12 +245,18 @@ struct ProfileReplyDecoder {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
         let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: false)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            let key = Key(inPlace: UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
+            let key = Key(UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1
             return key
         }
-        guard let decoded = readString() else { return nil }
-        return Key(decoded: decoded)
+        guard var decoded = readString() else { return nil }
+        let copy = decoded.withUTF8 { text in
+            let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: text.count)
+            _ = copy.initialize(from: text)
+            return copy
+        }
+        decodedKeys.append(copy)
+        return Key(UnsafeBufferPointer(copy))
     }
 
     /// Passes over a string literal at `index` (its opening quote) without building it: most of a

@@ -302,13 +302,18 @@ extension Journal {
         _ outcome: OutcomeRecord, itemID: Int64, countsAttempt: Bool, snapshot: Int64?
     ) throws(SQLiteError) {
         let update = try outcomeStatement(withProfile: snapshot != nil, countsAttempt: countsAttempt)
-        let finalAt = SQLiteValue.optionalInt(outcome.status.isFinal ? Int(outcome.now) : nil)
-        var values: [SQLiteValue] = [
-            .int(outcome.status.journalCode), .optionalText(outcome.code), .optionalInt(outcome.httpStatus),
-            .optionalText(outcome.message), .int(outcome.now), finalAt, .int(itemID),
-        ]
-        if let snapshot { values.append(.int(snapshot)) }
-        try update.reset(binding: values)
+        // Bound one by one, not through an array of values: a row's array cost an allocation and
+        // its copies (~1,400 instructions a reply). Every parameter is bound again: 1-7, and 8,
+        // which only the statements with a profile have.
+        update.rewind()
+        try update.bind(.int(outcome.status.journalCode), at: 1)
+        try update.bind(.optionalText(outcome.code), at: 2)
+        try update.bind(.optionalInt(outcome.httpStatus), at: 3)
+        try update.bind(.optionalText(outcome.message), at: 4)
+        try update.bind(.int(outcome.now), at: 5)
+        try update.bind(.optionalInt(outcome.status.isFinal ? Int(outcome.now) : nil), at: 6)
+        try update.bind(.int(itemID), at: 7)
+        if let snapshot { try update.bind(.int(snapshot), at: 8) }
         try update.run()
     }
 

@@ -265,7 +265,7 @@ actor ActiveRun {
 
     /// The table decides, the writer records, then the row leaves the window or waits to be retried.
     private func record(_ result: RestoreResult) {
-        guard var row = scheduler[payloadOf: result.tag] else { return }
+        guard var row = scheduler.payload(of: result.tag) else { return }
         // Its request left (the client may hold one back until a connection frees, and a stop
         // takes those back unsent): what its mark replaced is not needed any more.
         writer.sent(row)

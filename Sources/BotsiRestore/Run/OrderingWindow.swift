@@ -97,6 +97,12 @@ struct OrderingWindow<Payload> {
         }
     }
 
+    /// A row's payload, without copying the rest of its entry (its two ids).
+    func payload(of sequence: Int64) -> Payload? {
+        guard let index = entries.index(forKey: sequence) else { return nil }
+        return entries.values[index].payload
+    }
+
     subscript(sequence: Int64) -> Entry? {
         get { entries[sequence] }
         set { entries[sequence] = newValue }

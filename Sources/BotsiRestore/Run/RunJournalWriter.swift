@@ -264,7 +264,9 @@ struct RunJournalWriter {
 
     /// Records a reply's attempt and what `decision` writes to its row. Returns the row's status
     /// now, and whether it got an answer: a final row resent without one keeps its status.
-    func recordReply(
+    /// Mutating though it changes nothing here: the run keeps its writer in a class property, and a
+    /// non-mutating call on that copied the whole writer first (~1,000 instructions a reply).
+    mutating func recordReply(
         _ result: RestoreResult, decision: OutcomePolicy.Decision, row: RunRow, message: String?
     ) throws(JournalError) -> (status: ItemStatus, answered: Bool) {
         try beginBatch()

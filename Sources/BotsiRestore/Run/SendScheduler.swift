@@ -115,7 +115,7 @@ struct SendScheduler<Payload> {
     /// `self[payloadOf:]`, for an owner that keeps the scheduler in a class property: called as
     /// a mutating method it reads the scheduler in place, where the subscript's getter was handed
     /// a copy of all of it (its arrays and dictionaries retained, then released) for every reply.
-    mutating func payload(of sequence: Int64) -> Payload? { window[sequence]?.payload }
+    mutating func payload(of sequence: Int64) -> Payload? { window.payload(of: sequence) }
 
     /// A held row's payload; setting it changes nothing else (and nothing for a row not held).
     subscript(payloadOf sequence: Int64) -> Payload? {

@@ -243,7 +243,7 @@ actor ActiveRun {
     private func handle(_ results: [RestoreResult]) {
         guard !isFinished else { return }
         let now = monotonicSeconds()
-        let replies = results.filter { scheduler[payloadOf: $0.tag] != nil }
+        let replies = results.filter { scheduler.payload(of: $0.tag) != nil }
         // A reply that asked to slow down takes the reserve back; one that may stop the run sends
         // nothing more until it is decided.
         do {
@@ -300,7 +300,7 @@ actor ActiveRun {
                 if !isStopping, let crossed = threshold.record(answered ? status : .pending) { stop(crossed) }
             case .retry:
                 row.lastCode = code
-                scheduler[payloadOf: result.tag] = row
+                scheduler.replacePayload(of: result.tag, with: row)
                 // A failure is retried after its backoff; a refusal by the limit waits its turn again.
                 let refused = result.httpStatus == 429 || result.httpStatus == 503
                 scheduler.retry(result.tag, at: monotonicSeconds() + (decision.retryDelay ?? 0), ahead: !refused)

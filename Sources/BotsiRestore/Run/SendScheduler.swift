@@ -112,18 +112,14 @@ struct SendScheduler<Payload> {
         return sequence
     }
 
-    /// `self[payloadOf:]`, for an owner that keeps the scheduler in a class property: called as
-    /// a mutating method it reads the scheduler in place, where the subscript's getter was handed
-    /// a copy of all of it (its arrays and dictionaries retained, then released) for every reply.
+    /// A held row's payload. Mutating though it reads only: the run keeps its scheduler in an
+    /// actor's property, and a getter there was handed a copy of all of it (its arrays and
+    /// dictionaries retained, then released) for every reply; a mutating call reads it in place.
     mutating func payload(of sequence: Int64) -> Payload? { window.payload(of: sequence) }
 
-    /// A held row's payload; setting it changes nothing else (and nothing for a row not held).
-    subscript(payloadOf sequence: Int64) -> Payload? {
-        get { window[sequence]?.payload }
-        set {
-            guard let newValue, window[sequence] != nil else { return }
-            window[sequence]?.payload = newValue
-        }
+    /// Replaces a held row's payload; changes nothing else (and nothing for a row not held).
+    mutating func replacePayload(of sequence: Int64, with payload: Payload) {
+        window[sequence]?.payload = payload
     }
 
     // MARK: Sending

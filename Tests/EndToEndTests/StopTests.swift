@@ -152,7 +152,9 @@ struct StopTests {
             refresh + ["--concurrency", "4", "--backoff-base", "60s", "--backoff-cap", "60s", "--log-format", "json"],
             key: Simulator.defaultKey,
             in: workspace)
-        let sent = eventually(timeout: 60) { failing.stats().requests >= rows.count }
+        // Every row, not every request: a first retry that came due early (full jitter) counted
+        // as a request, and the stop came before the last row went out (owed 11 of 12).
+        let sent = eventually(timeout: 60) { failing.stats().pairCount >= rows.count }
         child.send(SIGINT)
         let stopped = child.wait(timeout: 60)
         try #require(sent, "the rows never went out: \(stopped.stderr)")
@@ -215,7 +217,7 @@ struct StopTests {
                 "run", "--journal", workspace.journal, "--base-url", failing.baseURL, "--release-held",
                 "--concurrency", "4", "--backoff-base", "30s", "--log-format", "json",
             ], key: Simulator.defaultKey, in: workspace)
-        let sent = eventually(timeout: 60) { failing.stats().requests >= claimed.count }
+        let sent = eventually(timeout: 60) { failing.stats().pairCount >= claimed.count }
         child.send(SIGINT)
         let stopped = child.wait(timeout: 60)
         try #require(sent, "the rows never went out: \(stopped.stderr)")

@@ -30,11 +30,12 @@ enum MergeCommand: Command {
         do {
             let summary = try Journal.merge(shards: shards, into: output)
             var line =
-                "merged \(shards.count) journals into \(output): \(summary.runs) runs, \(summary.items) rows, "
-                + "\(summary.attempts) attempts, \(summary.rejections) rejected input rows"
+                "merged \(shards.count) journals into \(output): \(Basics.count(summary.runs, "run", "runs")), "
+                + "\(Basics.count(summary.items, "row", "rows")), \(Basics.count(summary.attempts, "attempt", "attempts")), "
+                + Basics.count(summary.rejections, "rejected input row", "rejected input rows")
             if summary.pairsInSeveralShards > 0 {
                 line +=
-                    "; \(summary.pairsInSeveralShards) pairs were in more than one shard (the latest record kept, "
+                    "; \(summary.pairsInSeveralShards == 1 ? "1 pair was" : "\(summary.pairsInSeveralShards) pairs were") in more than one shard (the latest record kept, "
                     + "a final one over any that owes the row)"
             }
             Output.error(line)

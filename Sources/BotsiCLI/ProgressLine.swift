@@ -33,7 +33,7 @@ enum ProgressLine {
                 add(2, "ETA \(time) for the rows read so far", "ETA >\(time)")
             }
         }
-        add(7, "\(progress.rowsRead) rows")
+        add(7, Basics.count(progress.rowsRead, "row", "rows"))
         add(0, "\(progress.finished) done")
         add(3, String(format: "%.0f req/s", progress.recentRate))
         add(stopping ? 1 : 4, "\(progress.inFlight) in flight")
@@ -53,7 +53,7 @@ enum ProgressLine {
         }
         let statuses = progress.statuses.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value)" }
         if !statuses.isEmpty { add(8, statuses.joined(separator: ", ")) }
-        if progress.retries > 0 { add(6, "\(progress.retries) retries") }
+        if progress.retries > 0 { add(6, Basics.count(progress.retries, "retry", "retries")) }
         if progress.rejected > 0 { add(9, "\(progress.rejected) rejected") }
         if progress.skipped > 0 { add(9, "\(progress.skipped) already done") }
         if let rate = progress.throttledRate {

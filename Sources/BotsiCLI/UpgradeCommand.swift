@@ -46,7 +46,7 @@ enum UpgradeCommand: Command {
             } else {
                 let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
                 Output.error(
-                    "upgraded journal \(path) from schema \(upgrade.from) to \(upgrade.to): \(upgrade.rows) rows "
+                    "upgraded journal \(path) from schema \(upgrade.from) to \(upgrade.to): \(Basics.count(Int(upgrade.rows), "row", "rows")) "
                         + "in \(seconds) s" + freePages(upgrade.freeBytes, path: path))
             }
             return ExitCode.success

@@ -44,6 +44,13 @@ import Testing
         }
     }
 
+    @Test func oneRowAndOneRetryAreSaidInTheSingular() {
+        var progress = Self.busy()
+        (progress.rowsRead, progress.retries) = (1, 1)
+        let line = ProgressPrinter.line(progress, width: 400)
+        #expect(line.contains("| 1 row |") && line.contains("| 1 retry |"), "\(line)")
+    }
+
     @Test func fieldsGoLeastImportantFirstAndTheWideLineKeepsThemAll() {
         let wide = ProgressPrinter.line(Self.busy(), width: 400)
         #expect(wide == ProgressPrinter.line(Self.busy()), "a wide terminal gets the whole line")

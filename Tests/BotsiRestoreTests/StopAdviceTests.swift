@@ -35,6 +35,27 @@ import Testing
                 "run finished in 2.0s: 2 rows read, 0 requests, 0 retries"))
     }
 
+    /// The same review, later: "throttled 1 times", "held 1 rows", "send the 1 rows the journal
+    /// still owes", "it holds 1 rows for review".
+    @Test func oneThrottleOneHeldRowAndOneOwedRowAreSaidInTheSingular() {
+        var summary = RunSummary()
+        summary.durationSeconds = 2
+        (summary.throttleEvents, summary.lowestThrottledRate) = (1, 4)
+        summary.statuses = [.held: 1]
+        (summary.owedUnanswered, summary.kept) = (1, 1)
+        summary.nextCommand = "botsi-restore run --journal j.sqlite"
+        summary.releaseCommand = "botsi-restore run --journal j.sqlite --release-held"
+        let rendered = summary.render(journalPath: "j.sqlite")
+        #expect(rendered.contains("throttled 1 time by 429/503 replies"), "\(rendered)")
+        #expect(rendered.contains("held 1 row whose transaction"), "\(rendered)")
+        #expect(rendered.contains("send the 1 row the journal still owes"), "\(rendered)")
+        var quiet = RunSummary()
+        (quiet.inputComplete, quiet.heldInJournal) = (true, 1)
+        quiet.releaseCommand = summary.releaseCommand
+        let nothing = quiet.render(journalPath: "j.sqlite")
+        #expect(nothing.contains("it holds 1 row for review"), "\(nothing)")
+    }
+
     /// A chaos review: a drained stop's summary opened with "run finished in", then said "stopped:".
     @Test(arguments: StopCause.allCases)
     func aStoppedRunsFirstLineSaysItStopped(_ cause: StopCause) {

@@ -48,7 +48,7 @@ extension HTMLSections {
             page.element(
                 "p", ["class": "note"],
                 "and \(attention.failureGroupCount - attention.failures.count) smaller groups besides these "
-                    + "\(HTMLNumbers.count(total)) rows.", limit: 400)
+                    + "\(HTMLNumbers.count(total, "row", "rows")).", limit: 400)
         }
         page.element("p", "All of them:")
         command(
@@ -145,8 +145,9 @@ extension HTMLSections {
         page.raw("</tbody></table>\n")
         page.element(
             "p",
-            "\(HTMLNumbers.count(attention.conflictRowCount)) rows in \(HTMLNumbers.count(attention.conflictGroupCount)) "
-                + "groups; each restore links the profiles of its transaction. All of them:", limit: 400)
+            "\(HTMLNumbers.count(attention.conflictRowCount, "row", "rows")) in "
+                + "\(HTMLNumbers.count(attention.conflictGroupCount, "group", "groups")); each restore links the profiles of its transaction. All of them:",
+            limit: 400)
         command(&page, report(attention.path, ["--conflicts", "--format", "table"]))
     }
 

@@ -190,7 +190,7 @@ extension HTMLSections {
         page.raw("<h3>Outcomes by HTTP status and code</h3>\n")
         HTMLChart.figure(
             &page, id: "chart-outcomes", title: "Requests by HTTP status, code and outcome",
-            description: "The run's \(HTMLNumbers.count(total)) requests by what came back, largest first"
+            description: "The run's \(HTMLNumbers.count(total, "request", "requests")) by what came back, largest first"
                 + (model.outcomesLeftOut > 0
                     ? "; \(HTMLNumbers.count(model.outcomesLeftOut)) in smaller groups." : "."),
             legend: RequestClass.allCases.map {

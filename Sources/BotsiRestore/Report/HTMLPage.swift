@@ -88,7 +88,7 @@ public enum HTMLPage {
         let rows = totals.values.reduce(0, +)
         let owed = (totals[.pending] ?? 0) + (totals[.inFlight] ?? 0)
         page.open("p", ["class": owed > 0 ? "headline owed" : "headline"])
-        var words = "\(HTMLNumbers.count(rows)) rows: \(HTMLNumbers.count(totals[.restored] ?? 0)) restored"
+        var words = "\(HTMLNumbers.count(rows, "row", "rows")): \(HTMLNumbers.count(totals[.restored] ?? 0)) restored"
         let selectionLeft = model.journals.contains(where: \.selectionLeft)
         words +=
             owed > 0
@@ -162,7 +162,8 @@ public enum HTMLPage {
             if let stop = run.stopMessage { fact(&page, "stopped because", stop, key: "stop") }
             fact(
                 &page, "requests",
-                "\(HTMLNumbers.count(run.requests)) requests, \(HTMLNumbers.count(run.retries)) of them retried")
+                "\(HTMLNumbers.count(run.requests, "request", "requests")), \(HTMLNumbers.count(run.retries)) of them retried"
+            )
         }
         page.raw("</dl>\n")
     }
@@ -191,7 +192,7 @@ public enum HTMLPage {
                 page.element(
                     "code", count.status.rawValue + (count.code.map { " (\($0))" } ?? ""),
                     limit: HTMLReportLimits.textScalars)
-                page.text(": \(HTMLNumbers.count(count.count)) rows")
+                page.text(": \(HTMLNumbers.count(count.count, "row", "rows"))")
                 page.raw("</li>\n")
             }
             if owed.count > 40 { page.element("li", "and \(owed.count - 40) more codes") }

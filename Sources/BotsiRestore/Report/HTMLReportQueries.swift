@@ -100,7 +100,7 @@ public enum HTMLReportReader {
         // Rows another split left to other shards: the latest run's command never sends them.
         let otherShards =
             status.otherShardsPending > 0
-            ? "the journal owes \(status.otherShardsPending) rows of other shards than its latest run's, which "
+            ? "the journal owes \(Basics.count(status.otherShardsPending, "row", "rows")) of other shards than its latest run's, which "
                 + "runs with its --shard never send (status gives the command)" : nil
         if status.ownPendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
             var what: [String] = []
@@ -131,7 +131,7 @@ public enum HTMLReportReader {
         if !status.brokenShards.isEmpty { return (status.brokenShards.joined(separator: "; "), nil) }
         if let held = statuses[.held], held > 0 {
             return (
-                "review the \(held) held rows (claimed by another profile), then send them"
+                "review the \(Basics.count(held, "held row", "held rows")) (claimed by another profile), then send them"
                     + (status.isMerged ? " " + status.nextLead : ""),
                 status.releaseAdvice(run)
             )

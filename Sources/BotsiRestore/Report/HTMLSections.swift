@@ -168,7 +168,7 @@ enum HTMLSections {
         page.open("p", ["class": "note"])
         page.text(
             runs.count < total
-                ? "The newest \(runs.count) of \(HTMLNumbers.count(total)) runs; every run is listed by:"
+                ? "The newest \(runs.count) of \(HTMLNumbers.count(total, "run", "runs")); every run is listed by:"
                 : "Every run (\(runs.count)); the same as:")
         page.close("p")
         for journal in model.journals.prefix(HTMLReportLimits.attentionJournals) {
@@ -188,7 +188,8 @@ enum HTMLSections {
         let peak = runs.map { run in Double(kinds.reduce(0) { $0 + $1.2(run.line) }) }.max() ?? 0
         HTMLChart.figure(
             &page, id: "chart-history", title: "Rows each run worked on, by the status they ended in",
-            description: "One bar per run, oldest on the left, \(runs.count) runs; the data table lists each.",
+            description:
+                "One bar per run, oldest on the left, \(HTMLNumbers.count(runs.count, "run", "runs")); the data table lists each.",
             legend: series,
             draw: { page in
                 let (top, ticks) = HTMLChart.axis(peak)

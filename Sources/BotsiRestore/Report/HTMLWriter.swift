@@ -96,6 +96,11 @@ struct HTMLWriter {
 
 /// Numbers as people read them: `12,345`, `12.5`, `850 ms`, `1.2 s`, `3 min 20 s`.
 enum HTMLNumbers {
+    /// A count and its noun, singular for one: "1 row", "1,200 rows".
+    static func count(_ value: Int, _ singular: String, _ plural: String) -> String {
+        "\(count(value)) \(value == 1 ? singular : plural)"
+    }
+
     /// A whole number with thousands separated by commas.
     static func count(_ value: Int) -> String {
         let digits = String(value.magnitude)

@@ -180,7 +180,9 @@ public struct StatusReport: Sendable {
                 "ETA       ~\(Basics.duration(eta)) (\(Int(fraction * 100))% of the input read, at the pace so far)"
             )
         } else if let eta = etaSeconds {
-            lines.append("ETA       ~\(Basics.duration(eta)) for the \(pendingRows) pending rows read so far")
+            lines.append(
+                "ETA       ~\(Basics.duration(eta)) for the \(Basics.count(pendingRows, "pending row", "pending rows")) read so far"
+            )
         } else if !isAlive && (ownPendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
             var what: [String] = []
             if ownPendingRows > 0 {
@@ -202,10 +204,11 @@ public struct StatusReport: Sendable {
             // A stopped `--release-held` is the selection the command above finishes: no second line.
             let releasing = selectionLeft(run) && RecordedOptions(run.options).releaseHeld == true
             if case let held = snapshot.itemCount(status: .held), held > 0, !releasing {
+                let wait = held == 1 ? "waits" : "wait"
                 lines.append(
-                    "held      \(held) rows claimed by another profile wait for review "
+                    "held      \(Basics.count(held, "row", "rows")) claimed by another profile \(wait) for review "
                         + "(\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))); "
-                        + "then send them \(nextLead): \(releaseAdvice(run))")
+                        + "then send \(held == 1 ? "it" : "them") \(nextLead): \(releaseAdvice(run))")
             }
         } else if let advice = Self.rejectedInputAdvice(run, journalPath: journalPath), !isAlive {
             lines.append("next      \(advice)")
@@ -213,7 +216,7 @@ public struct StatusReport: Sendable {
             // As the run's summary and the page say: nothing else is owed, but held rows wait for a person.
             let release = releaseAdvice(run)
             lines.append(
-                "next      review the \(held) held rows (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
+                "next      review the \(Basics.count(held, "held row", "held rows")) (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
                     + "then send them \(nextLead): \(release)")
         }
         if let (words, command) = otherShardsAdvice(run) { lines.append("shards    \(words): \(command)") }

@@ -286,7 +286,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             let lowest = String(format: "%.1f", lowestThrottledRate ?? 0)
             let final = finalThrottledRate.map { String(format: "%.1f/s", $0) } ?? "unthrottled"
             lines.append(
-                "  throttled \(throttleEvents) times by 429/503 replies: slowed to \(lowest) requests/s at the lowest, \(final) at the end"
+                "  throttled \(Basics.count(throttleEvents, "time", "times")) by 429/503 replies: slowed to \(lowest) requests/s at the lowest, \(final) at the end"
             )
         }
         if let carried = carriedLongWindow {
@@ -306,7 +306,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
             if heldInJournal > 0, let releaseCommand {
                 lines.append(
-                    "it holds \(heldInJournal) rows for review (claimed by another profile; not owed): see them with "
+                    "it holds \(Basics.count(heldInJournal, "row", "rows")) for review (claimed by another profile; not owed): see them with "
                         + RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"])
                         + ", then send them with: \(releaseCommand)")
             }
@@ -376,7 +376,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         if held > 0 && !dryRun {
             lines.append(
-                "held \(held) rows whose transaction another profile claimed first (not sent, not owed); "
+                "held \(Basics.count(held, "row", "rows")) whose transaction another profile claimed first (not sent, not owed); "
                     + "review them, then send them with: "
                     + (releaseCommand
                         ?? ["botsi-restore", "run", "--journal", journalPath, "--release-held"].map(
@@ -438,7 +438,8 @@ public struct RunSummary: Sendable, Codable, Equatable {
         if selectionOwed > 0 {
             // The continuation chooses again the resent rows that kept their status for want of an
             // answer (`kept`, which holds `owedUnanswered`): it sends them too.
-            what.append("send the \(pending + owedNotTakenUp + kept) rows the journal still owes")
+            what.append(
+                "send the \(Basics.count(pending + owedNotTakenUp + kept, "row", "rows")) the journal still owes")
         } else if pending > 0 {
             what.append("send the \(Basics.count(pending, "pending row", "pending rows"))")
         }

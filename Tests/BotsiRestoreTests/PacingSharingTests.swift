@@ -55,6 +55,7 @@ import Testing
                 "alone, 20 ms": "0.95-0.98 of the limit: the start's climb costs about a second of sends",
                 "alone, 200 ms": "0.95-0.96 of the limit: at 200 ms a cut shows later",
                 "alone at 40/s": "0.955-0.97 of the limit: the start's second costs more of a small limit",
+                "alone at 5/s": "0.86-0.87 of the limit, 3.9-4.0% 429s: each probe's refusal is a fifth of a second's",
                 "8 shards": "0.84-0.90 of the limit, 2.2-2.4% 429s, shares 0.29-1.83: eight probers",
                 "4 shards beside a live client at 30%": "the live client sees 1.7%",
                 "beside a live client at 30%, arriving at random": "the live client sees 3.1-4.2%",
@@ -72,6 +73,7 @@ import Testing
                 "alone, 0 ms": "0.96-0.98 of the limit: a start late in a window overshoots twice",
                 "alone, 200 ms": "1.2-1.7% 429s: a window's end refuses a probe's excess in a block",
                 "alone at 40/s": "1.4% 429s in one seed of two",
+                "alone at 5/s": "4.3-4.6% 429s: each probe's refusal is a fifth of a second's requests",
                 "8 shards": "0.88-0.89 of the limit, 2.2-3.0% 429s, shares 0.59-1.55",
                 "beside a live client at 30%": "the live client sees 1.1-2.9%",
                 "4 shards beside a live client at 30%": "the live client sees 1.9-2.5%, shares 0.67-1.43",
@@ -85,6 +87,7 @@ import Testing
             ],
             .bucket: [
                 "alone at 40/s": "1.1-1.2% 429s: the bucket's burst hides the limit from the climb",
+                "alone at 5/s": "4.5-4.9% 429s: each probe's refusal is a fifth of a second's requests",
                 "4 shards": "2.1% 429s",
                 "8 shards": "0.85-0.92 of the limit, 3.0-3.1% 429s, shares 0.32-1.60",
                 "beside a live client at 30%": "the live client sees 1.3-2.2%: the bucket's burst hides the limit",
@@ -103,6 +106,14 @@ import Testing
     static let randomLiveFloor: PacingBounds = {
         var floor = PacingBounds.floor
         floor.live.refused = 0.08
+        return floor
+    }()
+
+    /// The floor at Apple's sandbox limit (5/s): each probe that finds it is a fifth of a second's
+    /// requests, and the cut after it measures whole requests (4 of 5); see docs/pacing.md.
+    static let sandboxFloor: PacingBounds = {
+        var floor = PacingBounds.floor
+        floor.alone = (0.8, 0.06)
         return floor
     }()
 
@@ -127,6 +138,12 @@ import Testing
                     $0.latency = 0.2; $0.jitter = 0.02
                 }),
             Case(name: "\(kind): alone at 40/s", build: scenario(kind, rows: 2400) { $0.limit = 40 }),
+            // Apple's sandbox: a tenth of production's limit, where an app's first run usually goes.
+            Case(
+                name: "\(kind): alone at 5/s",
+                build: scenario(kind, rows: 600) {
+                    $0.limit = 5; $0.latency = 0.1
+                }, floor: sandboxFloor),
             Case(name: "\(kind): 2 shards", build: scenario(kind, processes: 2, rows: 2500)),
             Case(name: "\(kind): 4 shards", build: scenario(kind, processes: 4, rows: 1250)),
             Case(name: "\(kind): 8 shards", build: scenario(kind, processes: 8, rows: 625)),

@@ -298,10 +298,7 @@ struct HTMLRunOptions {
 
     /// The run's send-rate cap: `--rate`, or this shard's share of `--job-rate`, whichever is lower
     /// (`RunOptions.rateCap`); nil: none.
-    var rateCap: Double? {
-        let share = jobRate.map { $0 / Double(max(1, shardCount ?? 1)) }
-        return [rate, share].compactMap { $0 }.min()
-    }
+    var rateCap: Double? { RunOptions.rateCap(rate: rate, jobRate: jobRate, shardCount: shardCount ?? 1) }
 
     /// "resend failed · rate 40/s · concurrency 16 · shard 1/4" (the rate: `rateCap`).
     var words: String {

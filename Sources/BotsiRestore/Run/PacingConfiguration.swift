@@ -24,8 +24,7 @@ struct PacingConfiguration: Sendable, Equatable {
 
     init(_ options: RunOptions) {
         let headroom = options.headroom / 100
-        let share = options.jobRate.map { $0 / Double(max(1, options.shardCount)) }
-        let cap = [options.rate, share].compactMap { $0 }.min().map { $0 * (1 - headroom) }
+        let cap = options.rateCap.map { $0 * (1 - headroom) }
         self.init(concurrency: options.concurrency, rateCap: cap, adaptive: options.adaptive, headroom: headroom)
     }
 }

@@ -70,7 +70,10 @@ public struct RunOptions: Sendable, Codable, Equatable {
     /// of `--job-rate` (jobRate / shardCount), whichever is lower; nil: none. What the samples, the
     /// metrics, the progress line and the page show as the limit when throttling sets none lower
     /// (the pacer holds to it less `--headroom`: `PacingConfiguration.rateCap`).
-    public var rateCap: Double? {
+    public var rateCap: Double? { Self.rateCap(rate: rate, jobRate: jobRate, shardCount: shardCount) }
+
+    /// The one rule for the cap, for a run's options and for those a journal recorded.
+    static func rateCap(rate: Double?, jobRate: Double?, shardCount: Int) -> Double? {
         let share = jobRate.map { $0 / Double(max(1, shardCount)) }
         return [rate, share].compactMap { $0 }.min()
     }

@@ -108,7 +108,8 @@ public struct ResolvedPath: Sendable, Equatable {
         }
     }
 
-    static func realPath(_ path: String) -> String? {
+    /// The file `path` names with links and `..` resolved (realpath(3)); nil when it names nothing.
+    public static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

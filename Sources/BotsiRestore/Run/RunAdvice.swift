@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiFiles
 import BotsiJournal
 import Foundation
 
@@ -122,9 +123,8 @@ public enum RunAdvice {
     /// The file `path` names, links and `..` resolved as the system does (`data/../j.sqlite`
     /// through a linked `data` is not `./j.sqlite`); a path to nothing, from the working directory.
     public static func realPath(_ path: String) -> String {
-        guard path != "-", let resolved = realpath(path, nil) else { return absolutePath(path) }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        guard path != "-", let resolved = ResolvedPath.realPath(path) else { return absolutePath(path) }
+        return resolved
     }
 
     /// What an input is, however it was named: its real path (links and `..` resolved), so that a
@@ -132,11 +132,7 @@ public enum RunAdvice {
     /// its directory's real path and its name; `-` as itself.
     public static func inputIdentity(_ path: String) -> String {
         guard path != "-" else { return path }
-        func resolves(_ path: String) -> Bool {
-            guard let resolved = realpath(path, nil) else { return false }
-            free(resolved)
-            return true
-        }
+        func resolves(_ path: String) -> Bool { ResolvedPath.realPath(path) != nil }
         if resolves(path) { return realPath(path) }
         let absolute = URL(fileURLWithPath: absolutePath(path))
         let directory = absolute.deletingLastPathComponent().path

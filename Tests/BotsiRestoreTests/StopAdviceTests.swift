@@ -48,12 +48,14 @@ import Testing
         let rendered = summary.render(journalPath: "j.sqlite")
         #expect(rendered.contains("throttled 1 time by 429/503 replies"), "\(rendered)")
         #expect(rendered.contains("held 1 row whose transaction"), "\(rendered)")
+        #expect(rendered.contains("review it, then send it with: "), "\(rendered)")
         #expect(rendered.contains("send the 1 row the journal still owes"), "\(rendered)")
         var quiet = RunSummary()
         (quiet.inputComplete, quiet.heldInJournal) = (true, 1)
         quiet.releaseCommand = summary.releaseCommand
         let nothing = quiet.render(journalPath: "j.sqlite")
         #expect(nothing.contains("it holds 1 row for review"), "\(nothing)")
+        #expect(nothing.contains("see it with ") && nothing.contains("then send it with: "), "\(nothing)")
     }
 
     /// A chaos review: a drained stop's summary opened with "run finished in", then said "stopped:".

@@ -131,7 +131,7 @@ public enum HTMLReportReader {
         if !status.brokenShards.isEmpty { return (status.brokenShards.joined(separator: "; "), nil) }
         if let held = statuses[.held], held > 0 {
             return (
-                "review the \(Basics.count(held, "held row", "held rows")) (claimed by another profile), then send them"
+                "review the \(Basics.count(held, "held row", "held rows")) (claimed by another profile), then send \(held == 1 ? "it" : "them")"
                     + (status.isMerged ? " " + status.nextLead : ""),
                 status.releaseAdvice(run)
             )

@@ -217,7 +217,7 @@ public struct StatusReport: Sendable {
             let release = releaseAdvice(run)
             lines.append(
                 "next      review the \(Basics.count(held, "held row", "held rows")) (\(RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"]))), "
-                    + "then send them \(nextLead): \(release)")
+                    + "then send \(held == 1 ? "it" : "them") \(nextLead): \(release)")
         }
         if let (words, command) = otherShardsAdvice(run) { lines.append("shards    \(words): \(command)") }
         if !isAlive, !goneInputs.isEmpty {

@@ -306,9 +306,9 @@ public struct RunSummary: Sendable, Codable, Equatable {
             )
             if heldInJournal > 0, let releaseCommand {
                 lines.append(
-                    "it holds \(Basics.count(heldInJournal, "row", "rows")) for review (claimed by another profile; not owed): see them with "
+                    "it holds \(Basics.count(heldInJournal, "row", "rows")) for review (claimed by another profile; not owed): see \(heldInJournal == 1 ? "it" : "them") with "
                         + RunAdvice.reportCommand(journalPath: journalPath, ["--conflicts"])
-                        + ", then send them with: \(releaseCommand)")
+                        + ", then send \(heldInJournal == 1 ? "it" : "them") with: \(releaseCommand)")
             }
         }
         if let stopMessage { lines.append("stopped: \(stopMessage)") }
@@ -377,7 +377,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         if held > 0 && !dryRun {
             lines.append(
                 "held \(Basics.count(held, "row", "rows")) whose transaction another profile claimed first (not sent, not owed); "
-                    + "review them, then send them with: "
+                    + (held == 1 ? "review it, then send it with: " : "review them, then send them with: ")
                     + (releaseCommand
                         ?? ["botsi-restore", "run", "--journal", journalPath, "--release-held"].map(
                             RunAdvice.shellQuoted

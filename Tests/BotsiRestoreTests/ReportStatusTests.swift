@@ -65,6 +65,27 @@ func currentStatus(_ path: String) -> StatusReport? {
         #expect(next.contains("botsi-restore status --journal /srv/job/s1.sqlite"), "\(next)")
     }
 
+    /// The morning after a run the pacer slowed down (Apple's sandbox allows 5 requests/s), `status`
+    /// says so as its summary did: it showed "24 retries" and no word of why.
+    @Test func statusSaysTheRunWasThrottledAsItsSummaryDid() throws {
+        let directory = Workspace()
+        let simulator = try startSimulator { $0.limitRate = 10 }
+        defer { simulator.stop() }
+        let rows = (0..<40).map { ("profile-\($0)", String(2_000_000_000_000_002 + $0 * 10 + 1)) }
+        let input = directory.csv("in.csv", rows: rows)
+        let journal = directory.file("journal.sqlite")
+        let summary = try runJob([input], journal: journal, baseURL: simulator.baseURL)
+        try #require(summary.throttleEvents > 0, "the run was never throttled: \(summary.render(journalPath: journal))")
+        let status = try #require(currentStatus(journal))
+        let times = summary.throttleEvents == 1 ? "1 time" : "\(summary.throttleEvents) times"
+        #expect(
+            status.renderText().contains("\nthrottled \(times) by 429/503 replies: the pacer slowed down\n"),
+            "\(status.renderText())")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(status.renderJSON().utf8)) as? [String: Any])
+        #expect(object["throttleEvents"] as? Int == summary.throttleEvents, "\(object)")
+    }
+
     @Test func statusReadsAJournalWhileARunWritesIt() throws {
         let directory = Workspace()
         let simulator = try startSimulator { $0.latencyMilliseconds = 100 }

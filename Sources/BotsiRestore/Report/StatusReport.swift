@@ -163,6 +163,11 @@ public struct StatusReport: Sendable {
             lines.append(
                 String(format: "rate      %.1f/s ", rate) + (isAlive ? "over the last minute" : "over the run"))
         }
+        // The summary said it; the morning after, `status` is what is read (a sandbox's 5/s, a
+        // limit shared with the live app: docs/pacing.md).
+        if let events = snapshot.latestRun?.counts.throttleEvents, events > 0 {
+            lines.append("throttled \(Basics.count(events, "time", "times")) by 429/503 replies: the pacer slowed down")
+        }
         if let line = longWindowLine() { lines.append(line) }
         lines.append("rows      \(statusLine())")
         let explained: Set<ItemStatus> = [.pending, .inFlight, .failed, .rejected]
@@ -287,6 +292,7 @@ public struct StatusReport: Sendable {
         if let run = snapshot.standardInputUnreadBy { object["standardInputUnreadBy"] = run.id }
         object["elapsedSeconds"] = elapsedSeconds ?? NSNull()
         object["rate"] = rate ?? NSNull()
+        object["throttleEvents"] = snapshot.latestRun?.counts.throttleEvents ?? 0
         object["etaSeconds"] = etaSeconds ?? NSNull()
         object["pageCommand"] = HTMLReportAdvice.command(journalPath: journalPath)
         if let known = snapshot.longWindow {

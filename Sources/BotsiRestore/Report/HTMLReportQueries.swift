@@ -96,19 +96,12 @@ public enum HTMLReportReader {
             return ("a run is in progress: watch it", RunAdvice.statusCommand(journalPath: path))
         }
         let fix = status.fixFirst(run, onPage: true)
-        let unread = status.unreadInputs
         // Rows another split left to other shards: the latest run's command never sends them.
         let otherShards =
             status.otherShardsPending > 0
             ? "the journal owes \(Basics.count(status.otherShardsPending, "row", "rows")) of other shards than its latest run's, which "
                 + "runs with its --shard never send (status gives the command)" : nil
-        if status.ownPendingRows > 0 || !unread.isEmpty || status.selectionLeft(run) {
-            var what: [String] = []
-            if status.ownPendingRows > 0 {
-                what.append("send the \(Basics.count(status.ownPendingRows, "pending row", "pending rows"))")
-            }
-            if status.selectionLeft(run) { what.append("finish the selection it stopped in") }
-            if !unread.isEmpty { what.append(RunAdvice.readAgain(unread, by: "a run")) }
+        if case var what = status.workLeft(run), !what.isEmpty {
             // Its command is another (`run -`): status gives it.
             if status.standardInputAdvice != nil {
                 what.append("pipe the rest of the standard input a run stopped in again (status gives the command)")

@@ -188,13 +188,7 @@ public struct StatusReport: Sendable {
             lines.append(
                 "ETA       ~\(Basics.duration(eta)) for the \(Basics.count(pendingRows, "pending row", "pending rows")) read so far"
             )
-        } else if !isAlive && (ownPendingRows > 0 || !unreadInputs.isEmpty || selectionLeft(run)) {
-            var what: [String] = []
-            if ownPendingRows > 0 {
-                what.append("send the \(Basics.count(ownPendingRows, "pending row", "pending rows"))")
-            }
-            if selectionLeft(run) { what.append("finish the selection it stopped in") }
-            if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
+        } else if !isAlive, case let what = workLeft(run), !what.isEmpty {
             // What the latest run's stop needs fixed first, as its summary said (a key, TLS, a damaged input).
             let fix = fixFirst(run).map { "\($0); then " } ?? ""
             lines.append("next      \(fix)\(what.joined(separator: " and ")) \(nextLead): \(nextCommand(run))")
@@ -504,6 +498,18 @@ public struct StatusReport: Sendable {
         let selection =
             recorded.retryFailed == true || recorded.refreshOlderThan != nil || recorded.releaseHeld == true
         return selection && (run.state == .running || run.counts.selectionOwed > 0)
+    }
+
+    /// What the latest run left for the next one, in the words `status` and the page both give:
+    /// the rows owed, a stopped selection, inputs it did not read to the end. Empty: nothing.
+    func workLeft(_ run: RunRecord) -> [String] {
+        var what: [String] = []
+        if ownPendingRows > 0 {
+            what.append("send the \(Basics.count(ownPendingRows, "pending row", "pending rows"))")
+        }
+        if selectionLeft(run) { what.append("finish the selection it stopped in") }
+        if !unreadInputs.isEmpty { what.append(RunAdvice.readAgain(unreadInputs, by: "a run")) }
+        return what
     }
 
     /// How the next command is introduced. A journal made by `merge` is a copy: a run on it would

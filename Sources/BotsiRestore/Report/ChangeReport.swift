@@ -9,19 +9,12 @@ public enum ChangeRange {
     public static func defaultEarlier(runs: [RunRecord], later: Int64) -> Int64 {
         var latestOfShard: [String: Int64] = [:]
         for run in runs where run.id <= later {
-            if let source = mergedSource(run.options) { latestOfShard[source] = run.id }
+            // By the absolute path `merge` recorded (as `status` knows it), so two merges that
+            // spelled one shard differently (`a.sqlite`, `/data/a.sqlite`) still name one shard.
+            if let source = RecordedOptions(run.options).mergedSource { latestOfShard[source] = run.id }
         }
         let first = latestOfShard.values.min() ?? later
         return max(first - 1, 0)
-    }
-
-    /// The shard a merged run came from, by the absolute path `merge` recorded (as `status` knows
-    /// it), or the name it was given by an older merge: two merges that spelled one shard
-    /// differently (`a.sqlite`, `/data/a.sqlite`) still name one shard.
-    private static func mergedSource(_ options: String) -> String? {
-        let object = (try? JSONSerialization.jsonObject(with: Data(options.utf8))) as? [String: Any]
-        let source = object?["mergedFrom"] as? [String: Any]
-        return source?["path"] as? String ?? source?["journal"] as? String
     }
 }
 

@@ -573,6 +573,9 @@ struct RecordedOptions: Decodable {
     var caCertificateFilePath: String?
     /// Set on the runs of a journal `merge` made: each was one shard's run.
     var merged = false
+    /// The shard journal such a run came from: the absolute path `merge` recorded, or the name an
+    /// older merge recorded it by.
+    var mergedSource: String?
     var retryFailed: Bool?
     var refreshOlderThan: Double?
     var releaseHeld: Bool?
@@ -612,6 +615,21 @@ struct RecordedOptions: Decodable {
         keyFilePath = try? container.decodeIfPresent(String.self, forKey: .keyFilePath)
         caCertificateFilePath = try? container.decodeIfPresent(String.self, forKey: .caCertificateFilePath)
         merged = container.contains(.mergedFrom)
+        let source = try? container.decodeIfPresent(MergedFrom.self, forKey: .mergedFrom)
+        mergedSource = source?.path ?? source?.journal
+    }
+
+    private struct MergedFrom: Decodable {
+        var path: String?
+        var journal: String?
+
+        private enum CodingKeys: String, CodingKey { case path, journal }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            path = try? container.decodeIfPresent(String.self, forKey: .path)
+            journal = try? container.decodeIfPresent(String.self, forKey: .journal)
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-@testable import BotsiJournal
 import BotsiRestore
 import Testing
+
+@testable import BotsiJournal
 
 /// Which run `report --changes` compares the latest with when not told: in a merged journal, the
 /// run before the first of each shard's latest runs, shards known by what `merge` recorded.

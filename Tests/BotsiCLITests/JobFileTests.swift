@@ -100,6 +100,15 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         }
     }
 
+    @Test func aMistypedChoiceInAJobFileSuggestsTheWordMeant() {
+        #expect {
+            _ = try runSettings(job: #"{"format": "jsonl "}"#)
+        } throws: { error in
+            let message = (error as? UsageError)?.message ?? ""
+            return message.contains(#""format" must be one of csv, tsv, jsonl, json (did you mean 'jsonl'?)"#)
+        }
+    }
+
     /// A missing job file is a missing input (66), not a bad command line (64): a first-day review.
     @Test func aMissingJobFileIsNoInput() {
         #expect {

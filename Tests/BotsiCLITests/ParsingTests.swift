@@ -81,6 +81,21 @@ import Testing
         #expect(usageError(["-x"]) == "unknown option '-x' for 'run'; see 'botsi-restore run --help'")
     }
 
+    /// A value that is a slip of one of an option's few words names the word meant; a value far from
+    /// all of them, and a value of another kind, name none.
+    @Test func aMistypedChoiceSuggestsTheWordMeant() {
+        #expect(
+            usageError(["--format", "csvv"])
+                == "option '--format' needs one of csv, tsv, jsonl, json, not 'csvv' (did you mean 'csv'?)")
+        #expect(usageError(["--format", "xml"]) == "option '--format' needs one of csv, tsv, jsonl, json, not 'xml'")
+        #expect(!usageError(["-j", "lots"]).contains("did you mean"))
+        #expect {
+            _ = try ReportCommand.settings(from: ["--format", "json"])
+        } throws: { error in
+            (error as? UsageError)?.message.hasSuffix("not 'json' (did you mean 'jsonl'?)") == true
+        }
+    }
+
     @Test func valuesAreCheckedByTheirKind() throws {
         #expect(try runSettings(["--stop-at", "6:30"]).stopAt == ClockTime(hour: 6, minute: 30))
         #expect(try runSettings(["--max-failure-rate", "12.5%"]).options.maxFailureRate == 12.5)

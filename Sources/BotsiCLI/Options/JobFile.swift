@@ -113,7 +113,9 @@ struct JobFile {
         }
         for option in options {
             guard let key = option.spec.jobKey.name, let value = values[key], value != .null else { continue }
-            guard option.applyJSON(&settings, value) else { throw failure("\"\(key)\" must be \(option.expected)") }
+            guard option.applyJSON(&settings, value) else {
+                throw failure("\"\(key)\" must be \(option.expected)" + option.nearestChoiceHint(value.string ?? ""))
+            }
         }
     }
 

@@ -1,3 +1,5 @@
+import BotsiBasics
+
 /// What help, the man page and the completion scripts know of an option: everything but how it
 /// applies. Declared once, in `OptionTable.swift` (`run`'s in `RunOptionTable.swift`).
 struct OptionSpec: Sendable {
@@ -64,6 +66,15 @@ struct Option<Settings>: Sendable {
     let spec: OptionSpec
     /// What a valid value is, finishing "needs …" and "must be …".
     let expected: String
+    /// For an option of a few fixed words, the one meant when `typed` is a slip of it ("json" for
+    /// `jsonl`): " (did you mean 'jsonl'?)", or nothing.
+    func nearestChoiceHint(_ typed: String) -> String {
+        guard case .choices(let words) = spec.completion, let near = Basics.nearest(to: typed, among: words) else {
+            return ""
+        }
+        return " (did you mean '\(near)'?)"
+    }
+
     /// Applies one occurrence from the command line (nil text for a flag); false when the text is
     /// not a valid value.
     let applyText: @Sendable (inout Settings, String?) -> Bool

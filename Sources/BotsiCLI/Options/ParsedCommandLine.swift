@@ -87,7 +87,9 @@ struct ParsedCommandLine<Settings> {
     /// Applies every option typed, in order, over what `settings` already holds.
     func apply(to settings: inout Settings) throws(UsageError) {
         for (option, text) in occurrences where !option.applyText(&settings, text) {
-            throw UsageError(message: "option '\(option.spec.long)' needs \(option.expected), not '\(text ?? "")'")
+            throw UsageError(
+                message: "option '\(option.spec.long)' needs \(option.expected), not '\(text ?? "")'"
+                    + option.nearestChoiceHint(text ?? ""))
         }
     }
 

@@ -36,7 +36,7 @@ struct RunTests {
         #expect(first.stderr.contains(/run finished in [0-9.]+s.*\([0-9]+\/s\)/), "stderr: \(first.stderr)")
         // Ids ending in 0 have nothing to restore (20 of 200); the simulator restores the rest.
         #expect(first.stderr.contains("restored: 180"), "stderr: \(first.stderr)")
-        #expect(first.stderr.contains("nothing_to_restore (nothing_to_restore): 20"), "stderr: \(first.stderr)")
+        #expect(first.stderr.contains("\n  nothing_to_restore: 20\n"), "stderr: \(first.stderr)")
         #expect(simulator.stats().requests == 200)
         let journal = try #require(JournalView.read(workspace.journal, integrity: true))
         #expect(journal.integrity == "ok")

@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiJournal
 import Testing
 
 @testable import BotsiRestore
@@ -56,6 +57,20 @@ import Testing
         let nothing = quiet.render(journalPath: "j.sqlite")
         #expect(nothing.contains("it holds 1 row for review"), "\(nothing)")
         #expect(nothing.contains("see it with ") && nothing.contains("then send it with: "), "\(nothing)")
+    }
+
+    /// Each outcome's line gives its code when the code says more than the status, and only then.
+    @Test func anOutcomesCodeIsGivenWhenItSaysMore() {
+        var summary = RunSummary()
+        summary.durationSeconds = 2
+        summary.codes = [
+            StatusCode(.nothingToRestore, "nothing_to_restore"): 20, StatusCode(.pending, "http_503"): 6,
+            StatusCode(.restored, nil): 3,
+        ]
+        let lines = summary.render(journalPath: "j.sqlite").split(separator: "\n").map(String.init)
+        #expect(lines.contains("  nothing_to_restore: 20"), "\(lines)")
+        #expect(lines.contains("  pending (http_503): 6"), "\(lines)")
+        #expect(lines.contains("  restored: 3"), "\(lines)")
     }
 
     /// A chaos review: a drained stop's summary opened with "run finished in", then said "stopped:".

@@ -245,7 +245,7 @@ public struct RunSummary: Sendable, Codable, Equatable {
         }
         for (key, value) in codes.sorted(by: { $0.key < $1.key }) {
             // A code that only repeats the status ("nothing_to_restore") is not said twice.
-            let code = key.code.flatMap { $0 == "\(key.status)" ? nil : " (\($0))" } ?? ""
+            let code = key.code.flatMap { $0 == key.status.rawValue ? nil : " (\($0))" } ?? ""
             lines.append("  \(key.status)\(code): \(value)")
         }
         if notSent > 0 { lines.append("  of the pending rows, not sent before the run stopped: \(notSent)") }

@@ -1,3 +1,4 @@
+import BotsiFiles
 import BotsiRestore
 import Foundation
 
@@ -19,9 +20,7 @@ enum Installation {
     /// The `botsi-restore` PATH finds first, symlinks resolved; nil when it finds none.
     static var onPath: String? {
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            guard let found = realpath("\(directory)/botsi-restore", nil) else { continue }
-            defer { free(found) }
-            return String(cString: found)
+            if let found = ResolvedPath.realPath("\(directory)/botsi-restore") { return found }
         }
         return nil
     }

@@ -158,8 +158,15 @@ final class CSVScanner {
                         break scanning
                     } else if byte == ASCII.quote {
                         state = .malformedLine
+                        // `a, "b"`, as people type a list: the quote opens nothing, and saying so is
+                        // the fix; "quote the whole field" would send them round in circles.
+                        let spacesOnly = (start + contentStart..<index).allSatisfy {
+                            base[$0] == ASCII.space || base[$0] == ASCII.tab
+                        }
                         malformedMessage =
-                            "Line \(recordLine) has a quote inside unquoted field \(fieldIndex + 1); quote the whole field and double the quotes inside it (\"\")."
+                            spacesOnly
+                            ? "Line \(recordLine) has spaces before the opening quote of field \(fieldIndex + 1); a quoted field must start right after the delimiter: remove them."
+                            : "Line \(recordLine) has a quote inside unquoted field \(fieldIndex + 1); quote the whole field and double the quotes inside it (\"\")."
                     }
                 case .fieldStart:
                     if byte == ASCII.quote {
@@ -198,8 +205,9 @@ final class CSVScanner {
                         break scanning
                     } else {
                         state = .malformedLine
+                        let what = byte == ASCII.space || byte == ASCII.tab ? "a space" : "text"
                         malformedMessage =
-                            "Line \(recordLine) has text after the closing quote of field \(fieldIndex + 1); a quoted field must end right before a delimiter or the line end."
+                            "Line \(recordLine) has \(what) after the closing quote of field \(fieldIndex + 1); a quoted field must end right before a delimiter or the line end."
                     }
                 case .malformedLine:
                     if byte == ASCII.lineFeed || byte == ASCII.carriageReturn { break scanning }

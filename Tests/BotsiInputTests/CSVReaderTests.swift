@@ -82,6 +82,18 @@ import Testing
         #expect(records == [row("p1", "1", line: 5)])
     }
 
+    /// A line of only spaces is blank, but a quoted field on a line of its own is a record, however
+    /// empty: a short one, rejected where it stands, not a line skipped without a word.
+    @Test func aLineOfOneQuotedFieldIsARecordNotABlankLine() throws {
+        for line in ["\"\"", "\"  \""] {
+            let records = try read("profileId,originalTransactionId\n\(line)\np2,2\n")
+            #expect(records.count == 2, "\(line)")
+            #expect(records.first?.asRejected?.reason == .malformedCSV, "\(line)")
+            #expect(records.first?.line == 2, "\(line)")
+            #expect(records.last == row("p2", "2", line: 3), "\(line)")
+        }
+    }
+
     @Test func readsTheLastRecordWithoutALineEnd() throws {
         #expect(try read("profileId,originalTransactionId\np1,1") == [row("p1", "1", line: 2)])
         #expect(try read("profileId,originalTransactionId\n\"p1\",\"1\"") == [row("p1", "1", line: 2)])
@@ -108,6 +120,17 @@ import Testing
         #expect(records[2].asRejected?.reason == .malformedCSV)
         #expect(records[2].asRejected?.message.contains("after the closing quote") == true)
         #expect(records[3] == row("p4", "4", line: 5))
+    }
+
+    /// `p1, "2000"` is how people type a list: the message names the spaces, not the quote.
+    @Test func spacesAroundAQuotedFieldAreNamedInTheMessage() throws {
+        let records = try read("profileId,originalTransactionId\np1, \t\"1\"\n\"p2\" ,2\np3,x\"1\"\n\"p4\"x,4\n")
+        let messages = records.map { $0.asRejected?.message ?? "" }
+        #expect(records.map { $0.asRejected?.reason } == Array(repeating: .malformedCSV, count: 4))
+        #expect(messages[0].contains("has spaces before the opening quote of field 2"), "\(messages[0])")
+        #expect(messages[1].contains("has a space after the closing quote of field 1"), "\(messages[1])")
+        #expect(messages[2].contains("a quote inside unquoted field 2"), "\(messages[2])")
+        #expect(messages[3].contains("has text after the closing quote of field 1"), "\(messages[3])")
     }
 
     @Test func anUnterminatedQuoteDoesNotSwallowTheRestOfTheFile() throws {

@@ -27,6 +27,25 @@ import Testing
         #expect(redactor.clean("\(notAnEcho)\(echo)") == "\(notAnEcho)[redacted]")
     }
 
+    /// An echo is a contiguous run of the key: one broken by a byte the key does not hold is two
+    /// short runs, not an echo (and no part of the text around it is cut out).
+    @Test func aRunBrokenByAnotherByteIsNoEcho() {
+        let echo = Self.key.dropFirst(5).prefix(12)
+        // After a long run of key bytes that is no echo, so that the full scan looks at it.
+        let longRun = String(repeating: "s", count: 20)
+        let broken = "\(longRun) \(echo.prefix(6)) \(echo.suffix(6))"
+        #expect(redactor.redact(broken) == nil, "\(broken)")
+        #expect(redactor.redact("\(longRun) \(echo.prefix(6))\u{1F600}\(echo.suffix(6))") == nil)
+    }
+
+    /// Two echoes that touch are one `[redacted]`: how many pieces of the key a server's text held
+    /// is not for the log to tell.
+    @Test func echoesThatTouchAreRedactedAsOne() {
+        let first = Self.key.prefix(12)
+        let second = Self.key.suffix(12)
+        #expect(redactor.clean("<\(first)\(second)>") == "<[redacted]>")
+    }
+
     @Test func anEchoInNonASCIITextIsFound() {
         let echo = String(Self.key.prefix(12))
         #expect(redactor.clean("clé «\(echo)» 😀") == "clé «[redacted]» 😀")

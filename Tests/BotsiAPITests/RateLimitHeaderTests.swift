@@ -60,5 +60,31 @@ import Testing
         #expect(info?.resetSeconds == RateLimitInfo.longestWindow)
         #expect(parse([("RateLimit-Policy", "5;w=99999999999")])?.windowSeconds == RateLimitInfo.longestWindow)
         #expect(parse([("X-RateLimit-Reset", "99999999999")])?.resetSeconds == RateLimitInfo.longestWindow)
+        #expect(parse([("RateLimit", #""default";r=5;t=99999999999"#)])?.resetSeconds == RateLimitInfo.longestWindow)
+    }
+
+    /// Only the vendor's reset is a UNIX time: the drafts' `RateLimit-Reset` is seconds from now
+    /// however large, so one near the clock's own count is not read as "in a moment".
+    @Test func onlyTheVendorsResetIsAUnixTime() {
+        let nearNow = String(Int(now.timeIntervalSince1970) + 10)
+        #expect(parse([("X-RateLimit-Reset", nearNow)])?.resetSeconds == 10)
+        #expect(parse([("RateLimit-Reset", nearNow)])?.resetSeconds == RateLimitInfo.longestWindow)
+    }
+
+    /// A policy states the quota; a limit field after it (a gateway adding its own) does not
+    /// overwrite it, and of several limit fields the first stands.
+    @Test func theFirstQuotaStatedStands() {
+        let info = parse([("RateLimit-Policy", #""default";q=100;w=1"#), ("X-RateLimit-Limit", "500")])
+        #expect(info?.quota == 100)
+        #expect(parse([("RateLimit-Limit", "20"), ("X-RateLimit-Limit", "500")])?.quota == 20)
+    }
+
+    /// The structured fields' small print: parameter names in any case, a bare number only as an
+    /// item's first piece, and of several `RateLimit` items the first.
+    @Test func structuredFieldsAreReadAsWritten() {
+        #expect(parse([("RateLimit-Policy", "100;W=10")])?.windowSeconds == 10)
+        let trailing = parse([("RateLimit-Policy", "100;w=10;7")])
+        #expect(trailing?.quota == 100)
+        #expect(parse([("RateLimit", #""a";r=5;t=1, "b";r=50;t=60"#)])?.remaining == 5)
     }
 }

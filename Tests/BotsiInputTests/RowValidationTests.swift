@@ -74,6 +74,10 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
         .rejected("1; DROP TABLE items", .invalidTransactionId),
         .rejected("12\u{0}3", .invalidTransactionId),
         .rejected("E15", .invalidTransactionId),
+        // A sign before something that is not all digits is not "has a sign"; a dash with no
+        // decimal separator is no spreadsheet's formatting.
+        .rejected("-12a4", .invalidTransactionId, "letters"),
+        .rejected("12-34", .invalidTransactionId, "must be 1-20 digits (0-9) and nothing else"),
     ]
 
     @Test(arguments: transactionCases)
@@ -145,6 +149,23 @@ struct ProfileCase: Sendable, CustomTestStringConvertible {
         let rejected = try #require(try readOne(profile: long, transaction: "1").asRejected)
         #expect(rejected.profileId == String(repeating: "z", count: 256) + "…")
         #expect(rejected.message.count < 200)
+        // At the limit exactly the value is kept whole; one scalar more and it is cut.
+        let atLimit = String(repeating: "é", count: 256)
+        #expect(RowValidation.truncated(atLimit) == atLimit)
+        #expect(RowValidation.truncated(atLimit + "z") == atLimit + "…")
+    }
+
+    /// A signed transaction or receipt rejected before it gave an id is shown by its opening: the
+    /// first 24 scalars, whole when it is no longer.
+    @Test func aProofIsShownByItsOpening() {
+        func shown(_ text: String) -> String? {
+            var text = text
+            return text.withUTF8 { RowValidation.proofOpening(.text($0)) }
+        }
+        let opening = "eyJhbGciOiJFUzI1NiIsIng1"
+        #expect(opening.count == RowValidation.maxProofOpeningScalars)
+        #expect(shown(opening) == opening)
+        #expect(shown(opening + "Y") == opening + "…")
     }
 
     @Test func messagesEscapeControlCharacters() throws {

@@ -8,6 +8,8 @@ import Testing
         #expect(Basics.duration(59.94) == "59.9s")
         #expect(Basics.duration(60) == "1m00s")
         #expect(Basics.duration(187.9) == "3m07s")
+        #expect(Basics.duration(69) == "1m09s")
+        #expect(Basics.duration(610) == "10m10s")
         #expect(Basics.duration(3599) == "59m59s")
         #expect(Basics.duration(3600) == "1h00m")
         #expect(Basics.duration(7500) == "2h05m")
@@ -36,6 +38,23 @@ import Testing
         #expect(Basics.seconds(1_234_567.5) == "1.23457e+06 s")
         #expect(Basics.seconds(1e9) == "1e+09 s")
         #expect(Basics.seconds(2_302_420_000) == "2.30242e+09 s")
+    }
+
+    /// The largest unit that holds it whole, as an option would be typed again; under a second
+    /// in milliseconds, and nothing at all as `0s`.
+    @Test func aDurationOptionReadsAsItWasTyped() {
+        #expect(Basics.durationOption(0) == "0s")
+        #expect(Basics.durationOption(0.5) == "500ms")
+        #expect(Basics.durationOption(30) == "30s")
+        #expect(Basics.durationOption(90 * 60) == "90m")
+        #expect(Basics.durationOption(7 * 86400) == "7d")
+        #expect(Basics.durationOption(36 * 3600) == "36h")
+    }
+
+    @Test func aCountTakesItsNounInTheNumberItTakes() {
+        #expect(Basics.count(0, "retry", "retries") == "0 retries")
+        #expect(Basics.count(1, "retry", "retries") == "1 retry")
+        #expect(Basics.count(2, "retry", "retries") == "2 retries")
     }
 
     @Test func secondsThatAreNotFiniteShowAsCWritesThemInsteadOfTrapping() {

@@ -61,13 +61,22 @@ import Testing
         #expect(usageError(["--journal", "a", "--journal", "b"]) == "option '--journal' was given more than once")
     }
 
-    @Test func malformedOptionsAreNamed() {
+    @Test func malformedOptionsAreNamed() throws {
         #expect(usageError(["--journal"]) == "option '--journal' needs a value")
         #expect(usageError(["-j"]) == "option '-j' needs a value")
         #expect(usageError(["--dry-run=yes"]) == "option '--dry-run' takes no value")
         #expect(usageError(["-j", "lots"]) == "option '--concurrency' needs a whole number from 1 to 4096, not 'lots'")
         #expect(usageError(["--timeout", "1e3"]).hasPrefix("option '--timeout' needs a duration"))
         #expect(usageError(["--stop-at", "6:3"]).hasPrefix("option '--stop-at' needs a local time HH:MM"))
+        for time in ["24:00", "006:30", "6:60", "-1:30"] {
+            #expect(
+                usageError(["--stop-at", time]).hasPrefix("option '--stop-at' needs a local time HH:MM"), "\(time)")
+        }
+        #expect(try runSettings(["--stop-at", "23:59"]).stopAt == ClockTime(hour: 23, minute: 59))
+        // A whole-seconds option takes a duration, but not a fraction of a second.
+        #expect(throws: UsageError.self) { try SimulateCommand.settings(from: ["--limit-window", "1.5s"]) }
+        #expect(throws: UsageError.self) { try SimulateCommand.settings(from: ["--limit-window", "500ms"]) }
+        #expect(try SimulateCommand.settings(from: ["--limit-window", "1m"]).settings.options.limitWindowSeconds == 60)
         #expect(throws: UsageError.self) { try StatusCommand.settings(from: ["extra"]) }
     }
 

@@ -208,4 +208,23 @@ import Testing
             if date.map(Timestamp.string) != text { return }
         }
     }
+
+    /// A time before 1970 (a clock reset, an imported row) still reads as a time: the second is
+    /// the one before, not a negative millisecond.
+    @Test func aTimeBefore1970IsWrittenAsOne() {
+        #expect(Timestamp.string(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.string(milliseconds: -1000) == "1969-12-31T23:59:59.000Z")
+        #expect(Timestamp.milliseconds("1969-12-31T23:59:59.999Z") == -1)
+    }
+
+    /// Text that is not a time the journal wrote is not read as one, however close.
+    @Test func textThatIsNoTimestampIsNil() {
+        #expect(Timestamp.milliseconds("2026-11-29T16:40:00.123Z") == 1_795_970_400_123)
+        for text in [
+            "2026-11-00T16:40:00.123Z", "2026-11-32T16:40:00.123Z", "2026-11-29T16:40:00.123+",
+            "2026-13-01T00:00:00.000Z",
+        ] {
+            #expect(Timestamp.milliseconds(text) == nil, "\(text)")
+        }
+    }
 }

@@ -219,6 +219,59 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         _ = item
     }
 
+    /// Both cutoffs are strict: a row answered at the very millisecond of `--answered-before` or
+    /// of `--refresh-older-than`'s instant is not "before" it.
+    @Test(arguments: [ItemStatus.failed, .restored])
+    func aRowAnsweredAtTheCutoffIsNotBeforeIt(status: ItemStatus) throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        let run = try startRun(journal)
+        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else {
+            Issue.record("a new pair is sent")
+            return
+        }
+        try settle(journal, item: item, status, code: status == .failed ? "x" : nil)
+        let answeredAt: Int64 = 1_795_970_400_123
+        try journal.connection.execute("UPDATE items SET answered_at = \(answeredAt) WHERE id = \(item)")
+        for (cutoff, chosen) in [(answeredAt, false), (answeredAt + 1, true)] {
+            let instant = Timestamp.date(milliseconds: cutoff)
+            let selection =
+                status.isFinal && status != .restored
+                ? OwedSelection(statuses: [.pending, status], finalAnsweredBefore: instant)
+                : OwedSelection(statuses: [.pending], refreshStatuses: [status], answeredBefore: instant)
+            #expect(try owed(journal, selection) == (chosen ? ["p"] : []), "cutoff \(cutoff)")
+        }
+    }
+
+    /// A row an earlier run sent and left pending, claimed by a run that stopped before sending
+    /// it, is one this run did not send; and rows not sent are told once, however many pending
+    /// codes the run's rows hold.
+    @Test func rowsNotSentAreThisRunsAndToldOnce() throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        let first = try startRun(journal)
+        var items: [Int64] = []
+        for index in 0..<3 {
+            guard case .send(let item, _) = try admit(journal, "p\(index)", "\(index + 1)", run: first) else {
+                Issue.record("a new pair is sent")
+                return
+            }
+            items.append(item)
+        }
+        try journal.transaction { () throws(JournalError) in
+            try journal.markInFlight(itemID: items[0], runID: first, now: Timestamp.string(Date()))
+        }
+        try settle(journal, item: items[0], .pending, code: "http_503")
+        let second = try startRun(journal)
+        try journal.transaction { () throws(JournalError) in
+            for item in items { try journal.claim(itemID: item, runID: second) }
+        }
+        let counts = try journal.rowCounts(runID: second)
+        #expect(counts.map(\.count) == [2, 1], "\(counts)")
+        #expect(counts.map(\.notSent).reduce(0, +) == 3, "\(counts)")
+        #expect(counts.filter { $0.notSent > 0 }.count == 1, "told once: \(counts)")
+    }
+
     /// An empty journal file, unchanged for a minute: being set up while a run holds its lock (75,
     /// try again), left so when none does (66: a reader retrying on 75 would wait for ever).
     @Test func anEmptyJournalIsBeingSetUpOnlyWhileARunHoldsIt() throws {

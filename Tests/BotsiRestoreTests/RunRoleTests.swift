@@ -192,6 +192,20 @@ import Testing
         #expect(decider.budget.tokens == decider.budget.capacity)
     }
 
+    /// A timeout's retry costs twice a server error's (as in the AWS SDKs' standard retry mode),
+    /// and a success after it pays that back, not a plain retry's cost.
+    @Test func aTimeoutsRetryCostsMoreAndIsPaidBackInFull() {
+        var decider = ReplyDecider(options: Self.options())
+        let timeout = RestoreReply.retryable(code: "timeout", httpStatus: nil, retryAfter: nil, message: nil)
+        var row = Self.row(attempts: 1)
+        _ = decider.decide(timeout, row: &row, isStopping: false)
+        #expect(decider.budget.tokens == decider.budget.capacity - RetryBudget.timeoutCost)
+        row.attemptsThisRun = 2
+        _ = decider.decide(
+            RestoreReply.restored(ProfileSnapshot(state: nil, accessLevels: [:])), row: &row, isStopping: false)
+        #expect(decider.budget.tokens == decider.budget.capacity)
+    }
+
     /// A retry that cost nothing (a 429 answered by slowing down) pays nothing back on success:
     /// only a first try's token (a reviewer: it refunded a retry's 5, filling the budget that
     /// other rows' failures had drawn).

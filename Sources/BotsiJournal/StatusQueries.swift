@@ -18,7 +18,7 @@ public struct RunActivity: Sendable, Equatable {
     public var requests = 0
     /// Attempts by outcome: a status, `retry` for an attempt that was retried, or `kept`.
     public var outcomes: [AttemptOutcome: Int] = [:]
-    public var firstAttemptAt: String?
+    /// When the last attempt started: where the time of a killed run, which wrote no end, stops.
     public var lastAttemptAt: String?
     /// Attempts that started within the recent window the caller asked about.
     public var recentRequests = 0
@@ -190,10 +190,9 @@ extension Journal {
         var activity = RunActivity()
         let outcomes = try wrap { () throws(SQLiteError) in
             try connection.prepare(
-                "SELECT outcome, sum(attempts), min(first_at), max(last_at) FROM run_attempts WHERE run_id = ? GROUP BY outcome"
+                "SELECT outcome, sum(attempts), max(last_at) FROM run_attempts WHERE run_id = ? GROUP BY outcome"
             ).reset(.int(runID))
         }
-        var first: Int64?
         var last: Int64?
         while try wrap({ () throws(SQLiteError) in try outcomes.step() }) {
             let code = outcomes.int(0)
@@ -204,10 +203,8 @@ extension Journal {
             let count = Int(outcomes.int(1))
             activity.outcomes[outcome, default: 0] += count
             activity.requests += count
-            first = min(first ?? .max, outcomes.int(2))
-            last = max(last ?? .min, outcomes.int(3))
+            last = max(last ?? .min, outcomes.int(2))
         }
-        activity.firstAttemptAt = first.map { Timestamp.string(milliseconds: $0) }
         activity.lastAttemptAt = last.map { Timestamp.string(milliseconds: $0) }
         try wrap { () throws(SQLiteError) in
             // Requests since the window began: the attempts so far less the count of the sample at

@@ -259,7 +259,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
             items.append(item)
         }
         try journal.transaction { () throws(JournalError) in
-            try journal.markInFlight(itemID: items[0], runID: first, now: Timestamp.string(Date()))
+            _ = try journal.markInFlight(itemID: items[0], runID: first, now: Timestamp.string(Date()))
         }
         try settle(journal, item: items[0], .pending, code: "http_503")
         let second = try startRun(journal)
@@ -270,6 +270,46 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         #expect(counts.map(\.count) == [2, 1], "\(counts)")
         #expect(counts.map(\.notSent).reduce(0, +) == 3, "\(counts)")
         #expect(counts.filter { $0.notSent > 0 }.count == 1, "told once: \(counts)")
+    }
+
+    /// What `status` reads of a run while it runs or after a kill, from the attempts' running
+    /// counts and the pacer's samples: all its requests, when its last one started (across every
+    /// outcome), and how many it sent since an instant (its total less the latest sample's before it).
+    @Test func aRunsActivityIsReadFromItsCountsAndSamples() throws {
+        let directory = Workspace()
+        let journal = try Journal(path: directory.file("j.sqlite"))
+        let run = try startRun(journal)
+        var items: [Int64] = []
+        for index in 0..<2 {
+            guard case .send(let item, _) = try admit(journal, "p\(index)", "\(index + 1)", run: run) else {
+                Issue.record("a new pair is sent")
+                return
+            }
+            items.append(item)
+        }
+        let start = Date(timeIntervalSince1970: 1_795_970_400)
+        let attempts: [(item: Int64, number: Int, at: Double, outcome: AttemptOutcome)] = [
+            (items[0], 1, 5, .retry), (items[1], 1, 10, .status(.restored)), (items[0], 2, 20, .status(.restored)),
+        ]
+        try journal.transaction { () throws(JournalError) in
+            for attempt in attempts {
+                try journal.recordAttempt(
+                    itemID: attempt.item, runID: run, number: attempt.number,
+                    startedAt: start.addingTimeInterval(attempt.at), durationMilliseconds: 50, httpStatus: 200,
+                    code: nil,
+                    outcome: attempt.outcome, profile: nil)
+            }
+            for (at, requests) in [(4.0, 1), (12.0, 2), (18.0, 2)] {
+                try journal.recordSample(
+                    RunSample(
+                        runID: run, at: Timestamp.milliseconds(start.addingTimeInterval(at)), rowsRead: 2,
+                        requests: requests, inFlight: 0, sendRateLimit: nil, concurrency: 1))
+            }
+        }
+        let activity = try journal.snapshot(recentSince: start.addingTimeInterval(15)).activity
+        #expect(activity.requests == 3)
+        #expect(activity.lastAttemptAt == Timestamp.string(start.addingTimeInterval(20)))
+        #expect(activity.recentRequests == 1, "3 requests, 2 of them by the sample at 12 s")
     }
 
     /// An empty journal file, unchanged for a minute: being set up while a run holds its lock (75,

@@ -319,7 +319,7 @@ private struct ShardCopier {
                 continue
             }
             shared.insert(merged.id)
-            if Self.replaces(
+            if MergeRule.replaces(
                 status: status, answeredAt: answeredAt, updatedAt: updatedAt, over: merged.status,
                 answeredAt: merged.answeredAt, updatedAt: merged.updatedAt)
             {
@@ -339,20 +339,6 @@ private struct ShardCopier {
                 try earliest.run()
             }
         }
-    }
-
-    /// The lifecycle's rule for two records of one pair: a final status is kept against one that
-    /// is not, whatever their times; of two final ones, the later definitive answer; else the
-    /// later update.
-    static func replaces(
-        status: Int64, answeredAt: Int64?, updatedAt: Int64, over heldStatus: Int64, answeredAt heldAnswer: Int64?,
-        updatedAt heldUpdate: Int64
-    ) -> Bool {
-        let isFinal = ItemStatus(journalCode: status)?.isFinal ?? false
-        let heldIsFinal = ItemStatus(journalCode: heldStatus)?.isFinal ?? false
-        if isFinal != heldIsFinal { return isFinal }
-        if isFinal { return (answeredAt ?? updatedAt) > (heldAnswer ?? heldUpdate) }
-        return updatedAt > heldUpdate
     }
 
     /// Each attempt once: one the merged journal has already (the same run, row and number: the
@@ -425,5 +411,22 @@ private struct ShardCopier {
                 ])
             try upsert.run()
         }
+    }
+}
+
+/// How a merge chooses between two records of one pair found in two shards.
+enum MergeRule {
+    /// The lifecycle's rule for two records of one pair: a final status is kept against one that
+    /// is not, whatever their times; of two final ones, the later definitive answer; else the
+    /// later update.
+    static func replaces(
+        status: Int64, answeredAt: Int64?, updatedAt: Int64, over heldStatus: Int64, answeredAt heldAnswer: Int64?,
+        updatedAt heldUpdate: Int64
+    ) -> Bool {
+        let isFinal = ItemStatus(journalCode: status)?.isFinal ?? false
+        let heldIsFinal = ItemStatus(journalCode: heldStatus)?.isFinal ?? false
+        if isFinal != heldIsFinal { return isFinal }
+        if isFinal { return (answeredAt ?? updatedAt) > (heldAnswer ?? heldUpdate) }
+        return updatedAt > heldUpdate
     }
 }

@@ -1,3 +1,5 @@
+import BotsiTestSupport
+import Foundation
 import Testing
 
 @testable import BotsiJournal
@@ -35,5 +37,49 @@ import Testing
         #expect(
             !MergeRule.replaces(
                 status: pending, answeredAt: nil, updatedAt: 7, over: pending, answeredAt: nil, updatedAt: 7))
+    }
+}
+
+/// What a merge keeps of a pair, and of a rejected line, that two shards both hold: the earliest
+/// sighting's first source, run and time; the later copy's message, the lowest first run.
+@Suite struct MergeCopyTests {
+    private func shard(
+        _ directory: Workspace, _ name: String, file: String, line: Int, message: String, at time: String
+    ) throws -> String {
+        let path = directory.file(name)
+        let journal = try Journal(path: path)
+        defer { journal.close() }
+        try journal.transaction { () throws(JournalError) in
+            let run = try journal.startRun(
+                startedAt: Timestamp.date(time)!, toolVersion: "t", host: "h", pid: 1, optionsJSON: "{}")
+            _ = try journal.admit(
+                profileId: "p", originalTransactionId: "1", source: "\(file):\(line)", runID: run, now: time)
+            try journal.recordRejection(
+                file: "shared.csv", line: 7, reason: "malformed_csv", message: message, profileId: nil,
+                originalTransactionId: nil, runID: run, now: time)
+        }
+        return path
+    }
+
+    @Test(arguments: [false, true])
+    func theEarliestSightingAndTheLatestMessageAreKept(earlierFirst: Bool) throws {
+        let directory = Workspace()
+        let early = try shard(
+            directory, "a.sqlite", file: "a.csv", line: 2, message: "old", at: "2026-01-01T00:00:00.000Z")
+        let late = try shard(
+            directory, "b.sqlite", file: "b.csv", line: 5, message: "new", at: "2026-01-02T00:00:00.000Z")
+        let merged = directory.file("merged.sqlite")
+        _ = try Journal.merge(shards: earlierFirst ? [early, late] : [late, early], into: merged)
+        let journal = try Journal(path: merged, create: false, readOnly: true)
+        defer { journal.close() }
+        let item = try journal.connection.prepare("SELECT first_source, created_at, last_source FROM items_readable")
+        #expect(try item.step())
+        #expect(item.text(0) == "a.csv:2")
+        #expect(item.text(1) == "2026-01-01T00:00:00.000Z")
+        let rejection = try journal.connection.prepare("SELECT message, first_run, last_run FROM rejections")
+        #expect(try rejection.step())
+        #expect(rejection.text(0) == "new")
+        let runs = try journal.runs().map(\.id)
+        #expect(rejection.int(1) == runs.min() && rejection.int(2) == runs.max(), "\(runs)")
     }
 }

@@ -51,6 +51,8 @@ import Testing
         let settings = try runSettings(["--shard", "1/4"])
         #expect(settings.options.shardIndex == 1 && settings.options.shardCount == 4, "a fixed shard applies at once")
         #expect(usageError(["--shard", "auto/0"]).hasPrefix("option '--shard' needs I/N"))
+        #expect(usageError(["--shard", "4/4"]).hasPrefix("option '--shard' needs I/N"), "indexes count from 0")
+        #expect(try runSettings(["--shard", "3/4"]).options.shardIndex == 3)
         #expect(usageError(["--shard", "automatic"]).hasPrefix("option '--shard' needs I/N"))
     }
 }
@@ -80,6 +82,7 @@ import Testing
         #expect(resolve("auto", ["JOB_COMPLETION_INDEX": "0"]).contains("--shard auto/N"))
         #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "4"]).contains("not below 4"))
         #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "x"]).contains("'x', not a shard index"))
+        #expect(resolve("auto/4", ["JOB_COMPLETION_INDEX": "-1"]).contains("'-1', not a shard index"))
         #expect(
             resolve("auto/4", ["JOB_COMPLETION_INDEX": "1", "AWS_BATCH_JOB_ARRAY_INDEX": "2"]).contains("disagree"))
         #expect(

@@ -25,6 +25,11 @@ import Testing
         // Fixed values: the hash is documented and must never change between versions.
         #expect(shardIndex(profileId: "fff3c120-0ca8-480f-9b19-3955a5428e39", shardCount: 4) == 0)
         #expect(shardIndex(profileId: "", shardCount: 4) == 1, "the FNV-1a offset basis modulo 4")
+        // Modulo 1000 the prime shows too (modulo 4 two hashes agree more often than not); the
+        // UTF-8 bytes of a non-ASCII id are hashed, not its characters.
+        #expect(shardIndex(profileId: "a", shardCount: 1000) == 996, "FNV-1a 64 of 'a' is 0xaf63dc4c8601ec8c")
+        #expect(shardIndex(profileId: "fff3c120-0ca8-480f-9b19-3955a5428e39", shardCount: 1000) == 312)
+        #expect(shardIndex(profileId: "Ωmega", shardCount: 1000) == 86)
         var counts = [0, 0, 0, 0]
         for index in 0..<4000 { counts[shardIndex(profileId: "profile-\(index)", shardCount: 4)] += 1 }
         #expect(counts.allSatisfy { $0 > 800 })

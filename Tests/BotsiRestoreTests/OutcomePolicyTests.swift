@@ -98,7 +98,9 @@ import Testing
         let theirs = (0..<50).map { "p\($0)" }.first { shardIndex(profileId: $0, shardCount: 2) == 1 }!
         for mode in Self.modes {
             for status in ItemStatus.allCases {
-                for answeredAt in [nil, old, recent] as [Date?] {
+                // The last: answered exactly D ago, which is not older than D.
+                let exact = now.addingTimeInterval(-(mode.refreshOlderThan ?? 0))
+                for answeredAt in [nil, old, recent, exact] as [Date?] {
                     let expected: Bool
                     switch Self.expectedSelection(status, mode) {
                     case .owed: expected = true

@@ -42,4 +42,14 @@ import Testing
             }
         }
     }
+
+    /// A file in the root directory is held by "/", not by a directory of no name (which no check
+    /// of the directory's owner and mode could read); a bare name by ".".
+    @Test func theRootDirectoryHoldsItsFiles() throws {
+        #expect(ResolvedPath.parent(of: "/journal.sqlite") == "/")
+        #expect(ResolvedPath.parent(of: "/var/lib/journal.sqlite") == "/var/lib")
+        #expect(ResolvedPath.parent(of: "journal.sqlite") == ".")
+        let existing = try ResolvedPath.resolve("/", role: "journal")
+        #expect(existing.directory == "/", "realpath of / is /, and its parent is itself")
+    }
 }

@@ -166,6 +166,24 @@ extension Trait where Self == ConditionTrait {
         let burstRate = burst.ratePerSecond(now: 50.25)
         #expect(burstRate == 400)
     }
+
+    /// A part of a bucket counts as the whole bucket: the last 0.15 s reach into the bucket before.
+    @Test func aCountOverPartOfABucketTakesTheWholeBucket() {
+        var meter = SendMeter()
+        meter.record(now: 10.05)
+        meter.record(now: 10.15)
+        #expect(meter.count(now: 10.15, over: 0.15) == 2)
+        #expect(meter.count(now: 10.15, over: 0.1) == 1)
+    }
+
+    /// Replies are timed on several threads: one stamped a moment before the last is counted in
+    /// the current bucket, and the meter never steps back and empties a bucket it already filled.
+    @Test func anEarlierTimeNeverStepsTheMeterBack() {
+        var meter = SendMeter()
+        meter.record(now: 10.0)
+        meter.record(now: 9.95)
+        #expect(meter.count(now: 10.0, over: 2) == 2)
+    }
 }
 
 /// Rates come out of products like 100 × 0.99: equal within rounding.

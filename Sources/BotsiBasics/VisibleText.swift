@@ -115,12 +115,13 @@ public enum VisibleText {
         var scalars = String.UnicodeScalarView()
         var count = 0
         for scalar in text.unicodeScalars {
-            scalars.append(scalar.properties.generalCategory == .control ? " " : scalar)
-            count += 1
-            if count >= limit {
+            // The ellipsis says something was cut: text of exactly `limit` scalars has none.
+            if count == limit {
                 scalars.append("…")
                 break
             }
+            scalars.append(scalar.properties.generalCategory == .control ? " " : scalar)
+            count += 1
         }
         return String(scalars)
     }

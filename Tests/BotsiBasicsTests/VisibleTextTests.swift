@@ -46,4 +46,15 @@ import Testing
         #expect(VisibleText.oneLine("a\r\nb\u{85}c\u{200B}") == "a  b c\u{200B}")
         #expect(VisibleText.oneLine(String(repeating: "y", count: 600)) == String(repeating: "y", count: 500) + "…")
     }
+
+    /// At the limit exactly nothing is cut, so no ellipsis; one scalar more and it is cut there.
+    @Test func aValueIsCutOnlyPastItsLimit() {
+        let atLimit = String(repeating: "é", count: 64)
+        #expect(VisibleText.quoted(atLimit) == "'" + atLimit + "'")
+        #expect(VisibleText.quoted(atLimit + "z") == "'" + atLimit + "…'")
+        let line = String(repeating: "y", count: 500)
+        #expect(VisibleText.oneLine(line) == line)
+        #expect(VisibleText.oneLine(line + "z") == line + "…")
+        #expect(VisibleText.oneLine("") == "")
+    }
 }

@@ -20,6 +20,20 @@ private func admit(_ journal: Journal, _ profile: String, _ transaction: String,
     }
 }
 
+/// Admits a new pair `p<index>` for each transaction id, in order; each must be sent. The rows' item ids.
+private func admitNew(_ journal: Journal, transactions: [String], run: Int64) throws -> [Int64] {
+    try transactions.enumerated().map { index, transaction in
+        try admitNew(journal, profile: "p\(index)", transaction: transaction, run: run)
+    }
+}
+
+/// Admits a pair the journal has never seen, which must be sent: its row's item id.
+private func admitNew(_ journal: Journal, profile: String, transaction: String, run: Int64) throws -> Int64 {
+    let admission = try admit(journal, profile, transaction, run: run)
+    let item: Int64? = if case .send(let item, _) = admission { item } else { nil }
+    return try #require(item, "a new pair is sent, not \(admission)")
+}
+
 /// Every owed row's profile id, batch by batch as a run reads them.
 private func owed(_ journal: Journal, _ selection: OwedSelection, run: Int64 = 0, batch: Int = 2) throws -> [String] {
     var ids: [String] = []
@@ -60,10 +74,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "p1", "100", run: run) else {
-            Issue.record("a new pair must be sent")
-            return
-        }
+        let item = try admitNew(journal, profile: "p1", transaction: "100", run: run)
         #expect(try admit(journal, "p1", "100", run: run) == .duplicate)
         try settle(journal, item: item, .restored)
         let nextRun = try startRun(journal)
@@ -84,11 +95,8 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
             ProfileRecord(state: "grâce 😀", accessLevelsJSON: nil),
             ProfileRecord(state: "", accessLevelsJSON: ""),
         ]
-        for (index, profile) in profiles.enumerated() {
-            guard case .send(let item, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
-                Issue.record("a new pair must be sent")
-                return
-            }
+        let items = try admitNew(journal, transactions: profiles.indices.map { "10\($0)" }, run: run)
+        for (item, profile) in zip(items, profiles) {
             try journal.transaction { () throws(JournalError) in
                 try journal.recordOutcome(
                     itemID: item, status: .restored, code: nil, httpStatus: 200, message: nil, now: 1_000,
@@ -126,14 +134,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        var items: [Int64] = []
-        for index in 0..<5 {
-            guard case .send(let item, _) = try admit(journal, "p\(index)", "10\(index)", run: run) else {
-                Issue.record("expected send")
-                return
-            }
-            items.append(item)
-        }
+        let items = try admitNew(journal, transactions: (0..<5).map { "10\($0)" }, run: run)
         try settle(journal, item: items[2], .restored)
         try journal.transaction { () throws(JournalError) in
             try journal.markInFlight(itemID: items[1], runID: run, now: Timestamp.string(Date()))
@@ -158,7 +159,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
+        let item = try admitNew(journal, profile: "p", transaction: "1", run: run)
         try settle(journal, item: item, status, code: "x")
         #expect(try admit(journal, "p", "1", run: try startRun(journal)) == .finished(status))
         #expect(try owed(journal, plain).isEmpty)
@@ -173,7 +174,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
+        let item = try admitNew(journal, profile: "p", transaction: "1", run: run)
         try settle(journal, item: item, status, code: "x")
         _ = try admit(journal, "q", "2", run: run)
         let before = OwedSelection(statuses: [.pending, status], finalAnsweredBefore: Date().addingTimeInterval(-3600))
@@ -187,7 +188,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else { return }
+        let item = try admitNew(journal, profile: "p", transaction: "1", run: run)
         try settle(journal, item: item, status)
         let past = OwedSelection(
             statuses: [.pending], refreshStatuses: [status], answeredBefore: Date().addingTimeInterval(-3600))
@@ -203,7 +204,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let first = try startRun(journal)
         for index in 0..<3 { _ = try admit(journal, "p\(index)", "\(index)", run: first) }
         let second = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "q", "9", run: second) else { return }
+        let item = try admitNew(journal, profile: "q", transaction: "9", run: second)
         try journal.transaction { () throws(JournalError) in
             try journal.claim(itemID: 1, runID: second)
             try journal.markInFlight(itemID: 1, runID: second, now: Timestamp.string(Date()))
@@ -226,10 +227,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let item, _) = try admit(journal, "p", "1", run: run) else {
-            Issue.record("a new pair is sent")
-            return
-        }
+        let item = try admitNew(journal, profile: "p", transaction: "1", run: run)
         try settle(journal, item: item, status, code: status == .failed ? "x" : nil)
         let answeredAt: Int64 = 1_795_970_400_123
         try journal.connection.execute("UPDATE items SET answered_at = \(answeredAt) WHERE id = \(item)")
@@ -250,14 +248,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let first = try startRun(journal)
-        var items: [Int64] = []
-        for index in 0..<3 {
-            guard case .send(let item, _) = try admit(journal, "p\(index)", "\(index + 1)", run: first) else {
-                Issue.record("a new pair is sent")
-                return
-            }
-            items.append(item)
-        }
+        let items = try admitNew(journal, transactions: (1...3).map(String.init), run: first)
         try journal.transaction { () throws(JournalError) in
             _ = try journal.markInFlight(itemID: items[0], runID: first, now: Timestamp.string(Date()))
         }
@@ -279,14 +270,7 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        var items: [Int64] = []
-        for index in 0..<2 {
-            guard case .send(let item, _) = try admit(journal, "p\(index)", "\(index + 1)", run: run) else {
-                Issue.record("a new pair is sent")
-                return
-            }
-            items.append(item)
-        }
+        let items = try admitNew(journal, transactions: (1...2).map(String.init), run: run)
         let start = Date(timeIntervalSince1970: 1_795_970_400)
         let attempts: [(item: Int64, number: Int, at: Double, outcome: AttemptOutcome)] = [
             (items[0], 1, 5, .retry), (items[1], 1, 10, .status(.restored)), (items[0], 2, 20, .status(.restored)),
@@ -412,9 +396,8 @@ private func settle(_ journal: Journal, item: Int64, _ status: ItemStatus, code:
         let directory = Workspace()
         let journal = try Journal(path: directory.file("j.sqlite"))
         let run = try startRun(journal)
-        guard case .send(let first, _) = try admit(journal, "p1", "1", run: run),
-            case .send(let second, _) = try admit(journal, "p2", "2", run: run)
-        else { return }
+        let first = try admitNew(journal, profile: "p1", transaction: "1", run: run)
+        let second = try admitNew(journal, profile: "p2", transaction: "2", run: run)
         try settle(journal, item: first, .restored)
         try settle(journal, item: second, .failed, code: "http_409")
         try journal.transaction { () throws(JournalError) in

@@ -113,14 +113,22 @@ enum DemoCommand: Command {
         defer { simulator.stop() }
 
         // A fresh directory only we can enter: a name taken from the pid could be prepared by anyone.
-        let directory: String
-        do {
-            directory = try Files.makePrivateDirectory(prefix: "botsi-restore-demo")
-        } catch {
-            Output.error("botsi-restore demo: \(error.description)")
-            return ExitCode.cannotCreate
+        // A kept journal has its page beside it and needs none (nothing is left behind in TMPDIR).
+        let journal: String
+        let page: String
+        if let keepJournal {
+            journal = keepJournal
+            page = HTMLReportAdvice.pagePath(forJournal: keepJournal)
+        } else {
+            do {
+                let directory = try Files.makePrivateDirectory(prefix: "botsi-restore-demo")
+                journal = directory + "/demo.sqlite"
+                page = directory + "/demo.html"
+            } catch {
+                Output.error("botsi-restore demo: \(error.description)")
+                return ExitCode.cannotCreate
+            }
         }
-        let journal = keepJournal ?? directory + "/demo.sqlite"
         Output.error(
             "demo: simulator on \(simulator.baseURL) (20–60 ms latency, 15% faults: 5xx, resets, truncated replies; 429 above 150 requests/s)"
         )
@@ -152,14 +160,13 @@ enum DemoCommand: Command {
         let command = Installation.commandName
         Output.error("demo: see every row with:  \(command) report --journal \(journal) --format csv")
         Output.error("demo: the rejected rows:   \(command) report --journal \(journal) --status rejected")
-        writePage(journal: journal, keepJournal: keepJournal, directory: directory, command: command)
+        writePage(journal: journal, page: page, command: command)
         // Rows left pending by the demo's faults are expected; the demo itself succeeded.
         return code == ExitCode.success || code == ExitCode.temporaryFailure ? ExitCode.success : code
     }
 
     /// The run as a page (beside a kept journal, else in the demo's directory), and where it is.
-    static func writePage(journal: String, keepJournal: String?, directory: String, command: String) {
-        let page = keepJournal.map(HTMLReportAdvice.pagePath(forJournal:)) ?? directory + "/demo.html"
+    static func writePage(journal: String, page: String, command: String) {
         var settings = ReportSettings()
         settings.journal = journal
         settings.html = true

@@ -520,6 +520,22 @@ struct RunTests {
                 && finished.stderr.contains("--keep-journal PATH"), "stderr: \(finished.stderr)")
     }
 
+    /// A kept journal has its page beside it: the demo makes no directory in TMPDIR to leave behind.
+    @Test func aDemoWithAKeptJournalLeavesNothingInTheTemporaryDirectory() throws {
+        let workspace = Workspace()
+        let temporary = workspace.file("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        var environment = Child.environment(key: nil)
+        environment["TMPDIR"] = temporary
+        let finished = try botsi(
+            ["demo", "--keep-journal", workspace.file("kept.sqlite")], key: nil, in: workspace,
+            workingDirectory: Locations.packageRoot, environment: environment, timeout: 120)
+        #expect(finished.status == 0, "stderr: \(finished.stderr)")
+        #expect(FileManager.default.fileExists(atPath: workspace.file("kept.html")), "stderr: \(finished.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary)
+        #expect(left.isEmpty, "left in TMPDIR: \(left)")
+    }
+
     @Test func theDemoRetriesFaultedRowsUntilTheyAreRestored() throws {
         let workspace = Workspace()
         try #require(FileManager.default.fileExists(atPath: Locations.packageRoot + "/samples/demo.csv"))

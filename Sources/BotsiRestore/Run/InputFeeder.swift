@@ -337,11 +337,11 @@ struct InputFeeder {
         return records
     }
 
-    /// Owed rows of this run it did not take up (it stopped first): the next run's.
     /// Owed rows of other shards passed over so far: all of them once every owed row was taken
     /// up or counted (`owedNotTakenUp`).
     var owedOfOtherShards: Int { owed.ofOtherShards }
 
+    /// Owed rows of this run it did not take up (it stopped first): the next run's.
     mutating func owedNotTakenUp(writer: RunJournalWriter) throws(JournalError) -> Int {
         try owed.remaining(in: writer.journal)
     }

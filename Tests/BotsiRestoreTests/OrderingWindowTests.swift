@@ -135,6 +135,20 @@ import Testing
         #expect(window.takeReady() == nil)
     }
 
+    /// The ready list drops the rows taken from its front once more than 1,024 were: a row put
+    /// back right then is still the next one taken, not the last.
+    @Test func aRowPutBackAsTheReadyListIsCompactedIsStillTakenNext() {
+        var window = OrderingWindow<Int>()
+        for sequence in Int64(0)..<1_100 {
+            window.add(sequence: sequence, profileId: "p\(sequence)", transactionId: "t\(sequence)", payload: 0)
+        }
+        let taken = (0..<1_025).compactMap { _ in window.takeReady() }
+        #expect(taken == Array(0..<1_025))
+        window.putBack(1_024)
+        #expect(window.takeReady() == 1_024)
+        #expect(window.takeReady() == 1_025)
+    }
+
     @Test func manyRowsDrainCompletelyWithoutDeadlock() {
         var window = OrderingWindow<Int>()
         var rng = SplitMix64(seed: 3)

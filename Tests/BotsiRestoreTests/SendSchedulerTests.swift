@@ -1,4 +1,5 @@
 import BotsiAPI
+import BotsiBasics
 import Foundation
 import Testing
 
@@ -350,6 +351,30 @@ import Testing
         var popped: [Double] = []
         while let timer = heap.popFirst() { popped.append(timer.deadline) }
         #expect(popped == deadlines.sorted())
+        #expect(heap.isEmpty)
+    }
+
+    /// Seeded pushes with many equal deadlines, and pops between them, against a sorted list:
+    /// each pop is the earliest deadline and, of equal ones, the first pushed.
+    @Test(arguments: UInt64(1)...8)
+    func popsAsASortedListWouldUnderRandomPushesAndPops(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var heap = DeadlineHeap()
+        var sorted: [(deadline: Double, sequence: Int64)] = []
+        func popBoth(_ context: String) {
+            let expected = sorted.removeFirst()
+            let popped = heap.popFirst()
+            #expect(
+                popped?.deadline == expected.deadline && popped?.sequence == expected.sequence,
+                "seed \(seed), \(context): \(String(describing: popped)), expected \(expected)")
+        }
+        for sequence in Int64(0)..<500 {
+            let deadline = Double(random.next() % 40)
+            heap.push(sequence, at: deadline)
+            sorted.insert((deadline, sequence), at: sorted.firstIndex { $0.deadline > deadline } ?? sorted.count)
+            if random.next() % 3 == 0 { popBoth("after push \(sequence)") }
+        }
+        while !sorted.isEmpty { popBoth("draining") }
         #expect(heap.isEmpty)
     }
 }

@@ -43,7 +43,8 @@ struct ProgressTracker {
     }
 
     /// Requests per second over the last few seconds. Each call is a sample; the oldest kept is
-    /// the last one more than `rateWindow` old, and at least two are kept.
+    /// the oldest at most `rateWindow` old, and at least two are kept (so a gap longer than the
+    /// window gives the rate over the gap).
     mutating func recentRate(at elapsed: Double, requests: Int) -> Double {
         rateSamples.append((elapsed, requests))
         while let first = rateSamples.first, elapsed - first.time > Self.rateWindow, rateSamples.count > 2 {

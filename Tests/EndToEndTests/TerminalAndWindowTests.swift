@@ -75,6 +75,31 @@ struct TerminalAndWindowTests {
         #expect(simulator.stats().pairs.allSatisfy { $0.requests == 1 }, "no row was sent twice")
     }
 
+    /// A run without inputs that its time window stops, owing more rows than it takes up at once,
+    /// read no input of its own: it says what is owed, never that it did not finish an input.
+    @Test func aRunWithoutInputsStoppedByItsWindowLeftNoInputOfItsOwnUnread() throws {
+        let workspace = Workspace()
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        // Every row read and left pending by one 500 each: more owed than a run takes up at once.
+        let input = workspace.csv(Pair.generate(3000, prefix: "owed"))
+        let first = try botsi(
+            runArguments([input], workspace, failing, ["--max-attempts", "1", "--max-failure-rate", "100"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 75, "stderr: \(first.stderr)")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let resumed = try botsi(
+            runArguments([], workspace, simulator, ["--rate", "20", "--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(resumed.status == 75 && resumed.stderr.contains("time window ended"), "stderr: \(resumed.stderr)")
+        #expect(resumed.stderr.contains(" pending rows"), "stderr: \(resumed.stderr)")
+        #expect(!resumed.stderr.contains("did not finish"), "stderr: \(resumed.stderr)")
+    }
+
     /// A stopped run left its input half read; a run resumed without inputs (`run --journal J`, as
     /// after a dropped session) sends what is owed but reads nothing. Its summary and `status` kept
     /// only the latest run's inputs, so the unread rest was forgotten, and a third run said the

@@ -28,14 +28,40 @@ struct RetryOrderTests {
         // at the default concurrency), not the 250 and more read ahead. Counted in the journal's
         // order, not in milliseconds, so that a machine too busy to keep 60/s does not fail it
         // (a CI machine once took 4 s over one retry).
-        let passedBy = try JournalTables.rows(
-            workspace.journal,
+        let passedBy = try Self.firstAttemptsBetweenAnAttemptAndItsRetry(workspace.journal)
+        #expect(passedBy.count >= 20, "too few retries to tell: \(passedBy.count)")
+        #expect((passedBy.max() ?? 0) < 50, "a retry waited behind \(passedBy.max() ?? 0) rows sent for the first time")
+    }
+
+    /// A row the limit refused (429, or 503 from an overloaded service) is no failure of its own:
+    /// it waits its turn again behind the rows read ahead, which the slower pace sends first.
+    @Test(arguments: [SimulatorFault.tooManyRequests, .unavailable])
+    func aRowTheLimitRefusedWaitsItsTurnAgain(fault: SimulatorFault) throws {
+        let workspace = Workspace()
+        let simulator = try startSimulator {
+            $0.faultRate = 0.05
+            $0.faults = [fault]
+            $0.retryAfterSeconds = 0
+        }
+        defer { simulator.stop() }
+        let run = try botsi(
+            runArguments(
+                [workspace.csv(Pair.generate(300))], workspace, simulator, ["--rate", "100", "--max-attempts", "20"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let passedBy = try Self.firstAttemptsBetweenAnAttemptAndItsRetry(workspace.journal)
+        #expect(!passedBy.isEmpty, "no row was refused")
+        #expect((passedBy.max() ?? 0) >= 100, "\(fault.rawValue): a refused row went ahead; passed by \(passedBy)")
+    }
+
+    /// For each retry, how many rows were sent for the first time between it and the attempt before.
+    static func firstAttemptsBetweenAnAttemptAndItsRetry(_ journal: String) throws -> [Int] {
+        try JournalTables.rows(
+            journal,
             """
             SELECT (SELECT count(*) FROM attempts c WHERE c.id > a.id AND c.id < b.id AND c.number = 1)
             FROM attempts a JOIN attempts b ON b.item_id = a.item_id AND b.number = a.number + 1
             """
         ).map { Int($0[0] ?? "") ?? 0 }
-        #expect(passedBy.count >= 20, "too few retries to tell: \(passedBy.count)")
-        #expect((passedBy.max() ?? 0) < 50, "a retry waited behind \(passedBy.max() ?? 0) rows sent for the first time")
     }
 }

@@ -100,6 +100,42 @@ struct TerminalAndWindowTests {
         #expect(!resumed.stderr.contains("did not finish"), "stderr: \(resumed.stderr)")
     }
 
+    /// A run without inputs stopped before it took up all it owed, after a run that left its
+    /// `;`-delimited input unread: the command that goes on reads that input as that run read it.
+    @Test func aStoppedRunWithoutInputsReadsTheInputAnEarlierRunLeftAsThatRunReadIt() throws {
+        let workspace = Workspace()
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
+        let pairs = Pair.generate(5000, prefix: "semicolon")
+        let input = workspace.write(
+            "in.csv",
+            "profileId;originalTransactionId\n" + pairs.map { "\($0.profileId);\($0.transactionId)\n" }.joined())
+        // Stopped with its input half read, owing what it read ahead (as many as a run takes up at
+        // once) and what failed once; the next run, slower, takes up only part of the rest.
+        let first = try botsi(
+            runArguments(
+                [input], workspace, failing,
+                [
+                    "--delimiter", ";", "--max-attempts", "1", "--max-failure-rate", "100", "--rate", "100",
+                    "--max-duration", "1s",
+                ]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(first.status == 75, "stderr: \(first.stderr)")
+        let simulator = try startSimulator()
+        defer { simulator.stop() }
+        let resumed = try botsi(
+            runArguments([], workspace, simulator, ["--rate", "10", "--max-duration", "1s"]),
+            key: Simulator.defaultKey, in: workspace)
+        #expect(resumed.status == 75 && resumed.stderr.contains("time window ended"), "stderr: \(resumed.stderr)")
+        let next = try #require(
+            resumed.stderr.split(separator: "\n").last { $0.contains("an earlier run did not finish") },
+            "stderr: \(resumed.stderr)")
+        #expect(next.contains("botsi-restore run \(input) --journal") && next.contains("--delimiter ';'"), "\(next)")
+    }
+
     /// A stopped run left its input half read; a run resumed without inputs (`run --journal J`, as
     /// after a dropped session) sends what is owed but reads nothing. Its summary and `status` kept
     /// only the latest run's inputs, so the unread rest was forgotten, and a third run said the

@@ -66,6 +66,33 @@ import Testing
         #expect(TextTable.printable(text) == VisibleText.escaped(text))
     }
 
+    /// Once the first page has sized the columns, a row written a cell at a time (the report's
+    /// fast path) is the line `add` writes for it: cut, padded and trimmed alike.
+    @Test func aRowWrittenCellByCellIsTheLineAddWrites() {
+        let rows = [["short", "", "x"], ["a cell wider than its column", "mid", ""], ["é—ü", "b", "last"]]
+        func written(cellByCell: Bool) -> String {
+            var text = ""
+            let table = TextTable(columns: ["first", "second", "third"], pageSize: 1, maxWidth: 12) { text += $0 }
+            table.add(["sizing row", "two", "three"])
+            for row in rows {
+                if cellByCell {
+                    for cell in row {
+                        var cell = cell
+                        cell.withUTF8 { table.appendCell($0) }
+                    }
+                    table.endRow()
+                } else {
+                    table.add(row)
+                }
+            }
+            table.finish()
+            return text
+        }
+        let expected = written(cellByCell: false)
+        #expect(written(cellByCell: true) == expected)
+        #expect(expected.hasSuffix("short               x\na cell wi…  mid\né—ü         b       last\n"), "\(expected)")
+    }
+
     @Test func tableColumnsAreSizedInCharactersNotBytes() {
         var text = ""
         let table = TextTable(columns: ["a", "b"]) { text += $0 }

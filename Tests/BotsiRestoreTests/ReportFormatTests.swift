@@ -79,14 +79,15 @@ struct CellCase: Sendable, CustomTestStringConvertible {
     }
 
     /// A cell wider than `maxWidth` on the first page widens its column only that far, and is
-    /// cut; no line ends in spaces, even one whose last cell is empty.
+    /// cut (by characters, not bytes); no line ends in spaces, even one whose last cell is empty.
     @Test func theFirstPageSizesColumnsUpToTheirMaximumAndNoLineEndsInSpaces() {
         var text = ""
         let table = TextTable(columns: ["a", "b"], maxWidth: 8) { text += $0 }
         table.add(["a cell of twenty-one", "1"])
+        table.add(["grâce période", "2"])
         table.add(["short", ""])
         table.finish()
-        #expect(text == "a         b\n--------  -\na cell …  1\nshort\n")
+        #expect(text == "a         b\n--------  -\na cell …  1\ngrâce p…  2\nshort\n")
     }
 
     @Test func anEmptyTableStillPrintsItsHeader() {

@@ -78,6 +78,21 @@ struct LimiterKindTests {
         #expect(third == (kind == .bucket ? 40 + 39 : 40), "\(kind): \(third) admitted a second after the doubling")
     }
 
+    @Test("a sliding log that grows keeps its admissions oldest first, however its ring had wrapped")
+    func slidingLogGrowsInOrder() {
+        var limiter = RateLimiter(kind: .sliding, quota: 3, windowSeconds: 1)
+        for step: UInt64 in [0, 100, 200, 1000] {
+            #expect(limiter.admit(now: step * Self.millisecond).admitted, "at \(step) ms")
+        }
+        // The ring now holds 1000, 100, 200 with its oldest at 100; grown, the log is 100, 200, 1000.
+        limiter.setQuota(4, now: 1050 * Self.millisecond)
+        let next = limiter.admit(now: 1050 * Self.millisecond)
+        #expect(next.admitted && next.remaining == 0 && next.resetNanoseconds == 50 * Self.millisecond)
+        // At 1100 ms the admission of 100 ms leaves: one more fits, and the next leaves at 1200 ms.
+        let after = limiter.admit(now: 1100 * Self.millisecond)
+        #expect(after.admitted && after.resetNanoseconds == 100 * Self.millisecond, "\(after)")
+    }
+
     @Test("live traffic arrives at random (Poisson), the same for one seed, and counts what the limiter refused it")
     func liveTraffic() {
         // 100 s at 30/s against a limit it never reaches: about 3,000 requests (σ ≈ 55), and the

@@ -79,23 +79,9 @@ struct TerminalAndWindowTests {
     /// read no input of its own: it says what is owed, never that it did not finish an input.
     @Test func aRunWithoutInputsStoppedByItsWindowLeftNoInputOfItsOwnUnread() throws {
         let workspace = Workspace()
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
-        defer { failing.stop() }
-        // Every row read and left pending by one 500 each: more owed than a run takes up at once.
+        // Every row read and left pending: more owed than a run takes up at once.
         let input = workspace.csv(Pair.generate(3000, prefix: "owed"))
-        let first = try botsi(
-            runArguments([input], workspace, failing, ["--max-attempts", "1", "--max-failure-rate", "100"]),
-            key: Simulator.defaultKey, in: workspace)
-        #expect(first.status == 75, "stderr: \(first.stderr)")
-        let simulator = try startSimulator()
-        defer { simulator.stop() }
-        let resumed = try botsi(
-            runArguments([], workspace, simulator, ["--rate", "20", "--max-duration", "1s"]),
-            key: Simulator.defaultKey, in: workspace)
-        #expect(resumed.status == 75 && resumed.stderr.contains("time window ended"), "stderr: \(resumed.stderr)")
+        let resumed = try runWithoutInputsAfterOneThatFailedEveryRow(input, workspace, rate: 20)
         #expect(resumed.stderr.contains(" pending rows"), "stderr: \(resumed.stderr)")
         #expect(!resumed.stderr.contains("did not finish"), "stderr: \(resumed.stderr)")
     }
@@ -104,36 +90,43 @@ struct TerminalAndWindowTests {
     /// `;`-delimited input unread: the command that goes on reads that input as that run read it.
     @Test func aStoppedRunWithoutInputsReadsTheInputAnEarlierRunLeftAsThatRunReadIt() throws {
         let workspace = Workspace()
-        let failing = try startSimulator {
-            $0.faultRate = 1
-            $0.faults = [.internalError]
-        }
-        defer { failing.stop() }
         let pairs = Pair.generate(5000, prefix: "semicolon")
         let input = workspace.write(
             "in.csv",
             "profileId;originalTransactionId\n" + pairs.map { "\($0.profileId);\($0.transactionId)\n" }.joined())
         // Stopped with its input half read, owing what it read ahead (as many as a run takes up at
         // once) and what failed once; the next run, slower, takes up only part of the rest.
+        let resumed = try runWithoutInputsAfterOneThatFailedEveryRow(
+            input, workspace, firstRunOptions: ["--delimiter", ";", "--rate", "100", "--max-duration", "1s"], rate: 10)
+        let next = try #require(
+            resumed.stderr.split(separator: "\n").last { $0.contains("an earlier run did not finish") },
+            "stderr: \(resumed.stderr)")
+        #expect(next.contains("botsi-restore run \(input) --journal") && next.contains("--delimiter ';'"), "\(next)")
+    }
+
+    /// `input` read by a run against a service that answers every row 500 (`--max-attempts 1`:
+    /// each row it reads is left pending), then a run without inputs at `rate` that its one-second
+    /// window stops before it takes up all it owes: how that run ended.
+    private func runWithoutInputsAfterOneThatFailedEveryRow(
+        _ input: String, _ workspace: Workspace, firstRunOptions: [String] = [], rate: Int
+    ) throws -> Finished {
+        let failing = try startSimulator {
+            $0.faultRate = 1
+            $0.faults = [.internalError]
+        }
+        defer { failing.stop() }
         let first = try botsi(
             runArguments(
-                [input], workspace, failing,
-                [
-                    "--delimiter", ";", "--max-attempts", "1", "--max-failure-rate", "100", "--rate", "100",
-                    "--max-duration", "1s",
-                ]),
+                [input], workspace, failing, ["--max-attempts", "1", "--max-failure-rate", "100"] + firstRunOptions),
             key: Simulator.defaultKey, in: workspace)
         #expect(first.status == 75, "stderr: \(first.stderr)")
         let simulator = try startSimulator()
         defer { simulator.stop() }
         let resumed = try botsi(
-            runArguments([], workspace, simulator, ["--rate", "10", "--max-duration", "1s"]),
+            runArguments([], workspace, simulator, ["--rate", "\(rate)", "--max-duration", "1s"]),
             key: Simulator.defaultKey, in: workspace)
         #expect(resumed.status == 75 && resumed.stderr.contains("time window ended"), "stderr: \(resumed.stderr)")
-        let next = try #require(
-            resumed.stderr.split(separator: "\n").last { $0.contains("an earlier run did not finish") },
-            "stderr: \(resumed.stderr)")
-        #expect(next.contains("botsi-restore run \(input) --journal") && next.contains("--delimiter ';'"), "\(next)")
+        return resumed
     }
 
     /// A stopped run left its input half read; a run resumed without inputs (`run --journal J`, as

@@ -210,6 +210,7 @@ import Testing
         #expect(scheduler.reserved == 0)
         #expect(scheduler.counts.rateLimit.map { $0 < 60 } == true, "\(String(describing: scheduler.counts.rateLimit))")
         #expect(Self.marked(&scheduler, now: 10.1).first == "4", "they go first again")
+        #expect(scheduler.nextLaunch() == nil, "marked again, a row leaves only once its new mark is committed")
     }
 
     @Test func aStopTakesBackWhatWasMarkedAndNotSent() {
@@ -265,6 +266,18 @@ import Testing
         #expect(scheduler.releaseDueRetries(now: 35) == [rows[2], rows[3], rows[0]])
         #expect(scheduler.nextWake(now: 35) == nil)
         #expect(Self.sendAll(&scheduler, now: 35) == ["early", "middle", "alsoMiddle", "late"])
+    }
+
+    /// A row already waiting to retry keeps the deadline it was given first.
+    @Test func aRowAlreadyWaitingKeepsItsFirstDeadline() {
+        var scheduler = Self.scheduler(concurrency: 2)
+        let sequence = scheduler.add(profileId: "p", transactionId: "t", payload: "0")
+        #expect(Self.sendAll(&scheduler) == ["0"])
+        _ = scheduler.replied(Self.ok, duration: 0.01, rateLimit: nil, now: 0)
+        scheduler.retry(sequence, at: 5)
+        scheduler.retry(sequence, at: 1)
+        #expect(scheduler.releaseDueRetries(now: 2).isEmpty)
+        #expect(scheduler.releaseDueRetries(now: 5) == [sequence])
     }
 
     @Test func aRowWaitingToRetryKeepsItsPlaceAheadOfLaterRowsOfItsProfile() {

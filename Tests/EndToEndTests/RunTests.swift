@@ -418,8 +418,10 @@ struct RunTests {
     }
 
     /// The same when the whole new file is read at once, its end with its rows: a run that stopped
-    /// in a pipe named `a.csv` after five rows, then a file of five other rows under that name.
-    @Test func anotherSmallFileWhereARunStoppedInAPipeIsWarnedOf() throws {
+    /// in a pipe named `a.csv` after five rows, then a file under that name whose last rows (all
+    /// five, or only one) are others.
+    @Test(arguments: [5, 1])
+    func anotherSmallFileWhereARunStoppedInAPipeIsWarnedOf(newRows: Int) throws {
         let workspace = Workspace()
         let simulator = try startSimulator()
         defer { simulator.stop() }
@@ -438,10 +440,17 @@ struct RunTests {
         writer.waitUntilExit()
         #expect(stopped.status == 75, "stderr: \(stopped.stderr)")
         try FileManager.default.removeItem(atPath: input)
-        _ = workspace.csv((0..<5).map { Pair("q-\($0)", String(3_000_000_000_000_000 + $0)) }, name: "a.csv")
+        let kept = 5 - newRows
+        _ = workspace.csv(
+            (0..<5).map {
+                $0 < kept
+                    ? Pair("p-\($0)", String(2_000_000_000_000_000 + $0))
+                    : Pair("q-\($0)", String(3_000_000_000_000_000 + $0))
+            }, name: "a.csv")
         let replaced = try botsi(runArguments([input], workspace, simulator), key: Simulator.defaultKey, in: workspace)
         #expect(replaced.status == 0, "stderr: \(replaced.stderr)")
-        #expect(replaced.stderr.contains("is not the file an earlier run stopped in: 5 rows"), "\(replaced.stderr)")
+        let said = newRows == 1 ? "1 row within the first" : "\(newRows) rows within the first"
+        #expect(replaced.stderr.contains("is not the file an earlier run stopped in: \(said)"), "\(replaced.stderr)")
     }
 
     /// An input read part-way through a link, then to its end through its own path (and the other

@@ -115,9 +115,6 @@ struct InputFeeder {
     /// The inputs that are standard input (`-`): a stream, not a file.
     private let streams: Set<Int>
     private var finishedInputs: [RunInput] = []
-    /// Whether the run took up a final row (`--retry-failed`, `--refresh-older-than`): only then
-    /// can a resend have been kept without an answer.
-    private(set) var tookUpFinalRows = false
     private(set) var isDone = false
 
     init(
@@ -153,7 +150,6 @@ struct InputFeeder {
             budget -= 1
             try writer.claim(row)
             slice.counts.owedRows += 1
-            if row.status.isFinal { tookUpFinalRows = true }
             room -= 1
             slice.rows.append(
                 TakenRow(

@@ -62,6 +62,23 @@ import Testing
         let quiet = few.render(journalPath: "j")
         #expect(
             quiet.contains("--timeout 30s: 1, 9% of the slots' busy time") && !quiet.contains("dominated"), "\(quiet)")
+        var half = RunSummary()
+        half.note(timedOut, duration: 1)
+        half.note(.restored(.init()), duration: 1)
+        let even = half.render(journalPath: "j")
+        #expect(even.contains("50% of the slots' busy time; timeouts dominated"), "half is dominating: \(even)")
+    }
+
+    /// A kind is its code and its message: the same words under two codes are two kinds; of kinds
+    /// seen as often, the commonest is the one seen first.
+    @Test func kindsAreTheirCodeAndMessageAndTiesGoToTheFirstSeen() throws {
+        var tally = TransportErrorTally()
+        tally.add(code: "connection_error", message: "refused")
+        tally.add(code: "tls_error", message: "refused")
+        tally.add(code: "tls_error", message: "refused")
+        tally.add(code: "connection_error", message: "refused")
+        #expect(tally.entries.map(\.count) == [2, 2] && tally.total == 4)
+        #expect(try #require(tally.mostCommon).code == "connection_error")
     }
 
     @Test func waitsCountTheRequestsSlowerThanTheThreshold() {

@@ -9,39 +9,9 @@ import Testing
 /// counted. A page made from a run has fewer groups than its limits, so the bounds are held here,
 /// on journals made to have more.
 @Suite struct HTMLReportQueriesTests {
-    /// A new journal with one run and `pairs` admitted from `in.csv` (pair N on line N + 2).
-    private static func journal(
-        _ directory: Workspace, _ pairs: [(profile: String, transaction: String)]
-    ) throws -> (journal: Journal, run: Int64, items: [Int64]) {
-        let journal = try Journal(path: directory.file("j.sqlite"))
-        let run = try journal.transaction { () throws(JournalError) in
-            try journal.startRun(
-                startedAt: Date(timeIntervalSince1970: 1_795_970_400), toolVersion: "test", host: "host", pid: 1,
-                optionsJSON: "{}")
-        }
-        let input = try journal.inputID(path: "in.csv")
-        let admissions = try journal.transaction { () throws(JournalError) in
-            try journal.admit(
-                pairs.enumerated().map { index, pair in
-                    PairToAdmit(
-                        profileId: pair.profile, originalTransactionId: pair.transaction,
-                        source: RowSource(input: input, line: index + 2))
-                }, runID: run, now: 1_000)
-        }
-        let items = admissions.compactMap { admission -> Int64? in
-            if case .send(let item, _) = admission { item } else { nil }
-        }
-        try #require(items.count == pairs.count, "every pair is new: \(admissions)")
-        return (journal, run, items)
-    }
-
-    private static func pairs(_ count: Int) -> [(profile: String, transaction: String)] {
-        (0..<count).map { ("p\($0)", "\(1_000 + $0)") }
-    }
-
     @Test func attemptGroupsAreTheLargestFirstAndTheRestAreCountedByAttempt() throws {
         let directory = Workspace()
-        let (journal, run, items) = try Self.journal(directory, Self.pairs(10))
+        let (journal, run, items) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), count: 10)
         defer { journal.close() }
         // 4 restored, 3 retried after a 500, 2 after a 503, 1 failed: four groups.
         let groups: [(AttemptOutcome, Int, String?, Int)] = [
@@ -71,7 +41,7 @@ import Testing
 
     @Test func rowGroupsAreTheLargestFirstWithTheirFirstRowsAndAllAreCounted() throws {
         let directory = Workspace()
-        let (journal, _, items) = try Self.journal(directory, Self.pairs(6))
+        let (journal, _, items) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), count: 6)
         defer { journal.close() }
         let outcomes: [(ItemStatus, String?)] = [
             (.restored, nil), (.failed, "http_409"), (.restored, nil), (.failed, "not_found"), (.failed, "http_409"),
@@ -94,7 +64,7 @@ import Testing
 
     @Test func rejectionGroupsAreTheLargestFirstWithTheirRowsByFileAndLine() throws {
         let directory = Workspace()
-        let (journal, run, _) = try Self.journal(directory, [])
+        let (journal, run, _) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), pairs: [])
         defer { journal.close() }
         let first = try journal.inputID(path: "a.csv")
         let second = try journal.inputID(path: "b.csv")
@@ -119,7 +89,7 @@ import Testing
         let claims: [(profile: String, transaction: String)] = [
             ("p1", "t1"), ("q1", "t0"), ("p2", "t1"), ("r1", "t9"), ("q2", "t0"), ("p3", "t1"),
         ]
-        let (journal, _, _) = try Self.journal(directory, claims)
+        let (journal, _, _) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), pairs: claims)
         defer { journal.close() }
         let (groups, groupCount, rowCount) = try journal.claimGroups(groupLimit: 1, claimLimit: 2)
         #expect(groupCount == 2 && rowCount == 5, "t9 has one profile: not a group")
@@ -131,7 +101,7 @@ import Testing
 
     @Test func theLatestRunsAreTheNewestOldestFirst() throws {
         let directory = Workspace()
-        let (journal, first, _) = try Self.journal(directory, [])
+        let (journal, first, _) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), pairs: [])
         defer { journal.close() }
         for hour in 1...2 {
             _ = try journal.transaction { () throws(JournalError) in
@@ -149,7 +119,7 @@ import Testing
 
     @Test func aRunsAttemptsAreReadWithTheirSpanDurationsAndRowsPerAttemptCount() throws {
         let directory = Workspace()
-        let (journal, run, items) = try Self.journal(directory, Self.pairs(3))
+        let (journal, run, items) = try journalWithAdmittedRows(at: directory.file("j.sqlite"), count: 3)
         defer { journal.close() }
         let start = Date(timeIntervalSince1970: 1_795_970_400)
         // Row 0 twice, row 1 three times, row 2 once.

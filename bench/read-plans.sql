@@ -2,8 +2,8 @@
 -- bench/scale.sh prints them for its 10M journal (run ids and times here are placeholders).
 .print '-- status: counts by status'
 EXPLAIN QUERY PLAN SELECT status, code, sum(rows) FROM run_counts GROUP BY status, code HAVING sum(rows) != 0;
-.print '-- status: rejections'
-EXPLAIN QUERY PLAN SELECT reason, count(*) FROM rejections GROUP BY reason;
+.print '-- status and the page: rejections by reason (kept as they are recorded)'
+EXPLAIN QUERY PLAN SELECT reason, rows AS n FROM rejection_counts WHERE rows != 0 ORDER BY n DESC, reason;
 .print '-- runs: attempts by run'
 EXPLAIN QUERY PLAN SELECT run_id, outcome, sum(attempts) FROM run_attempts GROUP BY run_id, outcome;
 .print '-- status: the latest run activity'

@@ -159,24 +159,17 @@ extension Journal {
         groups: [RowGroup], groupCount: Int
     ) {
         try readTransaction { () throws(JournalError) in
-            let (counts, examples) = try wrap { () throws(SQLiteError) in
-                (
-                    try connection.prepare(
-                        "SELECT reason, count(*) AS n FROM rejections GROUP BY reason ORDER BY n DESC, reason"),
-                    try connection.prepare(
-                        """
-                        SELECT r.profile_id, r.original_transaction_id, f.path, r.line, r.message
-                        FROM rejections r JOIN inputs f ON f.id = r.input_id
-                        WHERE r.reason = ? ORDER BY f.path, r.line LIMIT ?
-                        """)
-                )
+            let counts = try rejectionCountsByReason()
+            let examples = try wrap { () throws(SQLiteError) in
+                try connection.prepare(
+                    """
+                    SELECT r.profile_id, r.original_transaction_id, f.path, r.line, r.message
+                    FROM rejections r JOIN inputs f ON f.id = r.input_id
+                    WHERE r.reason = ? ORDER BY f.path, r.line LIMIT ?
+                    """)
             }
             var groups: [RowGroup] = []
-            var groupCount = 0
-            while try wrap({ () throws(SQLiteError) in try counts.step() }) {
-                groupCount += 1
-                guard groups.count < groupLimit else { continue }
-                let reason = counts.text(0) ?? ""
+            for (reason, count) in counts.prefix(groupLimit) {
                 var rows: [ExampleRow] = []
                 try wrap { () throws(SQLiteError) in
                     try examples.reset(.text(reason), .int(Int64(exampleLimit)))
@@ -188,9 +181,9 @@ extension Journal {
                                 source: "\(examples.text(2) ?? ""):\(examples.int(3))", message: examples.text(4)))
                     }
                 }
-                groups.append(RowGroup(status: .rejected, code: reason, count: Int(counts.int(1)), examples: rows))
+                groups.append(RowGroup(status: .rejected, code: reason, count: count, examples: rows))
             }
-            return (groups, groupCount)
+            return (groups, counts.count)
         }
     }
 

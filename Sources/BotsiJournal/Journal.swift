@@ -244,6 +244,29 @@ public final class Journal {
             if commit && tableCount > 0 { try checkpointAfterUpgrade() }
         } else if commit {
             try dropUnreadIndexes()
+            try addRejectionCounts()
+        }
+    }
+
+    /// Journals of schema 5 written by 0.2.0 count refused input rows only by scanning
+    /// `rejections`. A run adds the counts and their triggers, filled from the rows already there,
+    /// in one transaction: a kill leaves the journal with all of it or none. Readers of a journal
+    /// no run has opened since count the old way (`rejectionCountsByReason`).
+    private func addRejectionCounts() throws {
+        // Asked first outside a write transaction: every later open finds them and takes no lock.
+        if try connection.hasTable("rejection_counts") { return }
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            if try !connection.hasTable("rejection_counts") {
+                try connection.execute(SchemaV5.rejectionCounts)
+                try connection.execute(
+                    "INSERT INTO rejection_counts (reason, rows) SELECT reason, count(*) FROM rejections GROUP BY reason"
+                )
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+            throw error
         }
     }
 

@@ -116,6 +116,11 @@ final class SQLiteConnection {
         return statement.isNull(0) ? nil : statement.int(0)
     }
 
+    /// Whether the database has a table of that name (a name written in our code, not input).
+    func hasTable(_ name: String) throws(SQLiteError) -> Bool {
+        try scalarInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '\(name)'") ?? 0 > 0
+    }
+
     var lastErrorMessage: String { String(cString: sqlite3_errmsg(handle)) }
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var changes: Int { Int(sqlite3_changes(handle)) }

@@ -3,8 +3,8 @@
 /// times as integer milliseconds since 1970 (UTC), each input path once (`inputs`, referenced with
 /// the line), each distinct profile snapshot once (`snapshots`, referenced by rows and attempts),
 /// and a 64-bit hash of the pair in place of a unique index of its text. Counts are kept as the
-/// rows change (`run_counts`, and each run's attempts in `run_attempts`, by triggers), so `status`, `runs` and the end of a run read them at
-/// once. Runs gain an identity that survives copying the file (`uid`) and samples of the pacer
+/// rows change (`run_counts`, each run's attempts in `run_attempts`, refused input rows by reason
+/// in `rejection_counts`, by triggers), so `status`, `runs` and the end of a run read them at once. Runs gain an identity that survives copying the file (`uid`) and samples of the pacer
 /// over time (`run_samples`). The `*_readable` views show what data teams saw before: ISO times,
 /// status names, `file:line` sources and the snapshot JSON. Documented in docs/journal.md.
 enum SchemaV5 {
@@ -150,6 +150,7 @@ enum SchemaV5 {
             UPDATE run_counts SET rows = rows - 1
                 WHERE run_id = OLD.last_run AND status = OLD.status AND code = coalesce(OLD.code, '');
         END;
+        \(rejectionCounts)
         CREATE VIEW items_readable AS
         SELECT i.id, i.profile_id, i.original_transaction_id, s.name AS status, i.code, i.http_status, i.message,
             i.attempts, fi.path || ':' || i.first_line AS first_source, li.path || ':' || i.last_line AS last_source,
@@ -184,5 +185,28 @@ enum SchemaV5 {
         SELECT c.run_id, s.name AS status, nullif(c.code, '') AS code, c.rows
         FROM run_counts c JOIN statuses s ON s.id = c.status
         WHERE c.rows != 0;
+        """
+
+    /// Refused input rows by reason, kept by triggers as `rejections` changes, so that `status` and
+    /// the page do not count a table a damaged input can fill with millions of rows. Journals of
+    /// schema 5 written before it (0.2.0) gain it on a run's open (`Journal.addRejectionCounts`).
+    static let rejectionCounts = """
+        CREATE TABLE rejection_counts (
+            reason TEXT PRIMARY KEY,
+            rows INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TRIGGER rejections_counted_on_insert AFTER INSERT ON rejections BEGIN
+            INSERT INTO rejection_counts (reason, rows) VALUES (NEW.reason, 1)
+                ON CONFLICT (reason) DO UPDATE SET rows = rows + 1;
+        END;
+        CREATE TRIGGER rejections_counted_on_update AFTER UPDATE OF reason ON rejections
+        WHEN OLD.reason IS NOT NEW.reason BEGIN
+            UPDATE rejection_counts SET rows = rows - 1 WHERE reason = OLD.reason;
+            INSERT INTO rejection_counts (reason, rows) VALUES (NEW.reason, 1)
+                ON CONFLICT (reason) DO UPDATE SET rows = rows + 1;
+        END;
+        CREATE TRIGGER rejections_counted_on_delete AFTER DELETE ON rejections BEGIN
+            UPDATE rejection_counts SET rows = rows - 1 WHERE reason = OLD.reason;
+        END;
         """
 }

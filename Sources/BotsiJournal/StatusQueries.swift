@@ -65,6 +65,22 @@ public struct JournalSnapshot: Sendable, Equatable {
 }
 
 extension Journal {
+    /// Refused input rows by reason, the most first (then by reason), inside the caller's read
+    /// transaction: from `rejection_counts` at once, or, on a journal of 0.2.0 no run has opened
+    /// since (a reader does not write it), by counting `rejections`.
+    func rejectionCountsByReason() throws(JournalError) -> [(reason: String, count: Int)] {
+        try wrap { () throws(SQLiteError) in
+            let counted = try connection.hasTable("rejection_counts")
+            let rows = try connection.prepare(
+                counted
+                    ? "SELECT reason, rows AS n FROM rejection_counts WHERE rows != 0 ORDER BY n DESC, reason"
+                    : "SELECT reason, count(*) AS n FROM rejections GROUP BY reason ORDER BY n DESC, reason")
+            var counts: [(reason: String, count: Int)] = []
+            while try rows.step() { counts.append((rows.text(0) ?? "", Int(rows.int(1)))) }
+            return counts
+        }
+    }
+
     /// Reads the journal's state for `status`. `recentSince` bounds the window that
     /// `activity.recentRequests` counts. Works on a journal a live run is writing: a read
     /// transaction sees whole committed batches only. `runLockHeld`: whether a live run held the
@@ -108,12 +124,7 @@ extension Journal {
         for (status, code, count) in byName.sorted(by: { ($0.0.rawValue, $0.1 ?? "") < ($1.0.rawValue, $1.1 ?? "") }) {
             snapshot.items.append(StatusCodeCount(status: status, code: code, count: count))
         }
-        try wrap { () throws(SQLiteError) in
-            let rejections = try connection.prepare("SELECT reason, count(*) FROM rejections GROUP BY reason")
-            while try rejections.step() {
-                snapshot.rejections[rejections.text(0) ?? "", default: 0] += Int(rejections.int(1))
-            }
-        }
+        for (reason, count) in try rejectionCountsByReason() { snapshot.rejections[reason, default: 0] += count }
         if let run = snapshot.latestRun {
             snapshot.activity = try activity(runID: run.id, recentSince: recentSince)
             // A first attempt answered "retry" is not a retry: only a row's later attempts are. A

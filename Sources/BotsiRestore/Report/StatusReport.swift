@@ -535,12 +535,7 @@ public struct StatusReport: Sendable {
         if selectionLeft, let started = Timestamp.date(run.startedAt) {
             options = RunAdvice.continuingSelection(options, startedAt: started)
         }
-        var reading = RunAdvice.readingAs(snapshot.readableInputs.first, options)
-        if RecordedOptions(run.options).merged {
-            // A merged journal holds every shard's rows: one run reads each unread input whole,
-            // without the shard the naming run had.
-            (reading.shardIndex, reading.shardCount) = (0, 1)
-        }
+        let reading = RunAdvice.readingAs(snapshot.readableInputs.first, options)
         return RunAdvice.continuing(
             RunAdvice.runCommand(reading, inputs: unreadInputCommandPaths, selection: selectionLeft),
             keyFile: options.keyFile)

@@ -150,6 +150,25 @@ import Testing
         #expect(!carried(3_600, 30, seenAt: Timestamp.string(now.addingTimeInterval(2 * 86_400))), "from the future")
         #expect(carried(3_600, 7.5, shards: 4, to: 4))
         #expect(!carried(3_600, 7.5, shards: 4, to: 2), "a quarter's share is not a half's")
+        #expect(!carried(3_600, 0), "a rate of nothing is no pace to start from")
+    }
+
+    /// The edges, as the pacing draws them: a window closed exactly `longClosed` is a long one
+    /// (`RateController` counts it so), and a record exactly `longWindowKeptFor` old is still kept.
+    @Test func theEdgesOfACarriedRecordAreIncluded() {
+        let now = Timestamp.date(Timestamp.string(Date()))!
+        let longClosed = RateController.Tuning().longClosed
+        func carried(_ cycle: Double, age: TimeInterval) -> Bool {
+            RunJournalWriter.isCarried(
+                LongWindowRecord(
+                    cycleSeconds: cycle, rate: 30, seenAt: Timestamp.string(now.addingTimeInterval(-age)), shardCount: 1
+                ),
+                now: now)
+        }
+        #expect(carried(longClosed, age: 60))
+        #expect(!carried(longClosed.nextDown, age: 60))
+        #expect(carried(3_600, age: RunJournalWriter.longWindowKeptFor))
+        #expect(!carried(3_600, age: RunJournalWriter.longWindowKeptFor + 0.001))
     }
 
     /// Only the next run's pacing reads the record: one this version cannot read is left out, and

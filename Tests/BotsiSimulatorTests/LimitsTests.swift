@@ -229,6 +229,10 @@ struct LimitsTests {
         #expect(stats.pairs.map(\.profileId) == ["profile-secret-1", "profile-secret-2"])
         #expect(stats.pairCount == 2)
         #expect(simulator.stats().pairs.count == 2, "in-process stats still list every pair")
+
+        // `pairs=true` asks the same, among other fields of the query.
+        let listedByTrue = try Self.stats(client, query: "?x=1&pairs=true", authorization: Simulator.defaultKey)
+        #expect((listedByTrue.json["pairs"] as? [Any])?.count == 2)
     }
 
     // MARK: Binding beyond loopback
@@ -244,5 +248,35 @@ struct LimitsTests {
         #expect(options.exposureWarning?.contains("every interface") == true)
         options.host = "192.168.1.10"
         #expect(options.exposureWarning?.contains("192.168.1.10") == true)
+    }
+
+    @Test("a head that reaches 16 KiB without its end is 431 at once, not left waiting for more")
+    func headFullWithoutEnd() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        let start = "POST /v2/purchases/apple-store/restore HTTP/1.1\r\nX-Padding: "
+        try client.send(start + String(repeating: "x", count: 16 * 1024 - start.utf8.count))
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 431)
+    }
+
+    @Test("a body of 1 MiB is read; a Content-Length one byte more is 413 before any body arrives")
+    func bodyLimit() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let restoreBody = TestClient.restoreBody("p-1", "2000000000000002")
+        // JSON allows the padding, so the largest body is still a restore that is served.
+        let body = restoreBody + String(repeating: " ", count: 1024 * 1024 - restoreBody.utf8.count)
+        let atLimit = try TestClient(port: port)
+        try atLimit.send(TestClient.request(body: body))
+        #expect(try atLimit.require(atLimit.readResponse()).status == 200)
+
+        let over = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        try over.send(
+            TestClient.request().replacingOccurrences(of: "\r\n\r\n", with: "\r\nContent-Length: 1048577\r\n\r\n"))
+        let reply = try over.require(over.readResponse())
+        #expect(reply.status == 413)
+        #expect(reply.headers["connection"] == "close")
     }
 }

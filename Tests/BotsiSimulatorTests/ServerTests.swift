@@ -270,4 +270,85 @@ struct ServerTests {
         #expect(simulator.stats().rateLimited == limited.count)
         #expect(simulator.stats().faultsInjected.isEmpty)
     }
+
+    struct RefusedHead: Sendable, CustomTestStringConvertible {
+        let name: String
+        let request: String
+        var testDescription: String { name }
+    }
+
+    /// A restore that would be served, but for what `version`, `headers` and `lengths` say.
+    private static func restore(version: String = "HTTP/1.1", headers: [String] = [], lengths: [String]? = nil)
+        -> String
+    {
+        let body = TestClient.restoreBody("p-1", "2000000000000002")
+        let lengthLines = (lengths ?? ["\(body.utf8.count)"]).map { "Content-Length: \($0)\r\n" }
+        return "POST /v2/purchases/apple-store/restore \(version)\r\nAuthorization: \(Simulator.defaultKey)\r\n"
+            + headers.map { $0 + "\r\n" }.joined() + lengthLines.joined() + "\r\n" + body
+    }
+
+    private static let restoreLength = TestClient.restoreBody("p-1", "2000000000000002").utf8.count
+
+    /// Each case breaks one rule of the strict parser, in a request that would otherwise be served.
+    @Test(
+        "a head the parser cannot trust gets 400 and the connection closes",
+        arguments: [
+            RefusedHead(name: "no request line at all", request: "\r\n\r\n"),
+            RefusedHead(name: "an empty method", request: " " + restore().drop { $0 != " " }.dropFirst()),
+            RefusedHead(
+                name: "a target that is not a path",
+                request: restore().replacingOccurrences(of: " /v2/", with: " v2/")),
+            RefusedHead(name: "an HTTP version other than 1.0 and 1.1", request: restore(version: "HTTP/2.0")),
+            RefusedHead(name: "a header without a name", request: restore(headers: [": value"])),
+            RefusedHead(name: "a space in a header name", request: restore(headers: ["X Padding: 1"])),
+            RefusedHead(name: "DEL in a header name", request: restore(headers: ["X-Padding\u{7F}: 1"])),
+            RefusedHead(name: "an empty Content-Length", request: restore(lengths: [""])),
+            // Eleven digits are refused before any arithmetic, even when their value is small.
+            RefusedHead(
+                name: "a Content-Length of 11 digits",
+                request: restore(lengths: [String(repeating: "0", count: 9) + "\(restoreLength)"])),
+            RefusedHead(
+                name: "two Content-Lengths that differ",
+                request: restore(lengths: ["\(restoreLength)", "\(restoreLength + 1)"]) + " "),
+        ])
+    func refusedHead(_ testCase: RefusedHead) throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port, receiveTimeoutSeconds: 5)
+        try client.send(testCase.request)
+        let reply = try client.require(client.readResponse())
+        #expect(reply.status == 400)
+        #expect(reply.code == "bad_request")
+        guard case .closed = client.readUntilClosed() else {
+            Issue.record("the connection stayed open")
+            return
+        }
+        #expect(simulator.stats().requests == 0)
+    }
+
+    @Test("header values may be padded with spaces and tabs, and a repeated equal Content-Length is one")
+    func paddedHeaderValues() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let request = Self.restore(lengths: ["\(Self.restoreLength)", "\t\(Self.restoreLength) \t"])
+            .replacingOccurrences(of: "Authorization: ", with: "Authorization:\t ")
+            .replacingOccurrences(of: "\(Simulator.defaultKey)\r\n", with: "\(Simulator.defaultKey) \t\r\n")
+        try client.send(request)
+        #expect(try client.require(client.readResponse()).status == 200)
+    }
+
+    /// The interim reply answers `100-continue` only: another expectation is not a promise to wait.
+    @Test("Expect with anything but 100-continue gets no interim reply")
+    func otherExpectation() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let request = Self.restore(headers: ["Expect: 100-continue-not"])
+        let headEnd = try #require(request.range(of: "\r\n\r\n")).upperBound
+        try client.send(String(request[..<headEnd]))
+        usleep(100_000)
+        try client.send(String(request[headEnd...]))
+        #expect(try client.require(client.readResponse()).status == 200)
+    }
 }

@@ -282,4 +282,116 @@ struct RestoreRepliesTests {
             #expect((data["nonSubscriptions"] as? [String: Any])?["premium_lifetime"] != nil)
         }
     }
+
+    /// Epoch seconds of an entitlement date field, nil for null.
+    private static func seconds(_ entitlement: [String: Any], _ field: String) -> Int64? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return (entitlement[field] as? String).flatMap { formatter.date(from: $0) }
+            .map { Int64($0.timeIntervalSince1970) }
+    }
+
+    private static let day: Int64 = 86_400
+
+    /// The one profile's premium entitlement and its revenue, after restoring `transactionId`.
+    private static func premium(_ client: TestClient, _ profileId: String, _ transactionId: String) throws
+        -> (entitlement: [String: Any], revenue: Double?)
+    {
+        let reply = try client.restoreResponse(profileId, transactionId)
+        let data = try #require(reply.json["data"] as? [String: Any], "\(reply.text)")
+        let levels = try #require(data["accessLevels"] as? [String: Any])
+        let entitlement = try #require((levels["premium"] ?? levels["pro"]) as? [String: Any])
+        return (entitlement, data["totalRevenueUsd"] as? Double)
+    }
+
+    /// docs/simulator.md's expiries and prices, to the day and the cent, and renewal and purchase one period
+    /// apart: no other test compared a reply's dates or priced anything but an annual plan.
+    @Test("the rule's dates and prices: one period from purchase to renewal and from renewal to expiry")
+    func ruleDatesAndPrices() throws {
+        let (simulator, port) = try startSimulatorOnPort()
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        // The billing issue was detected a day before the simulator's start: its clock, to the second.
+        let (billing, billingRevenue) = try Self.premium(client, "p-3", "1000000000000003")
+        let now = try #require(Self.seconds(billing, "billingIssueDetectedAt")) + Self.day
+        #expect(Self.seconds(billing, "expiresAt") == now + 6 * Self.day)
+        #expect(Self.seconds(billing, "renewedAt") == now + 6 * Self.day - 30 * Self.day)
+        #expect(Self.seconds(billing, "createdDate") == now + 6 * Self.day - 60 * Self.day)
+        #expect(billingRevenue == 9.99)
+
+        let (monthly, monthlyRevenue) = try Self.premium(client, "p-1", "1000000000000001")
+        #expect(Self.seconds(monthly, "expiresAt") == now + 30 * Self.day)
+        #expect(Self.seconds(monthly, "renewedAt") == now)
+        #expect(Self.seconds(monthly, "createdDate") == now - 30 * Self.day)
+        #expect(monthlyRevenue == 9.99)
+
+        let (annual, _) = try Self.premium(client, "p-2", "1000000000000002")
+        #expect(Self.seconds(annual, "expiresAt") == now + 365 * Self.day)
+        #expect(Self.seconds(annual, "createdDate") == now - 365 * Self.day)
+
+        let (expired, expiredRevenue) = try Self.premium(client, "p-5", "1000000000000005")
+        #expect(Self.seconds(expired, "expiresAt") == now - 30 * Self.day)
+        #expect(Self.seconds(expired, "unsubscribedAt") == now - 50 * Self.day)
+        #expect(expired["willRenew"] as? Bool == false)
+        #expect(expiredRevenue == 49.99)
+
+        // A trial has no renewal: it began one trial (3 days) before it ends, and cost nothing.
+        let (trial, trialRevenue) = try Self.premium(client, "p-7", "1000000000000007")
+        #expect(Self.seconds(trial, "expiresAt") == now + 3 * Self.day)
+        #expect(Self.seconds(trial, "renewedAt") == nil)
+        #expect(Self.seconds(trial, "createdDate") == now)
+        #expect(trialRevenue == 0)
+
+        let (lifetime, lifetimeRevenue) = try Self.premium(client, "p-9", "1000000000000009")
+        #expect(Self.seconds(lifetime, "expiresAt") == nil)
+        #expect(Self.seconds(lifetime, "createdDate") == now - 30 * Self.day)
+        #expect(lifetimeRevenue == 149.99)
+    }
+
+    @Test("a scenario's cancelled, weekly and yearly plans, its owners' revenue, and expiries that are past")
+    func scenarioStatusesAndProducts() throws {
+        let json = """
+            {"createUnknownProfiles": true, "unlistedTransactions": "nothing_to_restore", "profiles": ["owner"],
+             "transactions": [
+              {"originalTransactionId": "owned", "productId": "premium_monthly", "status": "active", "owner": "owner"},
+              {"originalTransactionId": "billing", "productId": "premium_monthly", "status": "billing_issue"},
+              {"originalTransactionId": "cancelled", "productId": "premium_monthly", "status": "cancelled"},
+              {"originalTransactionId": "weekly", "productId": "premium_weekly", "status": "active"},
+              {"originalTransactionId": "yearly", "productId": "premium_yearly", "status": "active"},
+              {"originalTransactionId": "expired-later", "productId": "premium_monthly", "status": "expired",
+               "expiresInDays": 5},
+              {"originalTransactionId": "ends-now", "productId": "premium_monthly", "status": "active",
+               "expiresInDays": 0}
+             ]}
+            """
+        let scenario = try SimulatorScenario.parse(Data(json.utf8))
+        let (simulator, port) = try startSimulatorOnPort { $0.scenario = scenario }
+        defer { simulator.stop() }
+        let client = try TestClient(port: port)
+        let (billing, _) = try Self.premium(client, "p-billing", "billing")
+        let now = try #require(Self.seconds(billing, "billingIssueDetectedAt")) + Self.day
+
+        // Cancelled: still active for its 10 days, but it will not renew.
+        let (cancelled, _) = try Self.premium(client, "p-cancelled", "cancelled")
+        #expect(Self.seconds(cancelled, "expiresAt") == now + 10 * Self.day)
+        #expect(Self.seconds(cancelled, "unsubscribedAt") == now - 10 * Self.day)
+        #expect(cancelled["isActive"] as? Bool == true)
+        #expect(cancelled["willRenew"] as? Bool == false)
+
+        let (weekly, weeklyRevenue) = try Self.premium(client, "p-weekly", "weekly")
+        #expect(Self.seconds(weekly, "expiresAt") == now + 7 * Self.day)
+        #expect(weeklyRevenue == 2.99)
+        let (yearly, yearlyRevenue) = try Self.premium(client, "p-yearly", "yearly")
+        #expect(Self.seconds(yearly, "expiresAt") == now + 365 * Self.day)
+        #expect(yearlyRevenue == 49.99)
+
+        // A listed owner paid for what it owns before any restore.
+        #expect(try Self.premium(client, "owner", "owned").revenue == 9.99)
+
+        // Expired is inactive whatever its expiry says; an expiry at this very second is already past.
+        let (expiredLater, _) = try Self.premium(client, "p-expired", "expired-later")
+        #expect(expiredLater["isActive"] as? Bool == false)
+        let (endsNow, _) = try Self.premium(client, "p-now", "ends-now")
+        #expect(endsNow["isActive"] as? Bool == false)
+    }
 }

@@ -86,4 +86,31 @@ import Testing
             atPath: invalid, contents: Data([0xFF, 0xFE, 0x00]), attributes: [.posixPermissions: 0o600])
         #expect(refusal(.file(path: invalid)).contains("is not UTF-8 text"))
     }
+
+    /// The limit is inclusive, and a key without a final newline is read to its last byte.
+    @Test func aKeyFileOfExactly4096BytesIsReadWhole() throws {
+        let directory = Workspace()
+        let longest = String(repeating: "k", count: 4096)
+        #expect(try load(.file(path: directory.write("key", longest, mode: 0o600))).get() == longest)
+        #expect(refusal(.file(path: directory.write("over", longest + "k", mode: 0o600))).contains("larger than 4096"))
+    }
+
+    /// A file can hold more than its size says: procfs reports 0 for a process's environ. The read itself
+    /// stops past 4096 bytes, so the size check is not the only bound.
+    @Test func aKeyFileLargerThanItsReportedSizeIsStillRefusedPast4096Bytes() throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["30"]
+        child.environment = ["K": String(repeating: "k", count: 5000)]
+        try child.run()
+        defer {
+            // SIGKILL: SIGTERM may be ignored, as the test process passes on what it ignores.
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+        }
+        let path = "/proc/\(child.processIdentifier)/environ"
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_size == 0, "procfs reports no size")
+        #expect(refusal(.file(path: path)).contains("larger than 4096 bytes"), "\(refusal(.file(path: path)))")
+    }
 }

@@ -116,7 +116,6 @@ struct ProfileRecord: Sendable {
     /// Transactions whose access this profile holds, in the order it got them.
     var access: [String] = []
     var revenueCents = 0
-    var linkedProfiles: Set<String> = []
     /// The rendered 200 body, dropped whenever `access` changes.
     var renderedReply: [UInt8]?
 }
@@ -180,11 +179,9 @@ struct RestoreStore: Sendable {
         switch transaction.owner {
         case profileId?:
             restoreCase = .alreadyOwned
-        case let owner?:
+        case .some:
             restoreCase = .linked
             grant(originalTransactionId, to: profileId)
-            profiles[profileId]?.linkedProfiles.insert(owner)
-            profiles[owner]?.linkedProfiles.insert(profileId)
         case nil:
             restoreCase = transaction.botsiHasRecord ? .attached : .rebuilt
             transaction.owner = profileId
@@ -202,10 +199,6 @@ struct RestoreStore: Sendable {
             return ProfileRenderer.render(ProfileRecord(profileId: profileId, appUserId: nil), transactions: [:])
         }
         return renderedReply(profileId)
-    }
-
-    func linkedProfiles(of profileId: String) -> Set<String> {
-        profiles[profileId]?.linkedProfiles ?? []
     }
 
     private func profileExistsByRule(_ profileId: String) -> Bool {

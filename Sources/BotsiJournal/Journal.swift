@@ -249,9 +249,10 @@ public final class Journal {
     }
 
     /// Journals of schema 5 written by 0.2.0 count refused input rows only by scanning
-    /// `rejections`. A run adds the counts and their triggers, filled from the rows already there,
-    /// in one transaction: a kill leaves the journal with all of it or none. Readers of a journal
-    /// no run has opened since count the old way (`rejectionCountsByReason`).
+    /// `rejections`. Opened to be written (a run, `upgrade`), one gains the counts and their
+    /// triggers, filled from the rows already there, in one transaction: a kill leaves all of it or
+    /// none. Readers of a journal nothing has written since count the old way
+    /// (`rejectionCountsByReason`).
     private func addRejectionCounts() throws {
         // Asked first outside a write transaction: every later open finds them and takes no lock.
         if try connection.hasTable("rejection_counts") { return }

@@ -4,7 +4,8 @@
 /// the line), each distinct profile snapshot once (`snapshots`, referenced by rows and attempts),
 /// and a 64-bit hash of the pair in place of a unique index of its text. Counts are kept as the
 /// rows change (`run_counts`, each run's attempts in `run_attempts`, refused input rows by reason
-/// in `rejection_counts`, by triggers), so `status`, `runs` and the end of a run read them at once. Runs gain an identity that survives copying the file (`uid`) and samples of the pacer
+/// in `rejection_counts`, by triggers), so `status`, `runs` and the end of a run read them at
+/// once. Runs gain an identity that survives copying the file (`uid`) and samples of the pacer
 /// over time (`run_samples`). The `*_readable` views show what data teams saw before: ISO times,
 /// status names, `file:line` sources and the snapshot JSON. Documented in docs/journal.md.
 enum SchemaV5 {

@@ -1,8 +1,9 @@
 import BotsiBasics
 import BotsiJournal
-import BotsiRestore
 import Foundation
 import Testing
+
+@testable import BotsiRestore
 
 /// The exposition text and the rule for the last success, without a run: the end-to-end tests
 /// (MetricsTests) check them with promtool, a Pushgateway and real runs.
@@ -48,5 +49,33 @@ import Testing
         // No exit code while running; a rate limit only when there is one.
         #expect(!RunMetrics(journal: "j").exposition().contains("botsi_restore_exit_code"))
         #expect(!text.contains("send_rate_limit"))
+    }
+
+    /// The limit in force is the throttle's when it slowed the run, else the option's; the
+    /// concurrency allowed now comes from the run's progress.
+    @Test func theRateLimitShownIsTheThrottlesBeforeTheOptions() {
+        var progress = RunProgress(
+            elapsed: 1, rowsRead: 0, bytesRead: 0, totalBytes: nil, finished: 0, inFlight: 0, waitingToRetry: 0,
+            requests: 0, retries: 0, statuses: [:], rejected: 0, skipped: 0, duplicates: 0, recentRate: 0,
+            stopping: nil, throttledRate: 12.5, concurrencyLimit: 7)
+        let live = RunMetrics(journal: "j", progress: progress, rateOption: 40)
+        #expect(live.sendRateLimit == 12.5 && live.concurrencyLimit == 7)
+        #expect(live.exposition().contains(#"botsi_restore_concurrency_limit{journal="j"} 7"#))
+        progress.throttledRate = nil
+        #expect(RunMetrics(journal: "j", progress: progress, rateOption: 40).sendRateLimit == 40)
+        var summary = RunSummary()
+        summary.finalThrottledRate = 12.5
+        #expect(RunMetrics(journal: "j", summary: summary, rateOption: 40).sendRateLimit == 12.5)
+        summary.finalThrottledRate = nil
+        #expect(RunMetrics(journal: "j", summary: summary, rateOption: 40).sendRateLimit == 40)
+    }
+
+    /// Whole numbers print as integers while they are exact in a Double; beyond, and for the
+    /// infinities, as Prometheus reads them.
+    @Test func numbersAreWrittenAsPrometheusReadsThem() {
+        #expect(RunMetrics.number(3) == "3" && RunMetrics.number(2.5) == "2.5")
+        #expect(RunMetrics.number(1e16) == "1e+16")
+        #expect(RunMetrics.number(.infinity) == "+Inf" && RunMetrics.number(-.infinity) == "-Inf")
+        #expect(RunMetrics.number(.nan) == "NaN")
     }
 }

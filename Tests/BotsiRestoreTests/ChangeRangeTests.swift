@@ -17,6 +17,7 @@ import Testing
         let runs = (1...4).map { Self.run($0, mergedFrom: nil) }
         #expect(ChangeRange.defaultEarlier(runs: runs, later: 4) == 3)
         #expect(ChangeRange.defaultEarlier(runs: runs, later: 1) == 0)
+        #expect(ChangeRange.defaultEarlier(runs: [], later: 0) == 0, "no run before none")
     }
 
     /// Shards a and b ran twice each, interleaved: the comparison starts before a's latest run (3),

@@ -1,9 +1,10 @@
-import BotsiJournal
 import BotsiRestore
 import BotsiSimulator
 import BotsiTestSupport
 import Foundation
 import Testing
+
+@testable import BotsiJournal
 
 /// Access levels JSON as the runner journals it.
 func levels(_ active: Bool, expires: String = "2027-01-01T00:00:00.000Z") -> String {
@@ -53,11 +54,58 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
             after: RowState(
                 status: .pending, code: "timeout", httpStatus: nil, runID: 2, attemptedAt: "", profileState: nil,
                 accessLevels: nil), expected: .codeChanged),
+        // Rows in flight and rows Botsi rejected are failing too.
+        ClassifyCase(before: state(.restored, levels: levels(true)), after: state(.inFlight), expected: .newlyFailing),
+        ClassifyCase(before: state(.nothingToRestore), after: state(.rejected), expected: .newlyFailing),
+        // Restored now, after any answer that was not a restore.
+        ClassifyCase(
+            before: state(.nothingToRestore), after: state(.restored, levels: levels(true)), expected: .newlyRestored),
+        // One active level for another: the one lost is what matters, though as many are active.
+        ClassifyCase(
+            before: state(.restored, levels: levels(true)),
+            after: state(.restored, levels: levels(true).replacingOccurrences(of: "premium", with: "gold")),
+            expected: .lostAccess),
+        // Another status with another code is a change of status, not of code.
+        ClassifyCase(
+            before: RowState(
+                status: .profileNotFound, code: "not_found", httpStatus: 404, runID: 1, attemptedAt: "",
+                profileState: nil, accessLevels: nil),
+            after: RowState(
+                status: .nothingToRestore, code: "nothing_to_restore", httpStatus: 200, runID: 2, attemptedAt: "",
+                profileState: nil, accessLevels: nil), expected: .statusChanged),
     ]
 
     @Test(arguments: cases)
     func eachKindIsRecognised(_ testCase: ClassifyCase) {
         #expect(ChangeKind.classify(before: testCase.before, after: testCase.after) == testCase.expected)
+    }
+
+    /// Each "before" column is the earlier run's, each "after" column the later one's.
+    @Test func eachSideOfAChangeIsWrittenInItsOwnColumns() throws {
+        let after = #"{"premium":{"expiresAt":"2028-01-01T00:00:00.000Z","isActive":true,"willRenew":false}}"#
+        let change = RowChange(
+            profileId: "p", originalTransactionId: "2000000000000012", source: "in.csv:2",
+            before: RowState(
+                status: .restored, code: nil, httpStatus: 200, runID: 1, attemptedAt: "", profileState: "state-1",
+                accessLevels: levels(true)),
+            after: RowState(
+                status: .restored, code: nil, httpStatus: 200, runID: 2, attemptedAt: "", profileState: "state-2",
+                accessLevels: after))
+        var lines: [String] = []
+        let writer = ChangeWriter(format: .csv) { lines.append($0) }
+        writer.header()
+        writer.write(change)
+        writer.finish()
+        let rows = lines.joined(separator: "\n").split(separator: "\n").map {
+            $0.split(separator: ",", omittingEmptySubsequences: false)
+        }
+        try #require(rows.count == 2, "\(lines)")
+        let row = Dictionary(uniqueKeysWithValues: zip(rows[0].map(String.init), rows[1].map(String.init)))
+        #expect(row["runBefore"] == "1" && row["runAfter"] == "2", "\(row)")
+        #expect(row["profileStateBefore"] == "state-1" && row["profileStateAfter"] == "state-2", "\(row)")
+        #expect(row["expiresAtBefore"] == "2027-01-01T00:00:00.000Z", "\(row)")
+        #expect(row["expiresAtAfter"] == "2028-01-01T00:00:00.000Z", "\(row)")
+        #expect(row["willRenewBefore"] == "true" && row["willRenewAfter"] == "false", "\(row)")
     }
 }
 

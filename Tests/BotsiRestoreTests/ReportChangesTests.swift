@@ -96,7 +96,7 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
         writer.header()
         writer.write(change)
         writer.finish()
-        let rows = lines.joined(separator: "\n").split(separator: "\n").map {
+        let rows = lines.joined().split(whereSeparator: \.isNewline).map {
             $0.split(separator: ",", omittingEmptySubsequences: false)
         }
         try #require(rows.count == 2, "\(lines)")

@@ -97,3 +97,29 @@ struct CellCase: Sendable, CustomTestStringConvertible {
         #expect(text == "run  state\n---  -----\n")
     }
 }
+
+/// `report --conflicts`: each column holds its own field of the claim.
+@Suite struct ConflictColumnsTests {
+    @Test func eachColumnHoldsItsOwnField() throws {
+        let record = ConflictRecord(
+            originalTransactionId: "2000000000000012", profiles: 2, claim: 1, profileId: "p1", status: .failed,
+            code: "http_409", firstSource: "a.csv:2", lastSource: "b.csv:7", attempts: 3,
+            updatedAt: "2026-12-07T10:00:00.000Z")
+        var lines: [String] = []
+        let writer = ConflictWriter(format: .csv) { lines.append($0) }
+        writer.header()
+        writer.write(record)
+        writer.finish()
+        let rows = lines.joined().split(whereSeparator: \.isNewline).map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
+        try #require(rows.count == 2, "\(lines)")
+        let row = Dictionary(uniqueKeysWithValues: zip(rows[0], rows[1]))
+        #expect(
+            row == [
+                "originalTransactionId": "2000000000000012", "profiles": "2", "claim": "1", "profileId": "p1",
+                "status": "failed", "code": "http_409", "attempts": "3", "firstSource": "a.csv:2",
+                "lastSource": "b.csv:7", "updatedAt": "2026-12-07T10:00:00.000Z",
+            ])
+    }
+}

@@ -96,11 +96,7 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
         writer.header()
         writer.write(change)
         writer.finish()
-        let rows = lines.joined().split(whereSeparator: \.isNewline).map {
-            $0.split(separator: ",", omittingEmptySubsequences: false)
-        }
-        try #require(rows.count == 2, "\(lines)")
-        let row = Dictionary(uniqueKeysWithValues: zip(rows[0].map(String.init), rows[1].map(String.init)))
+        let row = try #require(csvRecord(lines), "\(lines)")
         #expect(row["runBefore"] == "1" && row["runAfter"] == "2", "\(row)")
         #expect(row["profileStateBefore"] == "state-1" && row["profileStateAfter"] == "state-2", "\(row)")
         #expect(row["expiresAtBefore"] == "2027-01-01T00:00:00.000Z", "\(row)")

@@ -98,6 +98,16 @@ struct CellCase: Sendable, CustomTestStringConvertible {
     }
 }
 
+/// A CSV report of one row (cells without commas or quotes) as column → cell; nil unless it is a
+/// header and one row.
+func csvRecord(_ lines: [String]) -> [String: String]? {
+    let rows = lines.joined().split(whereSeparator: \.isNewline).map {
+        $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    }
+    guard rows.count == 2, rows[0].count == rows[1].count else { return nil }
+    return Dictionary(uniqueKeysWithValues: zip(rows[0], rows[1]))
+}
+
 /// `report --conflicts`: each column holds its own field of the claim.
 @Suite struct ConflictColumnsTests {
     @Test func eachColumnHoldsItsOwnField() throws {
@@ -110,11 +120,7 @@ struct CellCase: Sendable, CustomTestStringConvertible {
         writer.header()
         writer.write(record)
         writer.finish()
-        let rows = lines.joined().split(whereSeparator: \.isNewline).map {
-            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        }
-        try #require(rows.count == 2, "\(lines)")
-        let row = Dictionary(uniqueKeysWithValues: zip(rows[0], rows[1]))
+        let row = try #require(csvRecord(lines), "\(lines)")
         #expect(
             row == [
                 "originalTransactionId": "2000000000000012", "profiles": "2", "claim": "1", "profileId": "p1",

@@ -16,21 +16,39 @@ import Testing
         }
     }
 
-    @Test func aRowPutBackAfterAReplyAndASecondMarkIsAsTheReplyLeftIt() throws {
-        let workspace = Workspace()
+    /// A run's options on the workspace's journal.
+    private func runOptions(_ workspace: Workspace) -> RunOptions {
         var options = RunOptions()
         options.journalPath = workspace.journal
+        return options
+    }
+
+    /// The writer of a new run, started as the runner starts one.
+    private func startWriter(_ journal: Journal, _ options: RunOptions) throws -> RunJournalWriter {
+        try RunJournalWriter.startRun(on: journal, options: options, startedAt: Date(), toolVersion: "test").writer
+    }
+
+    /// Admits one pair of transaction 2000000000000012 per profile (read from in.csv's lines 2 on);
+    /// each must be new, and sent.
+    private func admitNew(_ writer: inout RunJournalWriter, _ journal: Journal, profiles: [String]) throws -> [Int64] {
+        let admissions = try writer.admit(
+            try profiles.enumerated().map { index, profile in
+                PairToAdmit(
+                    profileId: profile, originalTransactionId: "2000000000000012",
+                    source: try journal.rowSource("in.csv:\(index + 2)"))
+            }, now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!, holdConflicts: false)
+        return try admissions.map { admission in
+            guard case .send(let itemID, _) = admission else { throw CancellationError() }
+            return itemID
+        }
+    }
+
+    @Test func aRowPutBackAfterAReplyAndASecondMarkIsAsTheReplyLeftIt() throws {
+        let workspace = Workspace()
         let journal = try Journal.openForRun(path: workspace.journal)
         defer { journal.close() }
-        var (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        let admissions = try writer.admit(
-            [
-                PairToAdmit(
-                    profileId: "p", originalTransactionId: "2000000000000012", source: try journal.rowSource("in.csv:2")
-                )
-            ], now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!, holdConflicts: false)
-        guard case .send(let itemID, _) = admissions.first else { throw CancellationError() }
+        var writer = try startWriter(journal, runOptions(workspace))
+        let itemID = try admitNew(&writer, journal, profiles: ["p"])[0]
         let row = RunRow(
             itemID: itemID, owedSource: nil, attemptsBefore: 0, status: .pending, readerIndex: 0, line: 2)
         try writer.markInFlight(row, now: Timestamp.milliseconds("2026-01-01T00:00:01.000Z")!)
@@ -62,8 +80,7 @@ import Testing
 
     /// An earlier run, started through the writer as a run is, ended having read `inputs` as far as they say.
     private func stoppedRun(_ journal: Journal, _ options: RunOptions, inputs: [RunInput]) throws {
-        let (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        let writer = try startWriter(journal, options)
         try journal.transaction { () throws(JournalError) in
             try journal.finishRun(
                 writer.runID, endedAt: Date(), state: .stopped, exitCode: 75, inputs: inputs, counts: RunCounts())
@@ -75,8 +92,7 @@ import Testing
     @Test func howFarAnInputWasReadComesFromRunsOfTheSameShard() throws {
         let workspace = Workspace()
         let input = workspace.csv("in.csv", rows: [("p1", "2000000000000012")])
-        var options = RunOptions()
-        options.journalPath = workspace.journal
+        var options = runOptions(workspace)
         options.inputs = [input]
         (options.shardIndex, options.shardCount) = (0, 2)
         let journal = try Journal.openForRun(path: workspace.journal)
@@ -84,11 +100,9 @@ import Testing
         try stoppedRun(journal, options, inputs: [RunInput(path: input, sha256: "", bytes: 500, complete: false)])
 
         options.shardIndex = 1
-        let other = try RunJournalWriter.startRun(on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        #expect(other.writer.earlierBytesRead.isEmpty, "shard 1 never read it")
+        #expect(try startWriter(journal, options).earlierBytesRead.isEmpty, "shard 1 never read it")
         options.shardIndex = 0
-        let same = try RunJournalWriter.startRun(on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        #expect(same.writer.earlierBytesRead == [0: 500])
+        #expect(try startWriter(journal, options).earlierBytesRead == [0: 500])
     }
 
     /// `--forget-input PATH` names an unread input by the path the journal recorded for it — for a
@@ -106,11 +120,9 @@ import Testing
                     optionsJSON: #"{"inputs":["exports/a.csv"],"shardIndex":\#(shard),"shardCount":2}"#)
             }
         }
-        var options = RunOptions()
-        options.journalPath = workspace.journal
+        var options = runOptions(workspace)
         options.forgetInputs = ["exports/a.csv", "exports/b.csv"]
-        let (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        let writer = try startWriter(journal, options)
         #expect(writer.forgottenInputs == ["exports/a.csv"])
         #expect(writer.forgetsMatchingNothing == ["exports/b.csv"])
     }
@@ -119,27 +131,17 @@ import Testing
     /// marked, put back (a throttle) and marked again, when the writer knows its columns.
     @Test func aFinalRowMarkedAgainAfterAPutBackKeepsItsStatus() throws {
         let workspace = Workspace()
-        var options = RunOptions()
-        options.journalPath = workspace.journal
         let journal = try Journal.openForRun(path: workspace.journal)
         defer { journal.close() }
-        var (first, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        let admissions = try first.admit(
-            [
-                PairToAdmit(
-                    profileId: "p", originalTransactionId: "2000000000000012", source: try journal.rowSource("in.csv:2")
-                )
-            ], now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!, holdConflicts: false)
-        guard case .send(let itemID, _) = admissions.first else { throw CancellationError() }
+        var first = try startWriter(journal, runOptions(workspace))
+        let itemID = try admitNew(&first, journal, profiles: ["p"])[0]
         try journal.recordOutcome(
             itemID: itemID, status: .failed, code: "http_409", httpStatus: 409, message: nil,
             now: Timestamp.milliseconds("2026-01-01T00:00:01.000Z")!, profile: nil)
         try first.commitBatch()
 
         // A later run resends it (`--retry-failed`).
-        var (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        var writer = try startWriter(journal, runOptions(workspace))
         let row = RunRow(itemID: itemID, owedSource: "in.csv:2", attemptsBefore: 1, status: .failed, readerIndex: nil)
         let failed = try columns(journal, itemID)[0]
         for _ in 0..<2 {
@@ -155,23 +157,13 @@ import Testing
     /// in its summary, as it does for the rows it reads.
     @Test func anOwedRowTakenUpCountsItsConflictGroup() throws {
         let workspace = Workspace()
-        var options = RunOptions()
-        options.journalPath = workspace.journal
         let journal = try Journal.openForRun(path: workspace.journal)
         defer { journal.close() }
-        var (first, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
-        let admissions = try first.admit(
-            try ["p1", "p2"].enumerated().map { index, profile in
-                PairToAdmit(
-                    profileId: profile, originalTransactionId: "2000000000000012",
-                    source: try journal.rowSource("in.csv:\(index + 2)"))
-            }, now: Timestamp.milliseconds("2026-01-01T00:00:00.000Z")!, holdConflicts: false)
-        guard case .send(let itemID, _) = admissions.first else { throw CancellationError() }
+        var first = try startWriter(journal, runOptions(workspace))
+        let itemID = try admitNew(&first, journal, profiles: ["p1", "p2"])[0]
         try first.commitBatch()
 
-        var (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        var writer = try startWriter(journal, runOptions(workspace))
         #expect(try writer.rowCounts().conflicts.groups == 0)
         try writer.claim(
             OwedRow(
@@ -186,15 +178,13 @@ import Testing
     /// process uses: what `status` shows and advises.
     @Test func theRecordedOptionsHoldWhatWasAskedAndWhereTheKeyIs() throws {
         let workspace = Workspace()
-        var options = RunOptions()
-        options.journalPath = workspace.journal
+        var options = runOptions(workspace)
         options.concurrency = 64
         options.concurrencyAsked = 256
         options.keyFile = "key.txt"
         let journal = try Journal.openForRun(path: workspace.journal)
         defer { journal.close() }
-        let (writer, _) = try RunJournalWriter.startRun(
-            on: journal, options: options, startedAt: Date(), toolVersion: "test")
+        let writer = try startWriter(journal, options)
         let text = try #require(
             try journal.connection.scalarText("SELECT options FROM runs WHERE id = \(writer.runID)"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

@@ -281,10 +281,9 @@ struct ServerTests {
     private static func restore(version: String = "HTTP/1.1", headers: [String] = [], lengths: [String]? = nil)
         -> String
     {
-        let body = TestClient.restoreBody("p-1", "2000000000000002")
-        let lengthLines = (lengths ?? ["\(body.utf8.count)"]).map { "Content-Length: \($0)\r\n" }
-        return "POST /v2/purchases/apple-store/restore \(version)\r\nAuthorization: \(Simulator.defaultKey)\r\n"
-            + headers.map { $0 + "\r\n" }.joined() + lengthLines.joined() + "\r\n" + body
+        TestClient.request(
+            version: version, body: TestClient.restoreBody("p-1", "2000000000000002"), extraHeaders: headers,
+            contentLengths: lengths)
     }
 
     private static let restoreLength = TestClient.restoreBody("p-1", "2000000000000002").utf8.count

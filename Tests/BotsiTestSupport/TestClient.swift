@@ -72,15 +72,18 @@ public final class TestClient {
         }
     }
 
+    /// `contentLengths`: the Content-Length values to send in place of the body's length (none,
+    /// several, or ones that are not numbers), for tests of the parser's refusals.
     public static func request(
-        method: String = "POST", path: String = "/v2/purchases/apple-store/restore",
-        authorization: String? = Simulator.defaultKey, body: String? = nil, extraHeaders: [String] = []
+        method: String = "POST", path: String = "/v2/purchases/apple-store/restore", version: String = "HTTP/1.1",
+        authorization: String? = Simulator.defaultKey, body: String? = nil, extraHeaders: [String] = [],
+        contentLengths: [String]? = nil
     ) -> String {
-        var lines = ["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1"]
+        var lines = ["\(method) \(path) \(version)", "Host: 127.0.0.1"]
         if let authorization { lines.append("Authorization: \(authorization)") }
         if let body {
             lines.append("Content-Type: application/json")
-            lines.append("Content-Length: \(body.utf8.count)")
+            lines += (contentLengths ?? ["\(body.utf8.count)"]).map { "Content-Length: \($0)" }
         }
         lines += extraHeaders
         return lines.joined(separator: "\r\n") + "\r\n\r\n" + (body ?? "")

@@ -109,6 +109,12 @@ import Testing
             child.waitUntilExit()
         }
         let path = "/proc/\(child.processIdentifier)/environ"
+        // `run()` returns once the child is spawned, maybe before its exec: until then its environ
+        // reads empty (CI saw "is empty" on a loaded machine). Wait until it holds the 5000 bytes.
+        let deadline = Date().addingTimeInterval(10)
+        while (FileManager.default.contents(atPath: path)?.count ?? 0) <= 4096 && Date() < deadline {
+            usleep(10_000)
+        }
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_size == 0, "procfs reports no size")
         #expect(refusal(.file(path: path)).contains("larger than 4096 bytes"), "\(refusal(.file(path: path)))")

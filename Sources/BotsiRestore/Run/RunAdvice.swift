@@ -132,11 +132,10 @@ public enum RunAdvice {
     /// its directory's real path and its name; `-` as itself.
     public static func inputIdentity(_ path: String) -> String {
         guard path != "-" else { return path }
-        func resolves(_ path: String) -> Bool { ResolvedPath.realPath(path) != nil }
-        if resolves(path) { return realPath(path) }
+        if let resolved = ResolvedPath.realPath(path) { return resolved }
+        // A directory that is gone too is named from the working directory (`realPath`'s fallback).
         let absolute = URL(fileURLWithPath: absolutePath(path))
         let directory = absolute.deletingLastPathComponent().path
-        guard resolves(directory) else { return absolute.path }
         return URL(fileURLWithPath: realPath(directory), isDirectory: true)
             .appendingPathComponent(absolute.lastPathComponent).path
     }

@@ -184,7 +184,6 @@ final class InputPump: Sendable {
             for reader in readers { reader.close() }
             let notify = shared.withLock { shared in
                 shared.exhausted = true
-                shared.runWaiting = false
                 return shared.onArrival
             }
             notify?()

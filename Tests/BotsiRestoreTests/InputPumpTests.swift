@@ -142,7 +142,7 @@ import Testing
     @Test(
         arguments: [
             ("missing.csv", nil, ExitCode.noInput), ("dir.csv", nil, ExitCode.noInput),
-            ("data.bin", nil, ExitCode.usage),
+            ("data.bin", "profileId,originalTransactionId\n", ExitCode.usage),
             ("sheet.csv", "PK\u{3}\u{4}" + String(repeating: "\u{0}", count: 64), ExitCode.dataError),
         ] as [(String, String?, Int32)])
     func anInputThatCannotBeOpenedFailsTheOpeningWithItsExitStatus(name: String, content: String?, code: Int32) throws {
@@ -153,8 +153,6 @@ import Testing
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         } else if let content {
             _ = workspace.write(name, content)
-        } else if name == "data.bin" {
-            _ = workspace.write(name, Self.header)
         }
         let pump = started([good, path])
         guard case .failed(let error) = try #require(pump.opening) else {

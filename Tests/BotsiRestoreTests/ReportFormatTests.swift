@@ -24,6 +24,8 @@ struct CellCase: Sendable, CustomTestStringConvertible {
         CellCase(raw: "2000000000000002", written: "2000000000000002"),
         CellCase(raw: "a, b", written: "\"a, b\""),
         CellCase(raw: "a=b", written: "a=b"),
+        // Only a line's first character can start a formula.
+        CellCase(raw: "a-b, c", written: "\"a-b, c\""),
         CellCase(raw: "", written: ""),
     ]
 
@@ -98,14 +100,20 @@ struct CellCase: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// A CSV report of one row (cells without commas or quotes) as column → cell; nil unless it is a
-/// header and one row.
-func csvRecord(_ lines: [String]) -> [String: String]? {
+/// A CSV report (cells without commas or quotes) as column → cell, one per row; nil unless every
+/// row has the header's number of cells.
+func csvRecords(_ lines: [String]) -> [[String: String]]? {
     let rows = lines.joined().split(whereSeparator: \.isNewline).map {
         $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
     }
-    guard rows.count == 2, rows[0].count == rows[1].count else { return nil }
-    return Dictionary(uniqueKeysWithValues: zip(rows[0], rows[1]))
+    guard let header = rows.first, rows.allSatisfy({ $0.count == header.count }) else { return nil }
+    return rows.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
+}
+
+/// The same of a report of one row; nil unless it is a header and one row.
+func csvRecord(_ lines: [String]) -> [String: String]? {
+    guard let records = csvRecords(lines), records.count == 1 else { return nil }
+    return records[0]
 }
 
 /// `report --conflicts`: each column holds its own field of the claim.

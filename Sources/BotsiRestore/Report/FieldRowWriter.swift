@@ -114,8 +114,8 @@ final class FieldRowWriter {
 
     func number<Number: BinaryInteger>(_ value: Number?) {
         guard let value else { return null() }
-        // A negative number is text (in CSV a `-` is defused).
-        guard value >= 0, let magnitude = UInt64(exactly: value) else {
+        // A negative number (no UInt64) is text (in CSV a `-` is defused).
+        guard let magnitude = UInt64(exactly: value) else {
             var digits = String(value)
             return digits.withUTF8 { cell($0, quoted: false) }
         }

@@ -38,7 +38,6 @@ public struct ReportWriter {
     ]
 
     public static let columns = table.map(\.name)
-    public static let tableColumns = table.filter(\.inTable).map(\.name)
 
     public var format: ReportFormat { writer.rows.format }
     private let writer: ColumnWriter<Line>
@@ -179,12 +178,12 @@ public enum CSVText {
     private static func appendPlain(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
         guard let first = bytes.first else { return true }
         if first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-")
-            || first == UInt8(ascii: "@") || first == UInt8(ascii: "\t")
+            || first == UInt8(ascii: "@")
         {
             return false
         }
-        // One look-up per byte: the bytes `cell` acts on (controls, DEL, the lead bytes of C1 and
-        // bidi controls) send the cell there; commas and quotes only quote it.
+        // One look-up per byte: the bytes `cell` acts on (controls, a leading tab among them, DEL,
+        // the lead bytes of C1 and bidi controls) send the cell there; commas and quotes only quote it.
         let kinds = ReportBytes.kinds(bytes)
         if kinds & ReportBytes.escapedEverywhere != 0 { return false }
         if kinds & ReportBytes.nonASCII != 0 && !bytes.isValidUTF8 { return false }

@@ -80,28 +80,34 @@ struct ClassifyCase: Sendable, CustomTestStringConvertible {
         #expect(ChangeKind.classify(before: testCase.before, after: testCase.after) == testCase.expected)
     }
 
-    /// Each "before" column is the earlier run's, each "after" column the later one's.
+    /// Each "before" column is the earlier run's, each "after" column the later one's, and each
+    /// of the pair's columns its own field: every value differs from the others.
     @Test func eachSideOfAChangeIsWrittenInItsOwnColumns() throws {
+        let before = levels(true).replacingOccurrences(of: "premium", with: "gold")
         let after = #"{"premium":{"expiresAt":"2028-01-01T00:00:00.000Z","isActive":true,"willRenew":false}}"#
         let change = RowChange(
             profileId: "p", originalTransactionId: "2000000000000012", source: "in.csv:2",
             before: RowState(
-                status: .restored, code: nil, httpStatus: 200, runID: 1, attemptedAt: "", profileState: "state-1",
-                accessLevels: levels(true)),
+                status: .restored, code: "code-1", httpStatus: 200, runID: 1, attemptedAt: "",
+                profileState: "state-1", accessLevels: before),
             after: RowState(
-                status: .restored, code: nil, httpStatus: 200, runID: 2, attemptedAt: "", profileState: "state-2",
-                accessLevels: after))
+                status: .restored, code: "code-2", httpStatus: 200, runID: 2, attemptedAt: "",
+                profileState: "state-2", accessLevels: after))
         var lines: [String] = []
         let writer = ChangeWriter(format: .csv) { lines.append($0) }
         writer.header()
         writer.write(change)
         writer.finish()
         let row = try #require(csvRecord(lines), "\(lines)")
-        #expect(row["runBefore"] == "1" && row["runAfter"] == "2", "\(row)")
-        #expect(row["profileStateBefore"] == "state-1" && row["profileStateAfter"] == "state-2", "\(row)")
-        #expect(row["expiresAtBefore"] == "2027-01-01T00:00:00.000Z", "\(row)")
-        #expect(row["expiresAtAfter"] == "2028-01-01T00:00:00.000Z", "\(row)")
-        #expect(row["willRenewBefore"] == "true" && row["willRenewAfter"] == "false", "\(row)")
+        #expect(
+            row == [
+                "profileId": "p", "originalTransactionId": "2000000000000012", "change": "lost_access",
+                "statusBefore": "restored", "statusAfter": "restored", "codeBefore": "code-1", "codeAfter": "code-2",
+                "profileStateBefore": "state-1", "profileStateAfter": "state-2", "activeAccessLevelsBefore": "gold",
+                "activeAccessLevelsAfter": "premium", "expiresAtBefore": "2027-01-01T00:00:00.000Z",
+                "expiresAtAfter": "2028-01-01T00:00:00.000Z", "willRenewBefore": "true", "willRenewAfter": "false",
+                "runBefore": "1", "runAfter": "2", "source": "in.csv:2",
+            ], "\(row)")
     }
 }
 

@@ -80,4 +80,60 @@ import Testing
         let failed = rows.first?.firstIndex(of: "failed")
         #expect(rows.count == 3 && failed.map { rows[2][$0] } == "5", "\(text)")
     }
+
+    /// A run whose figures all differ, and one without an end, an exit code or rows.
+    static let lines = [
+        RunLine(
+            id: 7, startedAt: start, endedAt: "2026-12-07T10:01:30.500Z", durationSeconds: 90.5, state: "finished",
+            exitCode: 3, inputs: ["a.csv", "b\u{202E}c.csv"],
+            statuses: [
+                "restored": 1, "nothing_to_restore": 2, "profile_not_found": 3, "failed": 4, "rejected": 5,
+                "pending": 6,
+            ], rejectedInput: 8, requests: 11, retries: 10, host: "h", countsFromAttempts: true),
+        RunLine(id: 8, startedAt: start, state: "killed"),
+    ]
+
+    /// Each of the table's columns holds its own figure; a run without a time or an exit code
+    /// shows `?` and `-` there. An input's bidi override is shown escaped.
+    @Test func eachTableColumnHoldsItsOwnFigure() {
+        var text = ""
+        RunsWriter.write(Self.lines, format: .table) { text += $0 }
+        let rows = text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(rows.count == 4, "\(text)")
+        #expect(
+            rows.first == [
+                "run", "started", "duration", "state", "exit", "restored", "nothing", "notFound", "failed", "pending",
+                "rejected", "requests", "inputs",
+            ])
+        #expect(
+            rows.dropFirst(2) == [
+                [
+                    "7", Self.start, "1m30s", "finished", "3", "1", "2", "3", "9", "6", "8", "11", "a.csv",
+                    #"b\u202Ec.csv"#,
+                ],
+                ["8", Self.start, "?", "killed", "-", "0", "0", "0", "0", "0", "0", "0"],
+            ], "\(text)")
+    }
+
+    /// JSON lines hold every figure under its own name, the missing ones as null: one line, ended
+    /// by a line feed alone, per run. An input's bidi override is a JSON escape, not the raw
+    /// character a terminal would obey, and reads back as it was.
+    @Test func eachJSONLineHoldsEveryFigure() throws {
+        var text = ""
+        RunsWriter.write(Self.lines, format: .jsonl) { text += $0 }
+        #expect(text.split(separator: "\n", omittingEmptySubsequences: false).count == 3 && !text.contains("\r"))
+        #expect(!text.unicodeScalars.contains("\u{202E}") && text.contains(#"\u202E"#), "\(text)")
+        let objects = try text.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let run = try #require(objects.first)
+        #expect(run["run"] as? Int == 7 && run["state"] as? String == "finished" && run["exitCode"] as? Int == 3)
+        #expect(run["endedAt"] as? String == "2026-12-07T10:01:30.500Z" && run["durationSeconds"] as? Double == 90.5)
+        #expect(run["rejectedInput"] as? Int == 8 && run["requests"] as? Int == 11 && run["retries"] as? Int == 10)
+        #expect(run["host"] as? String == "h" && run["countsFromAttempts"] as? Bool == true)
+        #expect(run["inputs"] as? [String] == Self.lines[0].inputs)
+        #expect(run["statuses"] as? [String: Int] == Self.lines[0].statuses)
+        let unended = try #require(objects.last)
+        #expect(unended["endedAt"] is NSNull && unended["durationSeconds"] is NSNull && unended["exitCode"] is NSNull)
+    }
 }

@@ -40,6 +40,8 @@ import Testing
         ),
         ("empty", "message = '', restored_at = ''", "access_levels = '', profile_state = NULL"),
         ("array", "code = char(0x202E) || 'x', http_status = -5", "access_levels = '[1]'"),
+        // A snapshot of a lone continuation byte, 0x80: no bit above the high one, and not UTF-8.
+        ("lone", "code = code", "access_levels = CAST(X'80' AS TEXT)"),
     ]
 
     /// The rows above, then copies of them until the table has a first page and rows after it.
@@ -124,10 +126,12 @@ import Testing
         }
         // The raw snapshot is written as the journal holds it (as before): a hand-broken or empty
         // one breaks its line's JSON, and only that line.
-        #expect(unreadable.count == 2 * 61)
+        #expect(unreadable.count == 3 * 61)
         #expect(
-            unreadable.allSatisfy { $0.hasPrefix(#"{"profileId":"malformed"#) || $0.hasPrefix(#"{"profileId":"empty"#) }
-        )
+            unreadable.allSatisfy {
+                $0.hasPrefix(#"{"profileId":"malformed"#) || $0.hasPrefix(#"{"profileId":"empty"#)
+                    || $0.hasPrefix(#"{"profileId":"lone"#)
+            })
         let invalid = try #require(objects["invalid"])
         #expect(invalid["message"] as? String == String(decoding: [0x41, 0xFF, 0x42, 0xC0, 0xAF, 0xE2], as: UTF8.self))
         #expect(invalid["originalTransactionId"] as? String == "\u{FFFD}")

@@ -176,6 +176,25 @@ struct JSONLineParser {
     }
 }
 
+/// The JSON grammar the readers check, for bytes that come from elsewhere.
+public enum JSONSyntax {
+    /// Whether `bytes` are one JSON value and nothing more (whitespace around it aside), nested at
+    /// most `JSONLineParser.maxDepth` levels: what `report` checks before it writes a snapshot from
+    /// the journal into a line of JSON as it is.
+    public static func isOneValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var scanner = Scanner(bytes: bytes)
+        scanner.skipWhitespace()
+        do {
+            // A value the line's object holds is scanned at depth 1; this one is the top level.
+            _ = try scanner.scanValue(depth: 0)
+        } catch {
+            return false
+        }
+        scanner.skipWhitespace()
+        return scanner.index == bytes.count
+    }
+}
+
 private struct Scanner {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0

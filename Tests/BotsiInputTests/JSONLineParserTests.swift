@@ -122,4 +122,17 @@ import Testing
         #expect(unasked.keys.isEmpty)
         #expect(value(text) == "p", "an escaped key is matched as decoded")
     }
+
+    /// `report` writes a snapshot into a line of JSON only when it is one value, whole.
+    @Test func oneValueIsOneWholeValueOfAnyKind() {
+        func isOneValue(_ text: String) -> Bool { Array(text.utf8).withUnsafeBufferPointer(JSONSyntax.isOneValue) }
+        for text in [#" {"a":{"isActive":true}} "#, "[1]", #""x""#, "-1.5", "null", "{}"] {
+            #expect(isOneValue(text), "\(text)")
+        }
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        for text in ["", " ", #"{"a":{"isActive":true"#, "{} {}", "[1]x", "\u{80}", "tru", deep] {
+            #expect(!isOneValue(text), "\(text)")
+        }
+        #expect(isOneValue(String(repeating: "[", count: 64) + String(repeating: "]", count: 64)))
+    }
 }

@@ -1,4 +1,5 @@
 import BotsiBasics
+import BotsiInput
 
 /// Where a report's bytes go: each line to a closure of Strings as soon as it is finished (tests,
 /// short outputs), or in chunks of about 256 KiB to a closure of bytes (the command line: one write
@@ -142,10 +143,12 @@ final class FieldRowWriter {
         word.withUTF8 { cell($0, quoted: false) }
     }
 
-    /// JSON kept as it is in JSON lines; a text cell elsewhere.
+    /// JSON kept as it is in JSON lines; a text cell elsewhere. A journal edited by hand may hold
+    /// a snapshot that is not JSON (cut short, empty): JSON lines gives it as a string, which keeps
+    /// its line readable.
     func rawJSON(_ value: UnsafeBufferPointer<UInt8>?) {
         guard let value else { return null() }
-        cell(value, quoted: false)
+        cell(value, quoted: format == .jsonl && !JSONSyntax.isOneValue(value))
     }
 
     func endRow() {

@@ -41,6 +41,18 @@ import Testing
         return !isOpen(path)
     }
 
+    /// The next `count` events, taken as they arrive (30 s at most): the run's side, at its pace.
+    private func take(_ count: Int, from pump: InputPump) -> [InputEvent] {
+        var events: [InputEvent] = []
+        let deadline = Date().addingTimeInterval(30)
+        while events.count < count && Date() < deadline {
+            let taken = pump.take(limit: count - events.count)
+            events += taken
+            if taken.isEmpty { Thread.sleep(forTimeInterval: 0.002) }
+        }
+        return events
+    }
+
     /// Every event, taken `limit` at a time until the pump is done (30 s at most).
     private func drain(_ pump: InputPump, limit: Int = 1_000) -> [InputEvent] {
         var events: [InputEvent] = []
@@ -99,13 +111,8 @@ import Testing
         let first = Self.header + rows(0..<10)
         let second = Self.header + rows(10..<20_000)
         let pump = started([workspace.write("a.csv", first), workspace.write("b.csv", second)])
-        var taken: [InputEvent] = []
-        let deadline = Date().addingTimeInterval(30)
-        while taken.count < 11 + 100 && Date() < deadline {
-            let events = pump.take(limit: 111 - taken.count)
-            taken += events
-            if events.isEmpty { Thread.sleep(forTimeInterval: 0.002) }
-        }
+        // The first input's 10 records and its end, then 100 records of the second.
+        #expect(take(11 + 100, from: pump).count == 111)
         let ofSecond = Int64((Self.header + rows(10..<110)).utf8.count)
         #expect(pump.bytesTakenOfCurrent == ofSecond)
         #expect(pump.bytesRead == Int64(first.utf8.count) + ofSecond)
@@ -203,17 +210,8 @@ import Testing
         guard case .opened(_, let total) = try #require(pump.opening) else { return }
         #expect(total == nil, "a stream's size is not known")
         let wakes = Atomic<Int>(0)
-        func waitForEvents(_ count: Int) -> [InputEvent] {
-            var events: [InputEvent] = []
-            let deadline = Date().addingTimeInterval(30)
-            while events.count < count && Date() < deadline {
-                events += pump.take(limit: count - events.count)
-                if events.count < count { Thread.sleep(forTimeInterval: 0.002) }
-            }
-            return events
-        }
         pump.attach { wakes.add(1, ordering: .relaxed) }
-        #expect(waitForEvents(1).count == 1)
+        #expect(take(1, from: pump).count == 1)
         let afterFirst = wakes.load(ordering: .relaxed)
         #expect(afterFirst <= 1, "one wake for the first record at most")
         // The run has taken what there was without finding the buffer empty: a row that arrives now
@@ -221,20 +219,20 @@ import Testing
         writer.write(Data(rows(1..<2).utf8))
         Thread.sleep(forTimeInterval: 0.3)
         #expect(wakes.load(ordering: .relaxed) == afterFirst)
-        #expect(waitForEvents(1).count == 1)
+        #expect(take(1, from: pump).count == 1)
         // Asking for nothing (no room) is not waiting: a row that arrives now wakes no one.
         #expect(pump.take(limit: 0).isEmpty)
         writer.write(Data(rows(2..<3).utf8))
         Thread.sleep(forTimeInterval: 0.3)
         #expect(wakes.load(ordering: .relaxed) == afterFirst)
-        #expect(waitForEvents(1).count == 1)
+        #expect(take(1, from: pump).count == 1)
         // Now it finds the buffer empty and waits: the next row wakes it, once.
         #expect(pump.take(limit: 10).isEmpty)
         writer.write(Data(rows(3..<4).utf8))
         let deadline = Date().addingTimeInterval(30)
         while wakes.load(ordering: .relaxed) == afterFirst && Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
         #expect(wakes.load(ordering: .relaxed) == afterFirst + 1)
-        #expect(waitForEvents(1).count == 1)
+        #expect(take(1, from: pump).count == 1)
         // The end of the stream wakes it too, whether it waits or not.
         writer.closeFile()
         while !pump.isDone && Date() < deadline { _ = pump.take(limit: 10); Thread.sleep(forTimeInterval: 0.002) }

@@ -7,10 +7,10 @@ import Testing
 /// Each reaction of the controller alone, on a clock the test holds (docs/pacing.md describes them;
 /// the model test puts N of them on one limiter).
 @Suite struct RateControllerTests {
-    private typealias Controller = RateController
-    private static let tuning = RateController.Tuning()
+    typealias Controller = RateController
+    static let tuning = RateController.Tuning()
 
-    private static func controller(
+    static func controller(
         concurrency: Int = 32, rateCap: Double? = nil, adaptive: Bool = true, headroom: Double = 0,
         startRate: Double = 10, startStopsForOthers: Bool = true
     ) -> Controller {
@@ -22,7 +22,7 @@ import Testing
     }
 
     /// `count` replies evenly spread over [from, to), each taking `latency`.
-    private static func replies(
+    static func replies(
         _ controller: inout Controller, _ signal: PacingSignal = .accepted, count: Int, from: Double, to: Double,
         latency: Double = 0.05, rateLimit: RateLimitInfo? = nil
     ) {
@@ -33,7 +33,7 @@ import Testing
     }
 
     /// Ticks four times a second over [from, to], the rate in use throughout.
-    private static func ticks(_ controller: inout Controller, from: Double, to: Double, inUse: Bool = true) {
+    static func ticks(_ controller: inout Controller, from: Double, to: Double, inUse: Bool = true) {
         var now = from
         while now <= to + 1e-9 {
             controller.tick(now: now, paceLimited: inUse)
@@ -41,9 +41,9 @@ import Testing
         }
     }
 
-    private static let refused = PacingSignal.tooManyRequests(retryAfter: 1)
+    static let refused = PacingSignal.tooManyRequests(retryAfter: 1)
 
-    private static func close(_ value: Double?, _ expected: Double, within tolerance: Double = 1e-9) -> Bool {
+    static func close(_ value: Double?, _ expected: Double, within tolerance: Double = 1e-9) -> Bool {
         value.map { abs($0 - expected) <= tolerance } ?? false
     }
 
@@ -179,33 +179,42 @@ import Testing
     /// refusals came at or under the ceiling, they are the background: lone 429s cut no more and the
     /// rate probes up again, while a burst of refusals still cuts.
     @Test func scatteredRefusalsUnderTheCeilingAreBackgroundNotALimit() {
-        var controller = Self.controller(startRate: 100)
+        var service = ScatteredRefusals()
+        service.advance(to: 1, refusingEvery: nil)
+        service.controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        service.advance(to: 30, refusingEvery: 150)
+        let settled = service.controller.summary.throttleEvents
+        #expect(settled > 1 && settled <= 12, "each lone 429 cut until the background showed: \(settled)")
+        let rateThen = service.controller.effectiveRate!
+        service.advance(to: 45, refusingEvery: 150)
+        #expect(service.controller.summary.throttleEvents == settled, "15 s more of lone 429s cut nothing")
+        #expect(
+            service.controller.effectiveRate! > rateThen * 1.2,
+            "and the rate probes up: \(service.controller.effectiveRate!)")
+        service.advance(to: 46, refusingEvery: 4)
+        #expect(service.controller.summary.throttleEvents == settled + 1, "a quarter refused in a second is a limit")
+    }
+
+    /// A service answering 100 replies a second, 25 each quarter second, whatever the rate, every
+    /// `refusingEvery`-th of them a 429: refusals that are not a limit.
+    struct ScatteredRefusals {
+        var controller = RateControllerTests.controller(startRate: 100)
         var now = 0.0
         var sent = 0
-        func advance(to end: Double, refusingEvery: Int?) {
+
+        mutating func advance(to end: Double, refusingEvery: Int?) {
             while now < end - 1e-9 {
                 controller.tick(now: now, paceLimited: true)
                 for index in 0..<25 {
                     sent += 1
                     let refused = refusingEvery.map { sent % $0 == 0 } ?? false
                     controller.replied(
-                        refused ? Self.refused : .accepted, duration: 0.05, rateLimit: nil,
+                        refused ? RateControllerTests.refused : .accepted, duration: 0.05, rateLimit: nil,
                         now: now + 0.01 * Double(index))
                 }
                 now += 0.25
             }
         }
-        advance(to: 1, refusingEvery: nil)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
-        advance(to: 30, refusingEvery: 150)
-        let settled = controller.summary.throttleEvents
-        #expect(settled > 1 && settled <= 12, "each lone 429 cut until the background showed: \(settled)")
-        let rateThen = controller.effectiveRate!
-        advance(to: 45, refusingEvery: 150)
-        #expect(controller.summary.throttleEvents == settled, "15 s more of lone 429s cut nothing")
-        #expect(controller.effectiveRate! > rateThen * 1.2, "and the rate probes up: \(controller.effectiveRate!)")
-        advance(to: 46, refusingEvery: 4)
-        #expect(controller.summary.throttleEvents == settled + 1, "a quarter refused in a second is a limit")
     }
 
     /// The first reply a 429, nothing accepted yet (the lifecycle model's 24% faults, seed 38): the

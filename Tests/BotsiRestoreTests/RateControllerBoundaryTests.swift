@@ -1,0 +1,105 @@
+import BotsiAPI
+import Foundation
+import Testing
+
+@testable import BotsiRestore
+
+/// Where each reaction's evidence begins and ends: which replies count since a cut, how long a
+/// refusal is remembered, when a rate at the cap is the cap's and not the replies', and what the
+/// latency follows. (The controller's sweep of hand-written mutants found these unheld.)
+extension RateControllerTests {
+    /// `--rate 50`, a start refused at it, and the probe back up to it: the cap paces the run
+    /// again, not the replies, and the summary says it ended unthrottled.
+    @Test func aRateProbedBackUpToTheCapIsNotThrottled() {
+        var controller = Self.controller(rateCap: 50, startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        #expect(controller.isThrottled, "the start's rewind holds it under the cap")
+        Self.ticks(&controller, from: 1.25, to: 15)
+        #expect(controller.effectiveRate == 50, "probed back up to the cap")
+        #expect(!controller.isThrottled, "at the cap: the cap's pace, not the replies'")
+        #expect(controller.summary.finalRate == nil)
+    }
+
+    /// The latency is a moving average of accepted replies' durations, each weighing a tenth: ten
+    /// replies of 1.05 s take it from 0.05 s to 1.05 − 0.9¹⁰. A refusal's duration is the
+    /// limiter's answer, not the service's work, and does not count.
+    @Test func theLatencyFollowsAcceptedRepliesAtATenthEach() {
+        var controller = Self.controller()
+        #expect(controller.latency == 0.05)
+        Self.replies(&controller, count: 10, from: 0, to: 1, latency: 1.05)
+        let expected = 1.05 - pow(0.9, 10)
+        #expect(Self.close(controller.latency, expected), "\(controller.latency) vs \(expected)")
+        controller.replied(Self.refused, duration: 9, rateLimit: nil, now: 1.1)
+        #expect(Self.close(controller.latency, expected), "a 429's time is not the service's")
+    }
+
+    /// After the start's rewind (at 1.0), the window is judged by the replies to requests sent
+    /// since: ten accepted echoes of requests sent before it do not dilute four refusals of new
+    /// ones, and a 503 is as much a refusal as a 429. Four of four refused: the window is closed,
+    /// and a trickle (a twentieth of the 100/s the start found) looks for its opening.
+    @Test func aWindowIsJudgedClosedByTheRepliesToRequestsSentSinceTheCutWhateverTheirStatus() {
+        func rewound() -> Controller {
+            var controller = Self.controller(startRate: 100)
+            Self.replies(&controller, count: 100, from: 0, to: 1)
+            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+            return controller
+        }
+        let trickle = 100 * Self.tuning.trickle
+        var echoes = rewound()
+        let cut = echoes.effectiveRate!
+        Self.replies(&echoes, count: 10, from: 1.05, to: 1.15, latency: 0.3)
+        Self.replies(&echoes, Self.refused, count: 4, from: 1.15, to: 1.19, latency: 0.01)
+        #expect(Self.close(echoes.effectiveRate, trickle), "\(echoes.effectiveRate!): not \(cut)")
+        var overloaded = rewound()
+        Self.replies(&overloaded, .unavailable, count: 3, from: 1.1, to: 1.13, latency: 0.01)
+        #expect(overloaded.summary.throttleEvents == 1, "three 503s among a hundred replies are no overload burst")
+        overloaded.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.14)
+        #expect(Self.close(overloaded.effectiveRate, trickle), "\(overloaded.effectiveRate!): 4 of 4 refused")
+    }
+
+    /// A 429 to a request sent before the last cut answers that cut's overshoot, however late it
+    /// comes back: one that took 1.6 s, replied past the holdoff, cuts nothing.
+    @Test func aLate429ToARequestSentBeforeTheCutIsStillItsEcho() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        Self.ticks(&controller, from: 1.25, to: 2.5)
+        Self.replies(&controller, count: 150, from: 1, to: 2.5)
+        let rate = controller.effectiveRate
+        controller.replied(Self.refused, duration: 1.6, rateLimit: nil, now: 2.5)
+        #expect(controller.summary.throttleEvents == 1, "sent at 0.9, before the cut at 1.0")
+        #expect(controller.effectiveRate == rate)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 2.55)
+        #expect(controller.summary.throttleEvents == 2, "one sent after it is an episode")
+    }
+
+    /// Once the background of scattered 429s is known, the pacer climbs again as at the start, and
+    /// that climb ends only at refusals that stand out, counted over the last second: a lone 429 does
+    /// not, nor do three a second and a half after three others (with 100 replies a second and a
+    /// background of one in 150, it takes five in a second); six at once do.
+    @Test func theClimbAfterTheBackgroundShowsEndsOnlyAtASecondsRefusalsThatStandOut() throws {
+        var service = ScatteredRefusals()
+        service.advance(to: 1, refusingEvery: nil)
+        service.controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        #expect(service.controller.isThrottled)
+        while service.controller.isThrottled, service.now < 60 {
+            service.advance(to: service.now + 0.25, refusingEvery: 150)
+        }
+        try #require(!service.controller.isThrottled, "the background showed and the climb began again")
+        let events = service.controller.summary.throttleEvents
+        service.advance(to: service.now + 2, refusingEvery: 150)
+        #expect(service.controller.summary.throttleEvents == events, "lone 429s do not end the climb")
+        service.advance(to: service.now + 1.1, refusingEvery: nil)
+        for burst in 0..<2 {
+            let at = service.now
+            Self.replies(&service.controller, Self.refused, count: 3, from: at, to: at + 0.03)
+            service.advance(to: at + 1.5, refusingEvery: nil)
+            #expect(service.controller.summary.throttleEvents == events, "burst \(burst): 3 in the last second")
+        }
+        #expect(!service.controller.isThrottled, "still climbing")
+        let at = service.now
+        Self.replies(&service.controller, Self.refused, count: 6, from: at, to: at + 0.06)
+        #expect(service.controller.summary.throttleEvents == events + 1, "six in a second stand out")
+    }
+}

@@ -103,3 +103,69 @@ extension RateControllerTests {
         #expect(service.controller.summary.throttleEvents == events + 1, "six in a second stand out")
     }
 }
+
+extension RateControllerTests {
+    /// The start found 100/s and climbed back to 99; then a slow second and a full one. A 429 past
+    /// the holdoff measures what the limiter accepted by the lower of the last second's count and
+    /// the last two seconds' — never less than half the rate at once.
+    @Test func anEpisodeMeasuresTheLowerOfOneAndTwoSecondsButNeverLessThanHalfTheRate() {
+        func afterASlowSecond(accepting slow: Int, then full: Int) -> (before: Double, cut: Double) {
+            var controller = Self.controller(startRate: 100)
+            Self.replies(&controller, count: 100, from: 0, to: 1)
+            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+            Self.ticks(&controller, from: 1.25, to: 3)
+            if slow > 0 { Self.replies(&controller, count: slow, from: 1.05, to: 2) }
+            Self.replies(&controller, count: full, from: 2, to: 3)
+            let before = controller.effectiveRate!
+            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 3)
+            return (before, controller.effectiveRate!)
+        }
+        let backoff = Self.tuning.backoff
+        let twoSeconds = afterASlowSecond(accepting: 20, then: 100)
+        #expect(twoSeconds.before > 98, "\(twoSeconds.before)")
+        // (The meter counts in tenths of a second: a little over 60.)
+        #expect(Self.close(twoSeconds.cut, 60 * backoff, within: 3), "(20 + 100) / 2 s, not 100: \(twoSeconds.cut)")
+        let half = afterASlowSecond(accepting: 0, then: 30)
+        #expect(
+            Self.close(half.cut, half.before * 0.5 * backoff, within: 0.5),
+            "15/s measured, but at most halved: \(half.cut)")
+    }
+
+    /// What a fixed window gave since its edge measures a cut only for `openingWindows` windows
+    /// after the opening seen, and only when the window gave something since that edge: a refusal
+    /// right at an edge found nothing counted yet, and that is not what the window gives.
+    @Test func theCountSinceAWindowEdgeMeasuresOnlyNearTheOpeningAndOnlyWhenItCountedSomething() {
+        var late = Self.reopenedAtTwo()
+        Self.ticks(&late, from: 2.25, to: 5.5)
+        for second in 2..<5 { Self.replies(&late, count: 100, from: Double(second) + 0.005, to: Double(second) + 1) }
+        Self.replies(&late, count: 60, from: 5.01, to: 5.6, latency: 0.01)
+        let lateBefore = late.effectiveRate!
+        late.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 5.6)
+        // 3.6 windows after the opening: the last seconds' 100/s, not the 60 since 5.0.
+        #expect(
+            Self.close(late.effectiveRate, min(lateBefore, 100) * Self.tuning.backoff, within: 1),
+            "\(late.effectiveRate!)")
+        var atTheEdge = Self.reopenedAtTwo()
+        Self.ticks(&atTheEdge, from: 2.25, to: 3)
+        Self.replies(&atTheEdge, count: 200, from: 2.1, to: 2.99, latency: 0.01)
+        let edgeBefore = atTheEdge.effectiveRate!
+        // Sent at 3.01, it reached the service at 3.015: nothing counted since the edge at 3.0.
+        atTheEdge.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 3.02)
+        #expect(
+            Self.close(atTheEdge.effectiveRate, min(edgeBefore, 100) * Self.tuning.backoff, within: 1),
+            "the last two seconds' 100/s, not 0 since the edge: \(atTheEdge.effectiveRate!) from \(edgeBefore)")
+    }
+
+    /// A window is judged closed on four replies since the cut at least: three refusals in a row
+    /// right after it may be the overshoot still draining.
+    @Test func aWindowIsJudgedClosedOnFourRepliesSinceTheCutAtLeast() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let cut = controller.effectiveRate!
+        Self.replies(&controller, Self.refused, count: 3, from: 1.1, to: 1.13, latency: 0.01)
+        #expect(controller.effectiveRate == cut, "three refused since the cut")
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.14)
+        #expect(Self.close(controller.effectiveRate, 100 * Self.tuning.trickle), "the fourth")
+    }
+}

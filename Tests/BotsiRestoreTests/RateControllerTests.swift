@@ -260,7 +260,7 @@ import Testing
 
     /// A start overshoots at 1.0, its window closes and is trickled; a request refused reaching the
     /// service at 1.945 and one accepted at 2.055 show it opening at 2.0.
-    private static func reopenedAtTwo() -> Controller {
+    static func reopenedAtTwo() -> Controller {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)

@@ -76,8 +76,8 @@ extension RateControllerTests {
 
     /// Once the background of scattered 429s is known, the pacer climbs again as at the start, and
     /// that climb ends only at refusals that stand out, counted over the last second: a lone 429 does
-    /// not, nor do three a second and a half after three others (with 100 replies a second and a
-    /// background of one in 150, it takes five in a second); six at once do.
+    /// not, nor do three a second and a half after three others, nor five at once (with 100 replies
+    /// a second and the background's share at its 1% cap, the line is at 5.1); six at once do.
     @Test func theClimbAfterTheBackgroundShowsEndsOnlyAtASecondsRefusalsThatStandOut() throws {
         var service = ScatteredRefusals()
         service.advance(to: 1, refusingEvery: nil)
@@ -97,6 +97,13 @@ extension RateControllerTests {
             service.advance(to: at + 1.5, refusingEvery: nil)
             #expect(service.controller.summary.throttleEvents == events, "burst \(burst): 3 in the last second")
         }
+        // The threshold is the expected noise (the background's share, at most 1%, of a second's
+        // hundred replies: 1.05) and three of its standard deviations, and one: 5.1. Without the one,
+        // five would stand out.
+        let five = service.now
+        Self.replies(&service.controller, Self.refused, count: 5, from: five, to: five + 0.05)
+        service.advance(to: five + 1.1, refusingEvery: nil)
+        #expect(service.controller.summary.throttleEvents == events, "five in a second")
         #expect(!service.controller.isThrottled, "still climbing")
         let at = service.now
         Self.replies(&service.controller, Self.refused, count: 6, from: at, to: at + 0.06)
@@ -167,5 +174,38 @@ extension RateControllerTests {
         #expect(controller.effectiveRate == cut, "three refused since the cut")
         controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.14)
         #expect(Self.close(controller.effectiveRate, 100 * Self.tuning.trickle), "the fourth")
+    }
+}
+
+extension RateControllerTests {
+    /// The background is at most `noiseShare` (1%) of replies: a service refusing a tenth of
+    /// everything at random is throttling, and each second's ten refusals keep standing out and
+    /// cutting, where taking the tenth for noise would stop every cut.
+    @Test func aBackgroundCountsAsNoiseOnlyUpToOnePercent() {
+        var service = ScatteredRefusals()
+        service.advance(to: 1, refusingEvery: nil)
+        service.controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        service.advance(to: 30, refusingEvery: 10)
+        let events = service.controller.summary.throttleEvents
+        service.advance(to: 45, refusingEvery: 10)
+        let more = service.controller.summary.throttleEvents - events
+        #expect(more >= 10, "a tenth refused still cuts about once a second: \(more) in 15 s")
+    }
+
+    /// The overshoot still draining within the holdoff after a cut is not background: thirteen
+    /// refusals among 112 replies there leave the noise unknown, so the next 429 past the
+    /// holdoff is an episode, and the replay is not restarted as a climb.
+    @Test func refusalsWithinTheHoldoffAreNotBackground() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        for step in 0..<112 {
+            let now = 1.05 + Double(step) * 0.008
+            controller.replied(step % 9 == 0 ? Self.refused : .accepted, duration: 0.01, rateLimit: nil, now: now)
+        }
+        #expect(controller.summary.throttleEvents == 1, "a ninth refused within the holdoff: the same overshoot")
+        #expect(controller.isThrottled, "still replaying the start, not climbing again")
+        controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 2.1)
+        #expect(controller.summary.throttleEvents == 2, "a 429 past the holdoff is an episode")
     }
 }

@@ -209,3 +209,43 @@ extension RateControllerTests {
         #expect(controller.summary.throttleEvents == 2, "a 429 past the holdoff is an episode")
     }
 }
+
+extension RateControllerTests {
+    /// A rate not in use proves nothing: after a cut it does not recover while rows are not held
+    /// back by it, and time spent probing idle does not count toward the probe's growth.
+    @Test func aRateNotInUseNeitherRecoversNorProbes() {
+        var recovering = Self.controller(startRate: 100)
+        Self.replies(&recovering, count: 100, from: 0, to: 1)
+        recovering.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        let cut = recovering.effectiveRate!
+        Self.ticks(&recovering, from: 1.25, to: 3, inUse: false)
+        #expect(recovering.effectiveRate == cut, "idle: not replayed back up")
+        Self.ticks(&recovering, from: 3.25, to: 4.25)
+        let plateau = 100 * Self.tuning.plateau
+        #expect(Self.close(recovering.effectiveRate, plateau, within: 0.5), "in use: back to the plateau")
+        // Probing since about 3.5; ten idle seconds, then one in use: the probe is about two
+        // seconds old (99 + 49.5 × 0.001 × 2³ ≈ 99.4), not twelve (≈ 185).
+        Self.ticks(&recovering, from: 4.5, to: 14.5, inUse: false)
+        Self.ticks(&recovering, from: 14.75, to: 15.5)
+        #expect(recovering.effectiveRate! < plateau + 1, "\(recovering.effectiveRate!)")
+    }
+
+    /// Concurrency cut by an overload grows back only two seconds after the cut, then by a tenth
+    /// (at least one) a tick, up to `--concurrency`.
+    @Test func concurrencyCutByAnOverloadRegrowsFromTwoSecondsAfterTheCut() {
+        var controller = Self.controller(concurrency: 64, startRate: 100)
+        Self.replies(&controller, count: 10, from: 0.5, to: 1, latency: 0.02)
+        // Ten 503s 30 ms apart: the seventh (at 1.18) makes them a burst.
+        for step in 0..<10 {
+            controller.replied(.unavailable, duration: 0.02, rateLimit: nil, now: 1 + Double(step) * 0.03)
+        }
+        let cut = controller.concurrency
+        #expect(cut < 64)
+        Self.ticks(&controller, from: 1.25, to: 3)
+        #expect(controller.concurrency == cut, "within two seconds of the cut at 1.18")
+        Self.ticks(&controller, from: 3.25, to: 3.25)
+        #expect(controller.concurrency == cut + max(1, cut / 10))
+        Self.ticks(&controller, from: 3.5, to: 60)
+        #expect(controller.concurrency == 64)
+    }
+}

@@ -249,3 +249,28 @@ extension RateControllerTests {
         #expect(controller.concurrency == 64)
     }
 }
+
+extension RateControllerTests {
+    /// The room a stated window leaves grows the rate only up to the stated cap: a rate that went
+    /// on growing behind the cap (hidden by it) jumped to a new, doubled limit at once, where the
+    /// room is taken in steps.
+    @Test func roomGrowthStopsAtTheStatedCapSoADoubledLimitIsTakenInSteps() {
+        var controller = Self.controller(startRate: 10)
+        let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
+        func run(from start: Int, to end: Int, _ info: RateLimitInfo) {
+            for step in start..<end {
+                let now = Double(step) / 100
+                controller.replied(.accepted, duration: 0.05, rateLimit: info, now: now)
+                if step % 25 == 0 { controller.tick(now: now, paceLimited: true) }
+            }
+        }
+        run(from: 0, to: 300, info)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: info, now: 3)
+        #expect(controller.summary.throttleEvents == 1, "the climb has ended")
+        run(from: 301, to: 1000, info)
+        #expect(Self.close(controller.effectiveRate, 99), "back at the cap, half the window free")
+        let doubled = RateLimitInfo(quota: 200, windowSeconds: 1, remaining: 150, resetSeconds: 1)
+        controller.replied(.accepted, duration: 0.05, rateLimit: doubled, now: 10)
+        #expect(controller.effectiveRate! < 100, "not at 198 at once: \(controller.effectiveRate!)")
+    }
+}

@@ -274,3 +274,35 @@ extension RateControllerTests {
         #expect(controller.effectiveRate! < 100, "not at 198 at once: \(controller.effectiveRate!)")
     }
 }
+
+extension RateControllerTests {
+    /// 100 replies a second from `start` to `end` (in hundredths), each with the fields `info(t)`
+    /// gives, and a tick every quarter second.
+    static func statedReplies(
+        _ controller: inout Controller, from start: Int, to end: Int, _ info: (Double) -> RateLimitInfo
+    ) {
+        for step in start..<end {
+            let now = Double(step) / 100
+            controller.replied(.accepted, duration: 0.05, rateLimit: info(now), now: now)
+            if step % 25 == 0 { controller.tick(now: now, paceLimited: true) }
+        }
+    }
+
+    /// The same cut for every process that sees a window emptied all through is for processes
+    /// sharing it: alone at the stated cap, the window runs empty by design, and a 429 there is
+    /// an ordinary episode (a cut to just under what was accepted, not to 0.9 of the rate).
+    @Test func aWindowEmptiedByThisProcessAloneIsNotAnOverload() {
+        var controller = Self.controller(startRate: 10)
+        let half = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
+        Self.statedReplies(&controller, from: 0, to: 300) { _ in half }
+        controller.replied(Self.refused, duration: 0.05, rateLimit: half, now: 3)
+        #expect(controller.summary.throttleEvents == 1, "the climb has ended")
+        let empty = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 0, resetSeconds: 1)
+        Self.statedReplies(&controller, from: 301, to: 420) { _ in empty }
+        #expect(controller.summary.throttleEvents == 1, "its own use empties the window: no episode")
+        let before = controller.effectiveRate!
+        controller.replied(Self.refused, duration: 0.05, rateLimit: empty, now: 4.25)
+        #expect(controller.summary.throttleEvents == 2)
+        #expect(controller.effectiveRate! > before * 0.92, "\(controller.effectiveRate!) from \(before)")
+    }
+}

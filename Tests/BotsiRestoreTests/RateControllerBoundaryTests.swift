@@ -288,6 +288,21 @@ extension RateControllerTests {
         }
     }
 
+    /// A climb held at the stated cap for a second has ended there, and a 429 then is an episode —
+    /// but not while the window falls from one window to the next (80, 70, then 60 left at its
+    /// fullest: a bucket draining): then the 429 is still the climb's overshoot, and the rate goes
+    /// back to what it sent a window before, giving the others the room back at once.
+    @Test func aClimbHeldAtTheCapWhileTheWindowFallsIsStillRewoundAtA429() {
+        var controller = Self.controller(startRate: 10)
+        Self.statedReplies(&controller, from: 0, to: 295) {
+            RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 80 - 10 * Int($0), resetSeconds: 1)
+        }
+        #expect(Self.close(controller.effectiveRate, 99), "held at the stated cap since about 0.7 s")
+        let falling = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 60, resetSeconds: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: falling, now: 2.95)
+        #expect(controller.effectiveRate! < 10, "rewound: \(controller.effectiveRate!)")
+    }
+
     /// The same cut for every process that sees a window emptied all through is for processes
     /// sharing it: alone at the stated cap, the window runs empty by design, and a 429 there is
     /// an ordinary episode (a cut to just under what was accepted, not to 0.9 of the rate).

@@ -196,4 +196,135 @@ import Testing
         #expect(throws: JournalError.self) { try Journal(path: path, create: false, readOnly: true) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
+
+    /// A journal as the tool at schema 4 wrote it, with a value in every column that can hold one:
+    /// a path with colons, a row whose first, last, sent and in-flight runs differ, snapshots of one
+    /// part only, times to the millisecond and a duration that rounds to the microsecond.
+    private func writeVersionFourJournal(at path: String) throws {
+        let connection = try SQLiteConnection(path: path)
+        for migration in Schema.migrations[0..<4] { try connection.execute(migration) }
+        try connection.execute(
+            """
+            INSERT INTO runs (started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts,
+                progress)
+            VALUES ('2026-01-01T00:00:00.000Z', '2026-01-01T00:01:00.000Z', 'finished', 0, '0.3', 'h', 11, '{"a":1}',
+                    '["in:1.csv"]', '{"restored":1}', '{"rowsRead":2}'),
+                ('2026-01-02T00:00:00.000Z', NULL, 'stopped', 75, '0.3', 'h', 12, '{}', '[]', '{}', '{}'),
+                ('2026-01-03T00:00:00.000Z', NULL, 'running', NULL, '0.4', 'h', 13, '{}', '[]', '{}', '{}');
+            INSERT INTO items (profile_id, original_transaction_id, status, code, http_status, message, attempts,
+                first_source, last_source, first_run, last_run, sent_run, created_at, updated_at, restored_at,
+                profile_state, access_levels, answered_at, in_flight_run)
+            VALUES ('p1', '7', 'restored', NULL, 200, NULL, 3, 'C:\\data:2026/in:1.csv:2', 'b.csv:40', 1, 3, 2,
+                    '2026-01-01T00:00:00.001Z', '2026-01-03T00:00:00.002Z', '2026-01-02T00:00:00.003Z', 'subscribed',
+                    NULL, '2026-01-02T00:00:00.004Z', 3),
+                ('p2', '8', 'failed', 'http_500', 500, 'boom', 1, 'b.csv:3', 'b.csv:3', 2, 2, NULL,
+                    '2026-01-02T00:00:00.005Z', '2026-01-02T00:00:00.006Z', NULL, NULL, '{"premium":{}}',
+                    '2026-01-02T00:00:00.007Z', NULL);
+            INSERT INTO attempts (item_id, run_id, number, started_at, duration_ms, http_status, code, outcome,
+                profile_state, access_levels)
+            VALUES (1, 2, 2, '2026-01-02T00:00:00.008Z', 0.0019, 200, NULL, 'restored', 'subscribed', NULL),
+                (2, 2, 1, '2026-01-02T00:00:00.009Z', NULL, 500, 'http_500', 'failed', NULL, '{"premium":{}}'),
+                (1, 3, 3, '2026-01-03T00:00:00.010Z', 2.75, NULL, 'timeout', 'retry', NULL, NULL);
+            INSERT INTO rejections (file, line, reason, message, profile_id, original_transaction_id, first_run,
+                last_run, created_at, updated_at)
+            VALUES ('in:1.csv', 9, 'missing_profile_id', 'profileId is empty.', '', '5', 1, 3,
+                '2026-01-01T00:00:00.011Z', '2026-01-03T00:00:00.012Z');
+            PRAGMA application_id = \(Schema.applicationID);
+            PRAGMA user_version = 4;
+            """)
+        connection.close()
+    }
+
+    /// Every row of `sql`, each value as text ("NULL" for NULL).
+    private func rows(_ sql: String, in connection: SQLiteConnection) throws -> [[String]] {
+        let statement = try connection.prepare(sql)
+        var rows: [[String]] = []
+        while try statement.step() {
+            rows.append((0..<statement.columnCount).map { statement.text($0) ?? "NULL" })
+        }
+        return rows
+    }
+
+    /// Schema 5's readable views show every value schema 4 held, exactly: what a data team read in
+    /// the old tables it reads in the views after the upgrade.
+    @Test func aVersionFourJournalKeepsEveryValueThroughTheUpgrade() throws {
+        let directory = Workspace()
+        let path = directory.file("v4.sqlite")
+        try writeVersionFourJournal(at: path)
+        let tables = [
+            (
+                "items",
+                "id, profile_id, original_transaction_id, status, code, http_status, message, attempts, first_source, "
+                    + "last_source, first_run, last_run, sent_run, in_flight_run, created_at, updated_at, answered_at, "
+                    + "restored_at, profile_state, access_levels"
+            ),
+            (
+                "attempts",
+                "id, item_id, run_id, number, started_at, round(duration_ms, 3), http_status, code, outcome, "
+                    + "profile_state, access_levels"
+            ),
+            (
+                "rejections",
+                "id, file, line, reason, message, profile_id, original_transaction_id, first_run, last_run, "
+                    + "created_at, updated_at"
+            ),
+        ]
+        let runColumns =
+            "id, started_at, ended_at, state, exit_code, tool_version, host, pid, options, inputs, counts, progress"
+        let old = try SQLiteConnection(path: path, readOnly: true)
+        let before = try tables.map { table, columns in try rows("SELECT \(columns) FROM \(table)", in: old) }
+        let runsBefore = try rows("SELECT \(runColumns) FROM runs", in: old)
+        old.close()
+
+        let journal = try Journal(path: path)
+        defer { journal.close() }
+        let connection = journal.connection
+        #expect(try connection.scalarInt("PRAGMA user_version") == 5)
+        for ((table, columns), old) in zip(tables, before) {
+            #expect(try rows("SELECT \(columns) FROM \(table)_readable ORDER BY id", in: connection) == old, "\(table)")
+        }
+        #expect(try rows("SELECT \(runColumns) FROM runs ORDER BY id", in: connection) == runsBefore)
+        // What schema 5 adds: a run's uid made of what it recorded, the pair's hash, no read run yet.
+        #expect(
+            try rows("SELECT uid FROM runs ORDER BY id", in: connection).flatMap { $0 } == [
+                "v4:h:11:2026-01-01T00:00:00.000Z", "v4:h:12:2026-01-02T00:00:00.000Z",
+                "v4:h:13:2026-01-03T00:00:00.000Z",
+            ])
+        #expect(
+            try rows("SELECT pair_hash, read_run FROM items ORDER BY id", in: connection) == [
+                ["\(Journal.pairHash(profileId: "p1", originalTransactionId: "7"))", "NULL"],
+                ["\(Journal.pairHash(profileId: "p2", originalTransactionId: "8"))", "NULL"],
+            ])
+        #expect(try journal.integrityCheck() == "ok")
+    }
+
+    /// A value schema 4 should not hold (a source without its line, a time that is not one, a
+    /// status or an outcome the tool never wrote) stops the upgrade, naming the row and the value,
+    /// and leaves the journal at schema 4 for the next run to try again.
+    @Test(arguments: [
+        ("UPDATE items SET last_source = 'b.csv' WHERE id = 2", "items", "source", "b.csv"),
+        ("UPDATE items SET first_source = 'b.csv:x' WHERE id = 2", "items", "source", "b.csv:x"),
+        ("UPDATE items SET updated_at = 'yesterday' WHERE id = 2", "items", "updated_at", "yesterday"),
+        ("UPDATE items SET status = 'lost' WHERE id = 2", "items", "status", "lost"),
+        ("UPDATE attempts SET outcome = 'lost' WHERE id = 2", "attempts", "outcome", "lost"),
+    ])
+    func aValueTheUpgradeCannotReadLeavesTheJournalAtFour(
+        change: String, table: String, column: String, value: String
+    ) throws {
+        let directory = Workspace()
+        let path = directory.file("v4.sqlite")
+        try writeVersionFourJournal(at: path)
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute(change)
+        connection.close()
+
+        let refused = #expect(throws: JournalError.self) { try Journal(path: path) }
+        var named = false
+        if case .unknownValue(_, table, column, 2, value)? = refused { named = true }
+        #expect(named, "\(String(describing: refused))")
+        let reopened = try SQLiteConnection(path: path, readOnly: true)
+        defer { reopened.close() }
+        #expect(try reopened.scalarInt("PRAGMA user_version") == 4)
+        #expect(try reopened.hasTable("items") && !reopened.hasTable("inputs"))
+    }
 }

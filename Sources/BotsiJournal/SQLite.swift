@@ -11,7 +11,6 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var isReadOnly: Bool { code & 0xff == SQLITE_READONLY || code & 0xff == SQLITE_CANTOPEN }
     public var isNotADatabase: Bool { code & 0xff == SQLITE_NOTADB }
     public var isCorrupt: Bool { code & 0xff == SQLITE_CORRUPT }
-    public var isBusy: Bool { code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED }
 
     public var description: String {
         if let sql { return "SQLite error \(code): \(message) (in: \(sql))" }

@@ -197,13 +197,13 @@ final class SQLiteStatement {
         case .null: rc = sqlite3_bind_null(handle, index)
         case .int(let int): rc = sqlite3_bind_int64(handle, index, int)
         case .double(let double): rc = sqlite3_bind_double(handle, index, double)
-        case .text(let text):
-            rc =
-                text.utf8.withContiguousStorageIfAvailable { bytes in
-                    sqlite3_bind_text(
-                        handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
-                        Int32(bytes.count), csqlite_transient())
-                } ?? sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+        case .text(var text):
+            // withUTF8 gives every string's bytes, NULs included (it makes a bridged string native).
+            rc = text.withUTF8 { bytes in
+                sqlite3_bind_text(
+                    handle, index, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                    Int32(bytes.count), csqlite_transient())
+            }
         }
         if rc != SQLITE_OK { throw SQLiteError(code: rc, message: connection.lastErrorMessage, sql: sql) }
     }

@@ -321,3 +321,24 @@ extension RateControllerTests {
         #expect(controller.effectiveRate! > before * 0.92, "\(controller.effectiveRate!) from \(before)")
     }
 }
+
+extension RateControllerTests {
+    /// A long window carried from an earlier run paces from its first request only when it is a
+    /// window: a record of no cycle or no rate (a journal edited by hand, a run that found nothing)
+    /// starts as any run does, at the start rate, not at 0.99 of that rate or at the 0.5/s floor.
+    @Test func aCarriedLongWindowOfNoCycleOrNoRateStartsAsAnyRunDoes() {
+        for carried in [
+            LongWindowPace(cycle: 0, rate: 5), LongWindowPace(cycle: 3600, rate: 0),
+            LongWindowPace(cycle: -1, rate: 5),
+        ] {
+            var pacing = PacingConfiguration(concurrency: 32, rateCap: nil, adaptive: true, headroom: 0)
+            pacing.carried = carried
+            let controller = Controller(pacing: pacing, tuning: pacing.tuning)
+            #expect(controller.effectiveRate == Self.tuning.startRate, "\(carried)")
+            #expect(controller.longWindow == nil, "\(carried)")
+        }
+        var pacing = PacingConfiguration(concurrency: 32, rateCap: nil, adaptive: true, headroom: 0)
+        pacing.carried = LongWindowPace(cycle: 3600, rate: 5)
+        #expect(Controller(pacing: pacing, tuning: pacing.tuning).effectiveRate == 5 * Self.tuning.plateau)
+    }
+}

@@ -342,3 +342,31 @@ extension RateControllerTests {
         #expect(Controller(pacing: pacing, tuning: pacing.tuning).effectiveRate == 5 * Self.tuning.plateau)
     }
 }
+
+extension RateControllerTests {
+    /// A limit of 100 a second that refuses one request whenever the probe takes the rate past it:
+    /// those refusals come above the ceiling the episodes found, where a limit refuses, and are
+    /// never the background, however many come. The pacer keeps cutting for them, and never takes
+    /// them for noise and climbs again as at the start.
+    @Test func refusalsAboveTheCeilingAreTheLimitNeverTheBackground() {
+        var controller = Self.controller(startRate: 100)
+        Self.replies(&controller, count: 100, from: 0, to: 1)
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var now = 1.0
+        var lastRefusal = 1.0
+        var climbedAgain = false
+        while now < 120 {
+            controller.tick(now: now, paceLimited: true)
+            for index in 0..<25 {
+                let at = now + 0.01 * Double(index)
+                let refuse = controller.effectiveRate! > 101 && at - lastRefusal >= 1.5
+                if refuse { lastRefusal = at }
+                controller.replied(refuse ? Self.refused : .accepted, duration: 0.05, rateLimit: nil, now: at)
+            }
+            if !controller.isThrottled { climbedAgain = true }
+            now += 0.25
+        }
+        #expect(controller.summary.throttleEvents >= 15, "\(controller.summary.throttleEvents) episodes")
+        #expect(!climbedAgain, "the probe's refusals were taken for noise")
+    }
+}

@@ -39,19 +39,13 @@ extension RateControllerTests {
     /// ones, and a 503 is as much a refusal as a 429. Four of four refused: the window is closed,
     /// and a trickle (a twentieth of the 100/s the start found) looks for its opening.
     @Test func aWindowIsJudgedClosedByTheRepliesToRequestsSentSinceTheCutWhateverTheirStatus() {
-        func rewound() -> Controller {
-            var controller = Self.controller(startRate: 100)
-            Self.replies(&controller, count: 100, from: 0, to: 1)
-            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
-            return controller
-        }
         let trickle = 100 * Self.tuning.trickle
-        var echoes = rewound()
+        var echoes = Self.rewoundAtOne()
         let cut = echoes.effectiveRate!
         Self.replies(&echoes, count: 10, from: 1.05, to: 1.15, latency: 0.3)
         Self.replies(&echoes, Self.refused, count: 4, from: 1.15, to: 1.19, latency: 0.01)
         #expect(Self.close(echoes.effectiveRate, trickle), "\(echoes.effectiveRate!): not \(cut)")
-        var overloaded = rewound()
+        var overloaded = Self.rewoundAtOne()
         Self.replies(&overloaded, .unavailable, count: 3, from: 1.1, to: 1.13, latency: 0.01)
         #expect(overloaded.summary.throttleEvents == 1, "three 503s among a hundred replies are no overload burst")
         overloaded.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.14)
@@ -61,9 +55,7 @@ extension RateControllerTests {
     /// A 429 to a request sent before the last cut answers that cut's overshoot, however late it
     /// comes back: one that took 1.6 s, replied past the holdoff, cuts nothing.
     @Test func aLate429ToARequestSentBeforeTheCutIsStillItsEcho() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         Self.ticks(&controller, from: 1.25, to: 2.5)
         Self.replies(&controller, count: 150, from: 1, to: 2.5)
         let rate = controller.effectiveRate
@@ -117,9 +109,7 @@ extension RateControllerTests {
     /// the last two seconds' — never less than half the rate at once.
     @Test func anEpisodeMeasuresTheLowerOfOneAndTwoSecondsButNeverLessThanHalfTheRate() {
         func afterASlowSecond(accepting slow: Int, then full: Int) -> (before: Double, cut: Double) {
-            var controller = Self.controller(startRate: 100)
-            Self.replies(&controller, count: 100, from: 0, to: 1)
-            controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+            var controller = Self.rewoundAtOne()
             Self.ticks(&controller, from: 1.25, to: 3)
             if slow > 0 { Self.replies(&controller, count: slow, from: 1.05, to: 2) }
             Self.replies(&controller, count: full, from: 2, to: 3)
@@ -166,9 +156,7 @@ extension RateControllerTests {
     /// A window is judged closed on four replies since the cut at least: three refusals in a row
     /// right after it may be the overshoot still draining.
     @Test func aWindowIsJudgedClosedOnFourRepliesSinceTheCutAtLeast() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         let cut = controller.effectiveRate!
         Self.replies(&controller, Self.refused, count: 3, from: 1.1, to: 1.13, latency: 0.01)
         #expect(controller.effectiveRate == cut, "three refused since the cut")
@@ -196,9 +184,7 @@ extension RateControllerTests {
     /// refusals among 112 replies there leave the noise unknown, so the next 429 past the
     /// holdoff is an episode, and the replay is not restarted as a climb.
     @Test func refusalsWithinTheHoldoffAreNotBackground() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         for step in 0..<112 {
             let now = 1.05 + Double(step) * 0.008
             controller.replied(step % 9 == 0 ? Self.refused : .accepted, duration: 0.01, rateLimit: nil, now: now)
@@ -214,9 +200,7 @@ extension RateControllerTests {
     /// A rate not in use proves nothing: after a cut it does not recover while rows are not held
     /// back by it, and time spent probing idle does not count toward the probe's growth.
     @Test func aRateNotInUseNeitherRecoversNorProbes() {
-        var recovering = Self.controller(startRate: 100)
-        Self.replies(&recovering, count: 100, from: 0, to: 1)
-        recovering.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var recovering = Self.rewoundAtOne()
         let cut = recovering.effectiveRate!
         Self.ticks(&recovering, from: 1.25, to: 3, inUse: false)
         #expect(recovering.effectiveRate == cut, "idle: not replayed back up")
@@ -349,9 +333,7 @@ extension RateControllerTests {
     /// never the background, however many come. The pacer keeps cutting for them, and never takes
     /// them for noise and climbs again as at the start.
     @Test func refusalsAboveTheCeilingAreTheLimitNeverTheBackground() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         var now = 1.0
         var lastRefusal = 1.0
         var climbedAgain = false

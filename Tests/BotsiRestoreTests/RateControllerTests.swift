@@ -81,9 +81,7 @@ import Testing
     }
 
     @Test func a429ToARequestSentBeforeTheCutIsItsEchoAndAnotherWithinAWindowIsTheSameOvershoot() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         let cut = controller.effectiveRate
         #expect(controller.summary.throttleEvents == 1)
         controller.replied(Self.refused, duration: 0.2, rateLimit: nil, now: 1.1)
@@ -97,9 +95,7 @@ import Testing
     }
 
     @Test func anEpisodeCutsToJustUnderWhatTheLimiterAcceptedThenRecoversAndProbes() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        var controller = Self.rewoundAtOne()  // the start's rewind
         Self.ticks(&controller, from: 1.25, to: 3)
         Self.replies(&controller, count: 210, from: 1, to: 3.1)
         // 100 accepted a second, a 429 past the holdoff: an episode.
@@ -140,9 +136,7 @@ import Testing
     /// half the start's scale, not its own: on its own, a process cut low by bad luck stayed low
     /// beside others that were not (8 processes on a bucket: one at 4/s beside 15/s for 30 s).
     @Test func aProcessCutFarBelowItsStartProbesOnHalfTheStartsScale() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start: 100/s
+        var controller = Self.rewoundAtOne()  // the start: 100/s
         var now = 1.0
         for _ in 0..<3 {
             // 20 a second accepted, then a 429: each episode cuts, by at most half, toward 20/s.
@@ -232,9 +226,7 @@ import Testing
     /// A service refusing a large share at random halved the rate at every episode, through the
     /// floor of a cut (the recovery drifts to the ceiling): 0.3/s in the lifecycle model's seed 189.
     @Test func episodesAfterEpisodesLeaveTheRateAtLeastOneASecond() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)  // the start's rewind
+        var controller = Self.rewoundAtOne()  // the start's rewind
         var now = 1.0
         for _ in 0..<30 {
             now += 1.1
@@ -246,9 +238,7 @@ import Testing
     }
 
     @Test func aClosedWindowIsProbedAtATrickleUntilItAcceptsAgain() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         let cut = controller.effectiveRate!
         Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
         // During the start's replay the trickle is a share of the start's ceiling (100/s accepted),
@@ -258,12 +248,19 @@ import Testing
         #expect(controller.effectiveRate == cut, "open again: back to the rate")
     }
 
-    /// A start overshoots at 1.0, its window closes and is trickled; a request refused reaching the
-    /// service at 1.945 and one accepted at 2.055 show it opening at 2.0.
-    static func reopenedAtTwo() -> Controller {
+    /// A start at 100/s whose climb the limiter took 100 of in its first second, refused at 1.0:
+    /// rewound, and climbing back to 99.
+    static func rewoundAtOne() -> Controller {
         var controller = Self.controller(startRate: 100)
         Self.replies(&controller, count: 100, from: 0, to: 1)
         controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        return controller
+    }
+
+    /// A start overshoots at 1.0, its window closes and is trickled; a request refused reaching the
+    /// service at 1.945 and one accepted at 2.055 show it opening at 2.0.
+    static func reopenedAtTwo() -> Controller {
+        var controller = Self.rewoundAtOne()
         Self.replies(&controller, Self.refused, count: 5, from: 1.1, to: 1.2, latency: 0.01)
         controller.replied(Self.refused, duration: 0.01, rateLimit: nil, now: 1.95)
         controller.replied(.accepted, duration: 0.01, rateLimit: nil, now: 2.06)
@@ -317,9 +314,7 @@ import Testing
     }
 
     @Test func aCutTooSmallForWhatTheWindowRefusesIsCutAgain() {
-        var controller = Self.controller(startRate: 100)
-        Self.replies(&controller, count: 100, from: 0, to: 1)
-        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 1)
+        var controller = Self.rewoundAtOne()
         let cut = controller.effectiveRate!
         // Half of what was sent since the cut refused, 12 of 24: it takes half the rate.
         for step in 0..<24 {

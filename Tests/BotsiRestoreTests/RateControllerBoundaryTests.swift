@@ -352,3 +352,28 @@ extension RateControllerTests {
         #expect(!climbedAgain, "the probe's refusals were taken for noise")
     }
 }
+
+extension RateControllerTests {
+    /// A stated window that falls from one window to the next (80, 70, 60 left at its fullest, then
+    /// 2: a bucket draining, spent 10 a second faster than it refills) is an episode even though
+    /// this process's own use explains what the last second took, and the episode measures what
+    /// this process was accepted less its part of the fall: about 101 less 10 × 101/110, 92, cut to
+    /// 0.97 of that (89), not the 96 the accepted rate alone gives or the 88 the whole fall does.
+    @Test func anEpisodeInAFallingStatedWindowShedsThisProcesssPartOfTheFall() {
+        var controller = Self.controller(startRate: 10)
+        let half = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
+        Self.statedReplies(&controller, from: 0, to: 300) { _ in half }
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 3)
+        #expect(controller.summary.throttleEvents == 1, "the climb has ended")
+        Self.statedReplies(&controller, from: 301, to: 595) {
+            RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 110 - 10 * Int($0), resetSeconds: 1)
+        }
+        #expect(controller.summary.throttleEvents == 1)
+        #expect(Self.close(controller.effectiveRate, 99), "back at the cap")
+        let nearlyUsed = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        controller.replied(.accepted, duration: 0.05, rateLimit: nearlyUsed, now: 5.95)
+        #expect(controller.summary.throttleEvents == 2, "a falling window nearly used: an episode")
+        let cut = controller.effectiveRate!
+        #expect(cut > 88.7 && cut < 89.5, "\(cut)")
+    }
+}

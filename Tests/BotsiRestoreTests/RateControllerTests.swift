@@ -420,11 +420,7 @@ import Testing
     @Test func a429LongAfterTheClimbReachedAStatedCapIsAnEpisodeNotItsOvershoot() {
         var controller = Self.controller(startRate: 10)
         let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 50, resetSeconds: 1)
-        for step in 0..<300 {
-            let now = Double(step) / 100
-            controller.replied(.accepted, duration: 0.05, rateLimit: info, now: now)
-            if step % 25 == 0 { controller.tick(now: now, paceLimited: true) }
-        }
+        Self.statedReplies(&controller, from: 0, to: 300) { _ in info }
         #expect(Self.close(controller.effectiveRate, 99), "the climb ends at 0.99 of the stated rate")
         controller.replied(Self.refused, duration: 0.05, rateLimit: info, now: 3)
         #expect(controller.summary.throttleEvents == 1)

@@ -377,3 +377,95 @@ extension RateControllerTests {
         #expect(cut > 88.7 && cut < 89.5, "\(cut)")
     }
 }
+
+extension RateControllerTests {
+    /// The start's climb in a stated window that falls from one window to the next (80, 70, 60 left
+    /// at its fullest: a bucket draining), ended by a reply finding it nearly used: the rewind's
+    /// plateau is what the window took less this process's part of the fall, (99 − 10 × 101/110) ×
+    /// 0.99 = 88.9 (101 a second accepted), not the 98 that would fill the draining window again.
+    @Test func aStartEndedByAFallingWindowNearlyUsedReplaysToLessThanItTook() {
+        var controller = Self.controller(startRate: 10)
+        Self.statedReplies(&controller, from: 0, to: 295) {
+            RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 80 - 10 * Int($0), resetSeconds: 1)
+        }
+        let nearlyUsed = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: 2, resetSeconds: 1)
+        controller.replied(.accepted, duration: 0.05, rateLimit: nearlyUsed, now: 2.95)
+        #expect(controller.effectiveRate! < 10, "rewound: \(controller.effectiveRate!)")
+        let settlesAt = (99 - 10 * 101 / 110.0) * 0.99
+        #expect(Self.close(controller.summary.lowestRate, settlesAt, within: 0.05), "\(controller.summary.lowestRate!)")
+    }
+
+    /// `perSecond` accepted replies a second over [from, to), the `index`th with `remaining(index)`
+    /// left of a stated 100 a second, and a tick every quarter second.
+    static func pacedReplies(
+        _ controller: inout Controller, from start: Double, to end: Double, perSecond: Double = 40,
+        remaining: (Int) -> Int
+    ) {
+        var index = 0
+        while start + Double(index) / perSecond < end {
+            let now = start + Double(index) / perSecond
+            let info = RateLimitInfo(quota: 100, windowSeconds: 1, remaining: remaining(index), resetSeconds: 1)
+            controller.replied(.accepted, duration: 0.05, rateLimit: info, now: now)
+            if index % Int(perSecond / 4) == 0 { controller.tick(now: now, paceLimited: true) }
+            index += 1
+        }
+    }
+
+    /// Alone on a stated window at 40 replies a second, cut twice (to 48, then to 0.97 of the 40
+    /// accepted): a rate well under the cap, where the room the window leaves is what it grows by.
+    static func cutUnderTheRoom() -> Controller {
+        var controller = Self.controller(startRate: 10)
+        Self.pacedReplies(&controller, from: 0, to: 3) { _ in 58 }
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 3)
+        Self.pacedReplies(&controller, from: 3.01, to: 4.1) { _ in 58 }
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 4.1)
+        return controller
+    }
+
+    /// A window that falls 10 a window (90/80, 70, 60, then 50 left at its fullest) has less room
+    /// than its fullest moment shows: in the last second the room counts two windows' fall less,
+    /// 0.5 − 2 × 0.1, and the rate grows by 0.2 × 100 × (0.3 − 0.02 kept) = 5.6 a second (7.6 with
+    /// one window's fall, 9.6 with none).
+    @Test func roomInAFallingWindowCountsTwoWindowsFallLess() {
+        var controller = Self.cutUnderTheRoom()
+        #expect(Self.close(controller.effectiveRate, 38.8, within: 0.01))
+        let start = 4.11
+        Self.pacedReplies(&controller, from: start, to: 7.11) { index in
+            let now = start + Double(index) / 40
+            return now < 4.5 ? 90 : 90 - 10 * (Int(now) - 3)
+        }
+        // The last tick was at 6.86; the next four, 7.11 to 7.86, grow the rate over one second.
+        let before = controller.effectiveRate!
+        Self.pacedReplies(&controller, from: 7.11, to: 8) { _ in 50 }
+        let growth = controller.effectiveRate! - before
+        #expect(growth > 5.2 && growth < 6.0, "grew \(growth) in the last second")
+    }
+
+    /// A window that a sender sees only now and then falls in steps between its replies (here 10
+    /// at a time, 60, 50, 40, 30 and back): its fullest moment may lie between two of them, so half
+    /// the typical step (7.5 of 100) is taken off the room seen: 0.2 × 100 × (0.3 − 0.0375 − 0.02)
+    /// = 4.85 a second, not the 5.6 the lowest seen gives.
+    @Test func roomSeenInStepsLeavesHalfAStepUnseen() {
+        var controller = Self.cutUnderTheRoom()
+        Self.pacedReplies(&controller, from: 4.11, to: 7.11) { 60 - 10 * ($0 % 4) }
+        let before = controller.effectiveRate!
+        Self.pacedReplies(&controller, from: 7.11, to: 8) { 60 - 10 * ($0 % 4) }
+        let growth = controller.effectiveRate! - before
+        #expect(growth > 4.6 && growth < 5.2, "grew \(growth) in the last second")
+    }
+}
+
+extension RateControllerTests {
+    /// A climb refused half a second in, in a stated window others fill too (80 of 100 used, this
+    /// process's 40 a second over half a second being 20 of those): what it took of the window is
+    /// its share, and the replay climbs back to a quarter of the stated cap (24.5), not to the 40 it
+    /// was accepted, which would fill the window again for everyone.
+    @Test func aStartRefusedInAWindowOthersFillReplaysToItsShareOfTheWindow() {
+        var controller = Self.controller(startRate: 10, startStopsForOthers: false)
+        Self.pacedReplies(&controller, from: 0, to: 0.5) { _ in 20 }
+        controller.replied(Self.refused, duration: 0.05, rateLimit: nil, now: 0.5)
+        #expect(controller.summary.throttleEvents == 1)
+        let settlesAt = 99 * (40 * 0.5 / 80) * 0.99
+        #expect(Self.close(controller.summary.lowestRate, settlesAt, within: 0.5), "\(controller.summary.lowestRate!)")
+    }
+}

@@ -203,7 +203,10 @@ struct ProfileReplyDecoder {
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         let digitsStart = index
         while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
-        guard index > digitsStart else { return false }
+        // JSON writes no leading zeros: `0` alone, or a digit from 1 on first.
+        guard index > digitsStart, bytes[digitsStart] != UInt8(ascii: "0") || index == digitsStart + 1 else {
+            return false
+        }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
             let fraction = index
@@ -240,10 +243,11 @@ struct ProfileReplyDecoder {
         }
     }
 
-    /// A key without escapes is a view of the body; one with escapes is decoded first.
+    /// A key of plain ASCII is a view of the body; one with escapes or other text is decoded (and
+    /// its UTF-8 checked) first: a key's bytes can become an access level's name in the journal.
     private mutating func readKey() -> Key? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: false)
+        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: true)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
             let key = Key(UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1

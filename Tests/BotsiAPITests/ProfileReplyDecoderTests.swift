@@ -37,7 +37,8 @@ import Testing
         "{\"ok\": false, \"data\": {}}",
         "{\"ok\": \"yes\", \"data\": {}}", "{\"ok\": true}", "{\"ok\": true, \"data\": null}",
         "{\"ok\": true, \"data\": {\"state\": \"a\u{01}b\"}}", "{\"ok\": true, \"data\": {\"state\": \"\\ud800\"}}",
-        "{\"ok\": true, \"data\": {\"n\": 01.}}", "[1]", "<html>502</html>",
+        "{\"ok\": true, \"data\": {\"n\": 01.}}", "{\"ok\": true, \"data\": {\"n\": 01}}",
+        "{\"ok\": true, \"data\": {\"n\": [-00]}}", "[1]", "<html>502</html>",
     ])
     func anUnreadableBodyIsRetryableInvalidResponse(body: String) {
         guard case .retryable(let code, _, _, _) = classify(body) else {
@@ -47,14 +48,17 @@ import Testing
         #expect(code == "invalid_response")
     }
 
-    /// Fields the decoder skips are still checked as JSON: it passes over their strings without
-    /// building them, so the checks there are its own.
+    /// Fields the decoder skips, and every key, are still checked as JSON: it passes over their
+    /// strings without building them, so the checks there are its own.
     @Test(arguments: [
         Array("{\"ok\": true, \"data\": {\"skipped\": \"a\u{01}b\"}}".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": \"a\\qb\"}}".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": \"open".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": \"a".utf8) + [0xC3, 0x28] + Array("\"}}".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": [\"a".utf8) + [0xFF] + Array("\"]}}".utf8),
+        // A key is text too: an access level's name would reach the journal with U+FFFD in it.
+        Array("{\"ok\": true, \"data\": {\"accessLevels\": {\"p".utf8) + [0xFF] + Array("\": {}}}}".utf8),
+        Array("{\"ok\": true, \"data\": {\"sk".utf8) + [0xC3, 0x28] + Array("\": 1}}".utf8),
     ])
     func aSkippedStringThatIsNotValidJSONMakesTheBodyUnreadable(body: [UInt8]) {
         guard case .retryable(let code, _, _, _) = classifyReply(httpStatus: 200, body: body, retryAfter: nil) else {

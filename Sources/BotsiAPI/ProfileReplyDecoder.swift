@@ -247,7 +247,7 @@ struct ProfileReplyDecoder {
     /// its UTF-8 checked) first: a key's bytes can become an access level's name in the journal.
     private mutating func readKey() -> Key? {
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: true)
+        let end = plainTextEnd(from: index + 1)
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
             let key = Key(UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end]))
             index = end + 1
@@ -267,24 +267,22 @@ struct ProfileReplyDecoder {
     /// reply's strings are skipped, and making each a String was most of the decoder's cost. Text
     /// that is not plain ASCII, or has escapes, is checked the long way.
     private mutating func skipString() -> Bool {
-        let end = plainTextEnd(from: index + 1, stoppingAtNonASCII: true)
+        let end = plainTextEnd(from: index + 1)
         guard end < bytes.count else { return false }
         guard bytes[end] == UInt8(ascii: "\"") else { return readString() != nil }
         index = end + 1
         return true
     }
 
-    /// Where the plain text of a string starting at `start` ends: the first quote, backslash or
-    /// control character (and, if asked, byte of non-ASCII text) at or after it, or the body's
-    /// end. Eight bytes at a time: the byte-by-byte loop was the decoder's largest cost (keys and
+    /// Where the plain text of a string starting at `start` ends: the first quote, backslash,
+    /// control character or byte of non-ASCII text at or after it, or the body's end. Eight bytes at a time: the byte-by-byte loop was the decoder's largest cost (keys and
     /// skipped strings are most of a reply's bytes).
-    private func plainTextEnd(from start: Int, stoppingAtNonASCII: Bool) -> Int {
+    private func plainTextEnd(from start: Int) -> Int {
         var position = start
         if let base = bytes.baseAddress {
-            let nonASCII: UInt64 = stoppingAtNonASCII ? Self.highBits : 0
             while position + 8 <= bytes.count {
                 let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
-                let stops = Self.stopBytes(in: word) | (word & nonASCII)
+                let stops = Self.stopBytes(in: word) | (word & Self.highBits)
                 // Little-endian: the lowest set bit is in the first stop byte.
                 if stops != 0 { return position + stops.trailingZeroBitCount / 8 }
                 position += 8
@@ -292,8 +290,7 @@ struct ProfileReplyDecoder {
         }
         while position < bytes.count {
             let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-            if stoppingAtNonASCII && byte >= 0x80 { break }
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
             position += 1
         }
         return position
@@ -354,13 +351,15 @@ struct ProfileReplyDecoder {
                 case UInt8(ascii: "u"):
                     guard var code = readHex4() else { return nil }
                     if (0xD800...0xDBFF).contains(code) {
-                        guard consumeLiteral("\\u"), let low = readHex4(), (0xDC00...0xDFFF).contains(low) else {
-                            return nil
-                        }
+                        // The low half follows at once: no whitespace inside a string.
+                        guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else { return nil }
+                        index += 2
+                        guard let low = readHex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
                         code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(code) {
-                        return nil
                     }
+                    // A low half alone is no scalar either.
                     guard let scalar = Unicode.Scalar(code) else { return nil }
                     scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
                 default: return nil

@@ -37,6 +37,12 @@ import Testing
         "{\"ok\": false, \"data\": {}}",
         "{\"ok\": \"yes\", \"data\": {}}", "{\"ok\": true}", "{\"ok\": true, \"data\": null}",
         "{\"ok\": true, \"data\": {\"state\": \"a\u{01}b\"}}", "{\"ok\": true, \"data\": {\"state\": \"\\ud800\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\udc00\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\ud83d \\ude00\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\ud83d\\u0041\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\ud83dxude00\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\ud83d\\nde00\"}}",
+        "{\"ok\": true, \"data\": {\"state\": \"\\ud83d\\\"}}",
         "{\"ok\": true, \"data\": {\"n\": 01.}}", "{\"ok\": true, \"data\": {\"n\": 01}}",
         "{\"ok\": true, \"data\": {\"n\": [-00]}}", "[1]", "<html>502</html>",
     ])
@@ -56,6 +62,8 @@ import Testing
         Array("{\"ok\": true, \"data\": {\"skipped\": \"open".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": \"a".utf8) + [0xC3, 0x28] + Array("\"}}".utf8),
         Array("{\"ok\": true, \"data\": {\"skipped\": [\"a".utf8) + [0xFF] + Array("\"]}}".utf8),
+        // Within the body's last eight bytes, where the scan goes byte by byte.
+        Array(#"{"ok": true, "data": {"state": "s"}, "x": ""#.utf8) + [0x80] + Array(#""}"#.utf8),
         // A key is text too: an access level's name would reach the journal with U+FFFD in it.
         Array("{\"ok\": true, \"data\": {\"accessLevels\": {\"p".utf8) + [0xFF] + Array("\": {}}}}".utf8),
         Array("{\"ok\": true, \"data\": {\"sk".utf8) + [0xC3, 0x28] + Array("\": 1}}".utf8),
@@ -104,6 +112,9 @@ import Testing
         }
         #expect(snapshot.state == "aé😀b")
         #expect(snapshot.profileId == "plain")
+        // A lone continuation byte is all the text holds in the last: every byte of it is above ASCII.
+        let alone = Array(#"{"ok": true, "data": {"state": ""#.utf8) + [0x80] + Array(#""}}"#.utf8)
+        #expect(classifyReply(httpStatus: 200, body: alone, retryAfter: nil).code == "invalid_response")
         for invalid: [UInt8] in [[0xC3, 0x28], [0xFF], [0xED, 0xA0, 0x80]] {
             guard
                 case .retryable(let code, _, _, _) = classifyReply(
@@ -146,6 +157,7 @@ import Testing
                 #expect(state(body(key: plain, value: with([0x1F]))) == .none, "control at \(place) of \(length)")
                 #expect(state(body(key: with([0x09]), value: plain)) == .none, "control in key at \(place)")
                 #expect(state(body(key: plain, value: with([0xFF]))) == .none, "invalid UTF-8 at \(place)")
+                #expect(state(body(key: plain, value: with([0x80]))) == .none, "a continuation byte at \(place)")
                 #expect(
                     state(body(key: plain, value: with([0x7F, 0x20, 0x5B, 0x5D]))) == "s", "DEL and ASCII at \(place)")
             }
@@ -155,6 +167,52 @@ import Testing
             let cut = Array(#"{"ok": true, "data": {"k": ""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: length)
             #expect(state(cut) == .none, "unterminated, \(length)")
         }
+    }
+
+    /// A surrogate pair at either end of the ranges is the scalar beyond the BMP it stands for.
+    @Test func surrogatePairsAtTheEdgesOfTheirRangesAreRead() {
+        for (escaped, text) in [(#"\ud800\udc00"#, "\u{10000}"), (#"\udbff\udfff"#, "\u{10FFFF}")] {
+            guard case .restored(let snapshot) = classify(#"{"ok": true, "data": {"state": "\#(escaped)"}}"#) else {
+                Issue.record("expected restored for \(escaped)")
+                continue
+            }
+            #expect(snapshot.state == text)
+        }
+    }
+
+    /// A key is the field only when it is the whole name: `stateHistory` is not `state`. The
+    /// last of a repeated key counts, as most parsers have it.
+    @Test func aKeyIsTheFieldOnlyWhenItIsTheWholeName() {
+        let body = #"""
+            {"okay": false, "ok": true, "dataset": null, "data": {"stateHistory": "old", "state": "s",
+              "profileIdx": "other", "accessLevelsOld": {"gone": {}}, "accessLevels": {"pro": {"isActiveSince": false,
+              "isActive": true, "willRenewal": false, "expiresAtUtc": "x", "sourceProductIds": "y"}}}}
+            """#
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot == ProfileSnapshot(state: "s", accessLevels: ["pro": AccessLevelSnapshot(isActive: true)]))
+        let repeated = #"{"ok": true, "data": {"state": "first", "state": "last"}, "data": {"state": "again"}}"#
+        guard case .restored(let last) = classify(repeated) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(last.state == "again")
+        #expect(classify(#"{"ok": true, "data": {"state": "s"}, "data": null}"#).code == "invalid_response")
+    }
+
+    /// Fields the decoder skips may nest deeply and are read past; only nesting beyond any
+    /// reply's (128 levels) is refused.
+    @Test func nestingWithinTheLimitIsReadPast() {
+        let nested = String(repeating: "[", count: 120) + String(repeating: "]", count: 120)
+        let objects = String(repeating: #"{"a":"#, count: 120) + "1" + String(repeating: "}", count: 120)
+        let body = #"{"ok": true, "data": {"x": \#(nested), "y": \#(objects), "state": "s"}}"#
+        guard case .restored(let snapshot) = classify(body) else {
+            Issue.record("expected restored")
+            return
+        }
+        #expect(snapshot.state == "s")
     }
 
     @Test func deepNestingIsRefusedWithoutCrashing() {

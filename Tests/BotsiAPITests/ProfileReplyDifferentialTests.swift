@@ -178,6 +178,9 @@ import Testing
                     level.sourceProductId = product
                     levelFields = a + w + e + p
                     for extra in 0..<random.nextIndex(below: 3) { levelFields.append(("x\(extra)", anyValue())) }
+                    if chance(0.3) {
+                        levelFields.append((pick(["isActiveSince", "willRenewal", "expiresAtUtc"]), anyValue()))
+                    }
                     levels.append((name, shuffled(levelFields)))
                     profile.accessLevels[name] = level
                 }
@@ -186,6 +189,8 @@ import Testing
                 fields.append(("accessLevels", pick([.null, .array([]), .string("premium")])))
             }
             for extra in 0..<random.nextIndex(below: 3) { fields.append(("x\(extra)", anyValue())) }
+            // Names that begin with a field's and go on: not the field.
+            if chance(0.3) { fields.append((pick(["stateX", "profileId_", "accessLevelsOld"]), anyValue())) }
             var top: [(String, Value)] = []
             var expected: ProfileSnapshot? = profile
             switch random.nextIndex(below: 10) {
@@ -204,6 +209,7 @@ import Testing
             default: top.append(("data", shuffled(fields)))
             }
             for extra in 0..<random.nextIndex(below: 3) { top.append(("x\(extra)", anyValue())) }
+            if chance(0.3) { top.append((pick(["okay", "dataset"]), anyValue())) }
             return (space() + write(shuffled(top)) + space(), expected)
         }
     }

@@ -125,8 +125,15 @@ extension KeyRedactor {
         case .retryable(let value, let status, let retryAfter, let message):
             return .retryable(
                 code: code(value, status), httpStatus: status, retryAfter: retryAfter, message: message.map(clean))
-        default:
-            return reply.mappingMessages(clean)
+        case .nothingToRestore(let message):
+            return .nothingToRestore(message: message.map(clean))
+        case .profileNotFound(let message):
+            return .profileNotFound(message: message.map(clean))
+        case .rejected(let value, let message):
+            // Its code is always `bad_request` (`classifyReply`): the server's text is the message.
+            return .rejected(code: value, message: message.map(clean))
+        case .fatal(let reason, let status, let message):
+            return .fatal(reason, httpStatus: status, message: clean(message))
         }
     }
 

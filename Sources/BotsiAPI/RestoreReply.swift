@@ -77,22 +77,6 @@ public enum RestoreReply: Sendable, Equatable {
         case .fatal(_, _, let message): message
         }
     }
-
-    /// The same reply with every message passed through `transform` (used to scrub the key).
-    func mappingMessages(_ transform: (String) -> String) -> RestoreReply {
-        switch self {
-        case .restored: self
-        case .nothingToRestore(let message): .nothingToRestore(message: message.map(transform))
-        case .profileNotFound(let message): .profileNotFound(message: message.map(transform))
-        case .rejected(let code, let message): .rejected(code: code, message: message.map(transform))
-        case .failed(let code, let status, let message):
-            .failed(code: code, httpStatus: status, message: message.map(transform))
-        case .retryable(let code, let status, let retryAfter, let message):
-            .retryable(code: code, httpStatus: status, retryAfter: retryAfter, message: message.map(transform))
-        case .fatal(let reason, let status, let message):
-            .fatal(reason, httpStatus: status, message: transform(message))
-        }
-    }
 }
 
 /// The message Botsi sends with a 400 when the app's App Store connection is not set up.

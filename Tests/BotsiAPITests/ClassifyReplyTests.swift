@@ -163,4 +163,58 @@ struct ClassifyReplyTests {
         #expect(classify(422, #"{"error": "x", "code": ""}"#).code == "http_422")
         #expect(classify(422, #"{"error": "x", "code": 5}"#).code == "http_422")
     }
+
+    /// Each class of status starts and ends where HTTP's does: any 2xx with a profile is a restore,
+    /// 3xx a redirect not followed, 5xx retried, and a status outside them unreadable.
+    @Test(arguments: [
+        (201, "restored"), (299, "restored"), (300, "http_300"), (399, "http_399"), (500, "http_500"),
+        (599, "http_599"), (600, "invalid_response"), (199, "invalid_response"),
+    ])
+    func statusClassesEndWhereHTTPsDo(status: Int, code: String) {
+        let reply = classify(status, #"{"ok": true, "data": {"state": "s"}}"#)
+        #expect((reply.code ?? "restored") == code, "\(status): \(reply)")
+    }
+
+    /// A server's message is printed on one line whatever it holds: a 401's and a 5xx's too.
+    @Test func aServersMessageIsOneLine() {
+        let body = #"{"error": "first line\nsecond line", "code": "boom"}"#
+        #expect(classify(401, body).message?.contains("\n") == false)
+        #expect(classify(401, body).message?.contains("first line") == true)
+        #expect(classify(503, body).message?.contains("\n") == false)
+        #expect(classify(503, body).code == "boom")
+    }
+
+    /// A 400 whose code is not `bad_request` is the server's failure with its own code, not a
+    /// row rejected as bad input.
+    @Test func a400WithAnotherCodeIsAFailureWithThatCode() {
+        #expect(
+            classify(400, #"{"error": "nope", "code": "quota_exceeded"}"#)
+                == .failed(code: "quota_exceeded", httpStatus: 400, message: "nope"))
+    }
+
+    /// Botsi's iOS-settings message is recognised however it is cased, spaced or ended.
+    @Test(arguments: ["No ios settings found", "  no IOS settings found.\n", "NO IOS SETTINGS FOUND."])
+    func theIOSSettingsMessageIsMatchedLeniently(message: String) {
+        let body = try! JSONSerialization.data(withJSONObject: ["error": message])
+        guard case .fatal(let reason, _, _) = classifyReply(httpStatus: 400, body: Array(body), retryAfter: nil) else {
+            Issue.record("expected fatal for \(message.debugDescription)")
+            return
+        }
+        #expect(reason == .iosSettingsMissing)
+        #expect(classify(400, #"{"error": "No ios settings found.."}"#).code == "http_400", "two periods: another text")
+    }
+
+    /// An error body's text is `error`, else `message`; a code alone is kept; a code is used only
+    /// when it is a plain token of at most 64 letters, digits, `_`, `-` and `.`.
+    @Test func anErrorBodysMessageAndCode() {
+        #expect(classify(422, #"{"message": "from message"}"#).message == "from message")
+        #expect(classify(422, #"{"error": "e", "message": "m"}"#).message == "e")
+        #expect(classify(422, #"{"code": "only_code"}"#).code == "only_code")
+        for plain in ["Upper_Case-9.x", String(repeating: "a", count: 64), "0123456789"] {
+            #expect(classify(422, #"{"code": "\#(plain)"}"#).code == plain)
+        }
+        for odd in ["with space", String(repeating: "a", count: 65), "semi;colon", "é"] {
+            #expect(classify(422, #"{"error": "e", "code": "\#(odd)"}"#).code == "http_422", "\(odd)")
+        }
+    }
 }

@@ -163,6 +163,22 @@ private let everyProxyVariable = Dictionary(uniqueKeysWithValues: proxyVariables
         #expect(redactor.redact("abc12") == nil)
     }
 
+    /// Every kind of reply that carries the server's text has it scrubbed, not only failures:
+    /// a 404's or a 401's message is printed and recorded as well.
+    @Test func everyKindOfReplyHasItsMessageScrubbed() {
+        let redactor = KeyRedactor(key: Self.key)
+        let echo = "key \(Self.key.dropFirst(2))"
+        #expect(redactor.scrub(.nothingToRestore(message: echo)) == .nothingToRestore(message: "key [redacted]"))
+        #expect(redactor.scrub(.profileNotFound(message: echo)) == .profileNotFound(message: "key [redacted]"))
+        #expect(
+            redactor.scrub(.rejected(code: "bad_request", message: echo))
+                == .rejected(code: "bad_request", message: "key [redacted]"))
+        #expect(
+            redactor.scrub(.fatal(.unauthorized, httpStatus: 401, message: echo))
+                == .fatal(.unauthorized, httpStatus: 401, message: "key [redacted]"))
+        #expect(redactor.scrub(.nothingToRestore(message: nil)) == .nothingToRestore(message: nil))
+    }
+
     @Test func repliesAreScrubbedInMessagesCodesAndSnapshots() {
         let redactor = KeyRedactor(key: Self.key)
         let echo = Self.key.uppercased().dropFirst(3).prefix(14)

@@ -138,4 +138,92 @@ import Testing
             "{\"profileId\":\"p\",\"x\":1,\"x\":2,\"originalTransactionId\":\"1\"}\n", name: "a.jsonl")
         #expect(records == [row("p", "1", line: 1)])
     }
+
+    // MARK: where elements end (the scanner)
+
+    @Test func aMissingCommaNamesTheLineTheElementBeforeItEndsOn() throws {
+        let text = """
+            [
+              {"profileId": "p1",
+               "originalTransactionId": "1"}
+              {"profileId": "p2", "originalTransactionId": "2"}
+            ]
+            """
+        let records = try read(text)
+        #expect(records.count == 3)
+        #expect(records.first == row("p1", "1", line: 2))
+        #expect(
+            records[1].asRejected?.message
+                == "Line 4 lacks a ',' between the element that ends on line 3 and the next one; reading went on with the next element."
+        )
+        #expect(records.last == row("p2", "2", line: 4))
+    }
+
+    @Test func textAfterAnArrayClosedAfterATrailingCommaIsReportedToo() throws {
+        let records = try read("[{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"},]\n[1]\n")
+        #expect(records.count == 3)
+        #expect(records[1].asRejected?.message.contains("trailing comma") == true)
+        #expect(records[2].asRejected?.line == 2)
+        #expect(records[2].asRejected?.message.contains("after the array's closing") == true)
+    }
+
+    @Test func anElementHoldingArraysAndBracketsInStringsIsOneElement() throws {
+        let text =
+            "[{\"tags\":[\"a\",[\"]\"]],\"profileId\":\"p1\",\"originalTransactionId\":\"1\"},{\"profileId\":\"p2\",\"originalTransactionId\":\"2\"}]"
+        #expect(try read(text) == [row("p1", "1", line: 1), row("p2", "2", line: 1)])
+    }
+
+    @Test func aScalarRightBeforeTheClosingBracketIsAnElementOfItsOwn() throws {
+        let records = try read("[{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"},\n42]\n")
+        #expect(records.count == 2)
+        #expect(records[1].asRejected?.reason == .malformedJSON)
+        #expect(records[1].line == 2)
+        #expect(records[1].asRejected?.message.contains("not a valid JSON object") == true)
+    }
+
+    @Test func lineEndsInsideElementsCountLikeThoseBetweenThem() throws {
+        // A lone CR right before an element's closing brace, then an LF: two line ends, not a
+        // CRLF; a CRLF then an LF inside an element: two as well.
+        let text =
+            "[{\"profileId\":\"p1\",\r\"originalTransactionId\":\"1\"\r}\n,{\"profileId\":\"p2\",\r\n\n\"originalTransactionId\":\"2\"}\n,{\"profileId\":\"p3\",\"originalTransactionId\":\"3\"}]"
+        for readLimit in [Int.max, 1] {
+            #expect(
+                try read(text, readLimit: readLimit) == [
+                    row("p1", "1", line: 1), row("p2", "2", line: 4), row("p3", "3", line: 7),
+                ], "read limit \(readLimit)")
+        }
+    }
+
+    @Test func anElementOfExactlyTheLimitIsReadAndOneByteMoreIsSkipped() throws {
+        let element = "{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"}"
+        // One byte longer, over two lines: reported on the line it starts on.
+        let longer = "{\"profileId\":\"p2\",\n\"originalTransactionId\":\"2\"}"
+        let limit = element.utf8.count
+        for readLimit in [Int.max, 1] {
+            let records = try read(
+                "[\(element),\n\(longer),\n\(element)]", maxRecordBytes: limit, readLimit: readLimit)
+            #expect(records.count == 3, "read limit \(readLimit)")
+            #expect(records.first == row("p1", "1", line: 1))
+            #expect(records[1].asRejected?.reason == .lineTooLong, "read limit \(readLimit)")
+            #expect(records[1].line == 2, "read limit \(readLimit)")
+            #expect(records.last == row("p1", "1", line: 4))
+            // A scalar of exactly the limit is kept too, and rejected as what it is.
+            let scalar = String(repeating: "1", count: limit)
+            let scalars = try read("[\(element),\n\(scalar)\n]", maxRecordBytes: limit, readLimit: readLimit)
+            #expect(scalars.last?.asRejected?.reason == .malformedJSON, "read limit \(readLimit): \(scalars)")
+        }
+    }
+
+    @Test func anUnclosedElementIsReportedOnceOnTheLineItStarts() throws {
+        let first = "{\"profileId\":\"p1\",\"originalTransactionId\":\"1\"}"
+        for tail in ["{\"profileId\":\"p2\",\n\"originalTransactionId\":", "\"an unclosed\nstring"] {
+            let records = try read("[\(first),\n\(tail)")
+            #expect(records.count == 2, "\(records)")
+            #expect(records[1].line == 2)
+            #expect(
+                records[1].asRejected?.message
+                    == "The element starting on line 2 is never closed before the end of the input (an unbalanced brace or quote?)."
+            )
+        }
+    }
 }

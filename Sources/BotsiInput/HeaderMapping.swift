@@ -69,14 +69,12 @@ enum HeaderMapping {
             " Did you mean \(RowValidation.display(name)) for the \(field.title)? If so, pass \(flag) \(shellWord(name))."
     }
 
-    /// A name as a shell reads it back as one word.
+    /// A name as a shell reads it back as one word. Never empty: `nearMiss` skips empty names.
     private static func shellWord(_ name: String) -> String {
-        let plain =
-            !name.isEmpty
-            && name.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
-                    || "_.-".utf8.contains(byte)
-            }
+        let plain = name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                || "_.-".utf8.contains(byte)
+        }
         return plain
             ? name : "'" + name.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }

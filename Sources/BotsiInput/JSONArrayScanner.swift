@@ -130,7 +130,9 @@ final class JSONArrayScanner {
                             break scanning
                         }
                     case ASCII.comma, ASCII.space, ASCII.tab, ASCII.lineFeed, ASCII.carriageReturn:
-                        if depth == 0 && (index > start || byte == ASCII.comma) {
+                        // The cursor skipped the whitespace before the element, so a byte of
+                        // these at `start` is a comma: a stray one, taken as an element of its own.
+                        if depth == 0 {
                             if index == start { index += 1 }
                             break scanning
                         }

@@ -275,8 +275,9 @@ struct ProfileReplyDecoder {
     }
 
     /// Where the plain text of a string starting at `start` ends: the first quote, backslash,
-    /// control character or byte of non-ASCII text at or after it, or the body's end. Eight bytes at a time: the byte-by-byte loop was the decoder's largest cost (keys and
-    /// skipped strings are most of a reply's bytes).
+    /// control character or byte of non-ASCII text at or after it, or the body's end. Eight bytes
+    /// at a time: the byte-by-byte loop was the decoder's largest cost (keys and skipped strings
+    /// are most of a reply's bytes).
     private func plainTextEnd(from start: Int) -> Int {
         var position = start
         if let base = bytes.baseAddress {

@@ -181,4 +181,118 @@ import Testing
         #expect(EmptyInput.zeroBytes.isWarning && !EmptyInput.headerOnly.isWarning)
         #expect(EmptyInput.zeroBytes.message(input: "night.csv.gz").contains("failed or interrupted export"))
     }
+
+    // MARK: sweep of TextSource (docs/testing.md)
+
+    @Test(arguments: [Int.max, 1, 3])
+    func charactersAtEveryUTF8LengthBoundaryAreTranscodedExactly(readLimit: Int) throws {
+        // 1-, 2-, 3- and 4-byte UTF-8 at their edges, and pairs whose low half ends in 0x3FF; the
+        // last line has no line end and ends in a pair, so the last unit of the file is a low half.
+        let id = "ÿ߿ࠀ￦𐀀𠀀𠏿"
+        let text = "originalTransactionId,profileId\r\n1,\(id)\r\n2,end-🎉"
+        for bigEndian in [false, true] {
+            let records = try readBytes(Self.utf16(text, bigEndian: bigEndian), name: "a.csv", readLimit: readLimit)
+                .records
+            #expect(records == [row(id, "1", line: 2), row("end-🎉", "2", line: 3)], "big-endian \(bigEndian)")
+        }
+    }
+
+    @Test func aHighSurrogateWithoutItsLowHalfSpoilsOnlyItself() throws {
+        var bytes = Self.utf16("profileId,originalTransactionId\np")
+        bytes += [0x00, 0xD8]  // a high surrogate, then a letter instead of a low one
+        bytes += Self.utf16("xy,1\n", mark: false)
+        let rejected = try readBytes(bytes, name: "a.csv").records.first?.asRejected
+        #expect(rejected?.reason == .invalidProfileId)
+        // The letters after it are still there to see.
+        #expect(rejected?.message.contains("xy'") == true, "\(rejected?.message ?? "")")
+    }
+
+    @Test(arguments: [Int.max, 4093])
+    func utf16LargerThanTheTranscodingBufferIsReadToTheEnd(readLimit: Int) throws {
+        // 5,000 rows of UTF-16 are about 150 KiB: the 64 KiB input buffer is refilled, and
+        // surrogate pairs and CRLFs fall across its refills.
+        var text = "profileId,originalTransactionId\r\n"
+        for index in 1...5000 { text += "p\(index)-🎉,\(index)\r\n" }
+        let records = try readBytes(Self.utf16(text), name: "big.csv", readLimit: readLimit).records
+        #expect(records.count == 5000)
+        #expect(records.first == row("p1-🎉", "1", line: 2))
+        #expect(records.last == row("p5000-🎉", "5000", line: 5001))
+        #expect(records.allSatisfy { $0.asRow != nil })
+    }
+
+    @Test func utf16WithoutAMarkOrAsciiFirstLettersFollowsTheEncodingFlag() throws {
+        // "€" is 0xAC 0x20: no zero byte to recognise UTF-16 by, so --encoding utf-16 decides,
+        // and without a mark UTF-16 is little-endian.
+        let bytes = Self.utf16("€ Preis,profileId,originalTransactionId\n4 €,p1,1\n", mark: false)
+        let records = try readBytes(bytes, name: "a.csv", options: InputOptions(encoding: .utf16)).records
+        #expect(records == [row("p1", "1", line: 2)])
+    }
+
+    @Test func aBlankUTF16FileWithoutAMarkIsBlank() throws {
+        let (records, reader) = try readBytes(Self.utf16("\r\n", mark: false), name: "night.csv")
+        #expect(records.isEmpty)
+        #expect(reader.noRows == .blank)
+    }
+
+    @Test func aOneByteFileIsBlankNotZeroBytes() throws {
+        let (records, reader) = try readBytes(Array("\n".utf8), name: "night.csv")
+        #expect(records.isEmpty)
+        #expect(reader.noRows == .blank)
+    }
+
+    @Test func windows1252MapsEveryByteItDefines() throws {
+        // 0x80–0x9F but the five it leaves undefined, and one byte above them (é).
+        let defined: [UInt8] = (0x80...0x9F).filter { ![0x81, 0x8D, 0x8F, 0x90, 0x9D].contains($0) } + [0xE9]
+        let bytes = Array("profileId,originalTransactionId\n".utf8) + defined + Array(",1\n".utf8)
+        let records = try readBytes(bytes, name: "a.csv", options: InputOptions(encoding: .windows1252)).records
+        #expect(records == [row("€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸé", "1", line: 2)])
+    }
+
+    @Test func asciiTextIsReadWhateverSingleByteEncodingIsNamed() throws {
+        let bytes = Array("profileId,originalTransactionId\np1,1\n".utf8)
+        for encoding in [InputEncoding.windows1252, .latin1] {
+            let records = try readBytes(bytes, name: "a.csv", options: InputOptions(encoding: encoding)).records
+            #expect(records == [row("p1", "1", line: 2)], "\(encoding)")
+        }
+    }
+
+    @Test(arguments: [
+        // UTF-8 letters in the first line, however slowly it arrives
+        ("profileId,originalTransactionId,Währung\np1,1,EUR\n", 1),
+        // old Mac line ends
+        ("profileId,originalTransactionId\rmüller,1\r", Int.max),
+        // a long header: the UTF-8 letters come after the first 64 bytes
+        (
+            "profileId;originalTransactionId;productId;purchaseDate;expiresDate;storefront\nmüller;1;a;b;c;DEU\n",
+            Int.max
+        ),
+    ])
+    func aSingleByteEncodingForUTF8TextIsRefusedWhereverItsLettersAre(text: String, readLimit: Int) throws {
+        let error = expectInputError(.notTabular) {
+            _ = try readBytes(
+                Array(text.utf8), name: "a.csv", options: InputOptions(encoding: .windows1252), readLimit: readLimit)
+        }
+        #expect(error?.message.contains("drop --encoding windows-1252") == true)
+    }
+
+    @Test(arguments: [
+        ("empty.csv", [0x50, 0x4B, 0x05, 0x06] as [UInt8], "a ZIP archive"),
+        ("macros.xlsm", [0x50, 0x4B, 0x03, 0x04], "an Excel workbook"),
+        ("EXPORT.XLSX", [0x50, 0x4B, 0x03, 0x04], "an Excel workbook"),
+        ("sheet.ods", [0x50, 0x4B, 0x03, 0x04], "an OpenDocument spreadsheet"),
+        ("rows.csv", [0x7F, 0x45, 0x4C, 0x46, 0x02], "a program (ELF)"),
+        ("rows.csv", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "an image"),
+        ("rows.csv", [0xFF, 0xD8, 0xFF, 0xE0], "an image"),
+        ("rows.csv", Array("GIF89a".utf8), "an image"),
+        ("rows.csv", Array("BZh91AY&SY".utf8), "compressed with bzip2"),
+        ("rows.csv", [0x28, 0xB5, 0x2F, 0xFD], "compressed with zstd"),
+        ("rows.csv", [0x37, 0x7A, 0xBC, 0xAF, 0x27, 0x1C], "a 7-Zip archive"),
+        ("rows.csv", [0x00, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x70], "UTF-32 text"),
+    ])
+    func everyOtherKnownSignatureIsRefused(name: String, bytes: [UInt8], what: String) throws {
+        let error = expectInputError(.notTabular) {
+            _ = try readBytes(bytes + Array(repeating: 0x41, count: 40), name: name)
+        }
+        #expect(error?.message.contains(what) == true, "\(error?.message ?? "")")
+    }
 }

@@ -8,7 +8,7 @@ import Testing
 func runSettings(job json: String) throws(UsageError) -> RunSettings {
     var settings = RunCommand.initialSettings()
     try JobFile.parse(Data(json.utf8), path: "test.json").apply(
-        to: &settings, options: RunCommand.options, positionals: RunCommand.positionals, inputsFromCommandLine: false)
+        to: &settings, options: RunCommand.options, positionals: RunCommand.positionals)
     return settings
 }
 
@@ -28,8 +28,7 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         #expect(job.values["journal"] != nil && job.values["keyEnv"] != nil)
         var settings = RunCommand.initialSettings()
         try job.apply(
-            to: &settings, options: RunCommand.options, positionals: RunCommand.positionals,
-            inputsFromCommandLine: false)
+            to: &settings, options: RunCommand.options, positionals: RunCommand.positionals)
         #expect(!settings.options.inputs.isEmpty)
         #expect(settings.options.journalPath.hasPrefix("journals/"))
     }
@@ -88,6 +87,20 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         #expect(try runSettings(job: #"{"adaptive": null, "quiet": false}"#) == RunSettings())
     }
 
+    @Test func aSingleUnknownKeyIsRefused() {
+        #expect {
+            _ = try runSettings(job: #"{"rate": 5, "ratee": 6}"#)
+        } throws: { error in
+            (error as? UsageError)?.message.hasPrefix("job file test.json: unknown key 'ratee' (did you mean 'rate'?);")
+                == true
+        }
+    }
+
+    /// `null` is a key left unset, for the description and the inputs as for every option.
+    @Test func nullLeavesAKeyUnset() throws {
+        #expect(try runSettings(job: #"{"description": null, "inputs": null}"#) == RunSettings())
+    }
+
     @Test func unknownKeysAreNamedWithASuggestion() {
         #expect {
             _ = try runSettings(job: #"{"concurency": 8, "maxAttemps": 3, "max_failure_rate": 5, "zzzzzzzzzz": 1}"#)
@@ -136,6 +149,12 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
                 (error as? UsageError)?.message.contains("is given twice") == true
             }
         }
+        // Latin-1 is named as such, not as broken JSON.
+        #expect {
+            _ = try JobFile.parse(Data(#"{"description": "caf"#.utf8) + [0xE9] + Data(#""}"#.utf8), path: "l1.json")
+        } throws: { error in
+            (error as? UsageError)?.message == "job file l1.json: is not UTF-8 text; save it as UTF-8"
+        }
         // UTF-16 (which JSONDecoder reads, and the check above would not see into) is refused.
         let utf16 = Data(
             #"{"concurrency": 4, "concurrency": 500}"#.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
@@ -146,6 +165,10 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         }
         // The same name deeper down, or as a value, is not a second key.
         #expect(JobFile.repeatedTopLevelKey(Data(#"{"inputs": ["rate", "rate"], "rate": 3}"#.utf8)) == nil)
+        // After an array, after a key with an escaped quote, and before a colon on the next line (CR LF).
+        #expect(JobFile.repeatedTopLevelKey(Data(#"{"inputs": ["a"], "rate": 3, "rate": 4}"#.utf8)) == "rate")
+        #expect(JobFile.repeatedTopLevelKey(Data(#"{"a\"b": 1, "rate": 3, "rate": 4}"#.utf8)) == "rate")
+        #expect(JobFile.repeatedTopLevelKey(Data("{\"rate\": 3, \"rate\"\r\n: 4}".utf8)) == "rate")
         #expect(JobFile.repeatedTopLevelKey(Data(#"{"a": {"b": 1}, "c": {"b": 2}, "d": "\"b\""}"#.utf8)) == nil)
         #expect(try runSettings(job: #"{"rate": 5, "description": "rate: 5, \"rate\": 6"}"#).options.rate == 5)
     }
@@ -155,7 +178,8 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
             _ = try runSettings(job: #"{"apiKey": "sk_live_not_a_real_key"}"#)
         } throws: { error in
             let message = (error as? UsageError)?.message ?? ""
-            return message.contains("keyEnv") && !message.contains("sk_live_not_a_real_key")
+            return message.contains("never holds the API key; put the key in an environment variable")
+                && !message.contains("sk_live_not_a_real_key")
         }
     }
 
@@ -180,6 +204,8 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         BadValue(json: #"{"journal": ""}"#, mentions: "\"journal\" must be a non-empty string"),
         BadValue(json: #"{"inputs": []}"#, mentions: "\"inputs\" must be a path"),
         BadValue(json: #"{"inputs": ["a.csv", 3]}"#, mentions: "\"inputs\" must be a path"),
+        BadValue(json: #"{"inputs": ""}"#, mentions: "\"inputs\" must be a path"),
+        BadValue(json: #"{"inputs": ["a.csv", ""]}"#, mentions: "\"inputs\" must be a path"),
         BadValue(json: #"{"description": 3}"#, mentions: "\"description\" must be a string"),
         BadValue(json: #"["not", "an", "object"]"#, mentions: "is not a JSON object"),
         BadValue(json: #"{"concurrency": 8"#, mentions: "is not valid JSON"),
@@ -192,11 +218,21 @@ func runSettings(_ arguments: [String]) throws(UsageError) -> RunSettings {
         }
     }
 
+    /// `run --job FILE` as the command parses it: the job's inputs stand unless the command line
+    /// names some, and the command line's flags win over the job's keys.
     @Test func inputsOnTheCommandLineReplaceTheJobs() throws {
-        var settings = RunCommand.initialSettings()
-        try JobFile.parse(Data(#"{"inputs": ["job.csv"]}"#.utf8), path: "test.json").apply(
-            to: &settings, options: RunCommand.options, positionals: RunCommand.positionals,
-            inputsFromCommandLine: true)
-        #expect(settings.options.inputs.isEmpty)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("job-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let job = directory.appendingPathComponent("nightly.json").path
+        try Data(#"{"inputs": ["job.csv", "more.csv"], "rate": 5}"#.utf8).write(to: URL(fileURLWithPath: job))
+
+        let fromJob = try runSettings(["--job", job])
+        #expect(fromJob.options.inputs == ["job.csv", "more.csv"] && fromJob.options.rate == 5)
+        let overridden = try runSettings(["--job", job, "--rate", "7", "typed.csv"])
+        #expect(overridden.options.inputs == ["typed.csv"] && overridden.options.rate == 7)
+        // The job's keys are still checked when the command line replaces them.
+        try Data(#"{"inputs": 3}"#.utf8).write(to: URL(fileURLWithPath: job))
+        #expect(throws: UsageError.self) { try runSettings(["--job", job, "typed.csv"]) }
     }
 }

@@ -149,7 +149,7 @@ func everyJobKeyMatchesItsOption<C: Command>(_ command: C.Type) throws {
             var settings = C.initialSettings()
             guard
                 (try? JobFile(path: "t.json", values: [key: value]).apply(
-                    to: &settings, options: C.options, positionals: C.positionals, inputsFromCommandLine: false)) != nil
+                    to: &settings, options: C.options, positionals: C.positionals)) != nil
             else { return nil }
             return dumped(settings)
         }

@@ -59,9 +59,7 @@ extension Command {
             // A bad value typed here is named before the job file is read.
             var checked = settings
             try line.apply(to: &checked)
-            try JobFile.load(path: path).apply(
-                to: &settings, options: options, positionals: positionals,
-                inputsFromCommandLine: !line.positionals.isEmpty)
+            try JobFile.load(path: path).apply(to: &settings, options: options, positionals: positionals)
         }
         try line.apply(to: &settings)
         if let positionals, !line.positionals.isEmpty { positionals.apply(&settings, line.positionals) }

@@ -91,10 +91,10 @@ struct JobFile {
         [descriptionKey] + [positionals?.spec.jobKey.name].compactMap { $0 } + options.compactMap(\.spec.jobKey.name)
     }
 
-    /// Applies every key over `settings`; the inputs only when the command line names none.
+    /// Applies every key over `settings`, the inputs too: inputs the command line names replace
+    /// them afterwards, as its options replace the other keys.
     func apply<Settings>(
-        to settings: inout Settings, options: [Option<Settings>], positionals: Positionals<Settings>?,
-        inputsFromCommandLine: Bool
+        to settings: inout Settings, options: [Option<Settings>], positionals: Positionals<Settings>?
     ) throws(UsageError) {
         let known = Self.keys(options: options, positionals: positionals)
         try checkKeys(known: known)
@@ -109,7 +109,7 @@ struct JobFile {
                 paths = strings.count == list.count && !strings.contains("") ? strings : nil
             }
             guard let paths else { throw failure("\"\(key)\" must be a path or a non-empty list of paths") }
-            if !inputsFromCommandLine { positionals.apply(&settings, paths) }
+            positionals.apply(&settings, paths)
         }
         for option in options {
             guard let key = option.spec.jobKey.name, let value = values[key], value != .null else { continue }

@@ -288,8 +288,9 @@ extension ValueKind where Value == Double {
 
     private static func headroom(_ text: String) -> Double? {
         let percentSign = text.hasSuffix("%")
+        // `plainNumber` takes no sign: nothing below 0 comes this far.
         guard let number = plainNumber(percentSign ? String(text.dropLast()) : text) else { return nil }
-        return percentSign ? (number >= 0 && number < 100 ? number : nil) : headroom(plainNumber: number)
+        return percentSign ? (number < 100 ? number : nil) : headroom(plainNumber: number)
     }
 
     private static func headroom(plainNumber number: Double) -> Double? {

@@ -92,6 +92,28 @@ import Testing
         #expect(HelpText.command(SimulateCommand.self).contains("--stall DUR"))
     }
 
+    /// Each option's help is wrapped under its column: no line past the width, every line as full
+    /// as the next word allows, every word kept in order.
+    @Test(arguments: commands)
+    func helpIsWrappedUnderItsColumn(_ name: String) {
+        for spec in Self.command(name).optionSpecs {
+            let help = HelpText.helpLine(spec)
+            var lines = HelpText.entry(spec.signature, help).split(separator: "\n").map(String.init)
+            // A signature too long for the column has its own line.
+            if lines[0].trimmingCharacters(in: .whitespaces) == spec.signature { lines.removeFirst() }
+            let words = lines.flatMap { $0.dropFirst(HelpText.column).split(separator: " ") }
+            #expect(words.map(String.init) == help.split(separator: " ").map(String.init), "\(spec.long)")
+            for (line, next) in zip(lines, lines.dropFirst()) where line.count > HelpText.column {
+                #expect(line.count <= HelpText.width, "\(spec.long): \(line)")
+                let word = next.dropFirst(HelpText.column).prefix { $0 != " " }
+                #expect(line.count + 1 + word.count > HelpText.width, "\(spec.long) could take '\(word)': \(line)")
+            }
+        }
+        // A word longer than the room stays on its option's line rather than leaving it empty.
+        let url = "https://" + String(repeating: "w", count: 90)
+        #expect(HelpText.entry("--link URL", url + " more").split(separator: "\n").first?.hasSuffix(url) == true)
+    }
+
     @Test func theOverviewListsEveryCommand() {
         for command in CLI.commands {
             #expect(HelpText.overview.contains("botsi-restore \(command.name) \(command.synopsis)"))

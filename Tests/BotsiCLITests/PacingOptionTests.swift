@@ -40,6 +40,10 @@ import Testing
         #expect(try runSettings(["--headroom", "0.5%"]).options.headroom == 0.5)
         #expect(try runSettings(["--headroom", "99.5%"]).options.headroom == 99.5)
         #expect(try runSettings(["--headroom", "0"]).options.headroom == 0)
+        #expect(try runSettings(["--headroom", "1"]).options.headroom == 1)
+        #expect(try runSettings(["--headroom", "0%"]).options.headroom == 0)
+        #expect(usageError(["--headroom", "100%"]).hasPrefix("option '--headroom' needs a percentage"))
+        #expect(usageError(["--headroom", "-1%"]).hasPrefix("option '--headroom' needs a percentage"))
         #expect(usageError(["--job-rate", "0"]).hasPrefix("option '--job-rate' needs a number of requests per second"))
         #expect(jobError(#"{"headroom": 100}"#).contains("headroom"))
     }

@@ -34,6 +34,23 @@ import Testing
         }
     }
 
+    /// `--since 24h` is a day back from now, not ahead of it.
+    @Test func reportSinceTakesADurationBackFromNow() throws {
+        let since = try #require(try ReportCommand.settings(from: ["--since", "24h"]).settings.since)
+        #expect(abs(since.timeIntervalSinceNow + 86_400) < 60, "\(since)")
+    }
+
+    @Test func reportFormatAndColumnsAreReadAsTyped() throws {
+        #expect(try ReportCommand.settings(from: ["--format", "csv"]).settings.format == .csv)
+        #expect(try ReportCommand.settings(from: ["--format", "table"]).settings.format == .table)
+        let columns = try ReportCommand.settings(from: ["--columns", " profileId , status"]).settings.columns
+        #expect(columns == ["profileId", "status"])
+        // An empty name is kept, so that `--columns` refuses it by name rather than dropping it.
+        #expect(
+            try ReportCommand.settings(from: ["--columns", "profileId,,status"]).settings.columns
+                == ["profileId", "", "status"])
+    }
+
     @Test func helpAnywhereBeforeDoubleDashWinsOverEverythingElse() throws {
         #expect(try RunCommand.settings(from: ["in.csv", "--concurency", "x", "--help"]).wantsHelp)
         #expect(try RunCommand.settings(from: ["-j", "0", "-h"]).wantsHelp)
@@ -55,10 +72,20 @@ import Testing
         #expect(settings.options.journalPath == "j.sqlite")
     }
 
+    /// A lone dash is stdin, as a positional; a value attached by `=` may be empty, and is then
+    /// checked as the empty text it is rather than taking the next word.
+    @Test func aLoneDashIsAnInputAndAnAttachedEmptyValueIsChecked() throws {
+        #expect(try runSettings(["-", "--quiet"]).options.inputs == ["-"])
+        #expect(usageError(["--format=", "csv"]) == "option '--format' needs one of csv, tsv, jsonl, json, not ''")
+        #expect(try runSettings(["--journal=j=1.sqlite"]).options.journalPath == "j=1.sqlite")
+    }
+
     @Test func repeatableOptionsCollectAndOthersRefuseASecondValue() throws {
         let report = try ReportCommand.settings(from: ["--status", "failed", "--status", "pending", "--code", "x"])
         #expect(report.settings.statuses == ["failed", "pending"] && report.settings.codes == ["x"])
         #expect(usageError(["--journal", "a", "--journal", "b"]) == "option '--journal' was given more than once")
+        // A flag said twice means what it says once (a wrapper adds `-q` to a line that has it).
+        #expect(try runSettings(["-q", "--quiet", "-n", "--dry-run"]) == runSettings(["--quiet", "--dry-run"]))
     }
 
     @Test func malformedOptionsAreNamed() throws {
@@ -88,6 +115,11 @@ import Testing
         let far = usageError(["--verbose"])
         #expect(far == "unknown option '--verbose' for 'run'; see 'botsi-restore run --help'")
         #expect(usageError(["-x"]) == "unknown option '-x' for 'run'; see 'botsi-restore run --help'")
+        // In a bundle of known flags, the letter that is not one is named, not the bundle.
+        #expect(usageError(["-qx"]) == "unknown option '-x' for 'run'; see 'botsi-restore run --help'")
+        // One dash before a long name: the name is read whole, however short.
+        #expect(usageError(["-rat", "5"]).hasSuffix("did you mean '--rate'?"))
+        #expect(usageError(["--hepl"]) == "unknown option '--hepl' for 'run'; did you mean '--help'?")
     }
 
     /// A value that is a slip of one of an option's few words names the word meant; a value far from

@@ -62,7 +62,7 @@ enum HelpText {
     }
 
     /// "  --journal PATH   help…", the help wrapped under its column.
-    private static func entry(_ signature: String, _ help: String) -> String {
+    static func entry(_ signature: String, _ help: String) -> String {
         let left = "  " + (signature.hasPrefix("--") ? "    " + signature : signature)
         var lines: [String] = []
         var line = left.count + 1 < column ? left.padding(to: column) : ""

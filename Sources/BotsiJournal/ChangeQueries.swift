@@ -78,14 +78,13 @@ extension Journal {
             guard let itemID = picks.itemID, let after = picks.after else { return }
             let before = picks.before
             defer { picks = ChangePicks() }
-            // The snapshots are read only where they can decide or are written: most rows touched
-            // again answer as before, with the same snapshot.
+            // A journal holds each distinct snapshot once (written, merged or upgraded), so two ids
+            // are two snapshots: the texts are read only for a row that changed.
             let sameAnswer = before.map { $0.status == after.status && $0.code == after.code } ?? false
             if sameAnswer && (after.status != .restored || before?.snapshotID == after.snapshotID) { return }
             let snapshots = try (
                 before: snapshotTexts(before?.snapshotID, snapshot), after: snapshotTexts(after.snapshotID, snapshot)
             )
-            if sameAnswer && snapshots.before == snapshots.after { return }
             let row = try wrap { () throws(SQLiteError) in
                 try item.reset(.int(itemID))
                 _ = try item.step()
@@ -129,7 +128,7 @@ extension Journal {
     }
 }
 
-private struct SnapshotTexts: Equatable {
+private struct SnapshotTexts {
     var profileState: String?
     var accessLevels: String?
 }

@@ -127,9 +127,11 @@ struct JournalBuilder {
             startedAt: clock, toolVersion: "test", host: "test", pid: 1, optionsJSON: "{}")
     }
 
-    /// One attempt for `profile` in `run`; `outcome` is a status or `retry`.
+    /// One attempt for `profile` in `run`; `outcome` is a status or `retry`. `httpStatus` defaults
+    /// to 200 for a restore and 503 for anything else; `access` is the reply's snapshot.
     mutating func attempt(
-        _ profile: String, run: Int64, outcome: String, code: String? = nil, access: String? = nil
+        _ profile: String, run: Int64, outcome: String, code: String? = nil, access: String? = nil,
+        httpStatus: Int? = -1
     ) throws {
         clock += 1
         let now = Timestamp.string(clock)
@@ -144,7 +146,7 @@ struct JournalBuilder {
         let profileRecord = access.map { ProfileRecord(state: "subscribed", accessLevelsJSON: $0) }
         try journal.recordAttempt(
             itemID: itemID, runID: run, number: 1, startedAt: clock, durationMilliseconds: 5,
-            httpStatus: outcome == "restored" ? 200 : 503, code: code,
+            httpStatus: httpStatus == -1 ? (outcome == "restored" ? 200 : 503) : httpStatus, code: code,
             outcome: try #require(AttemptOutcome(rawValue: outcome)), profile: profileRecord)
         if outcome != "retry" {
             try journal.recordOutcome(
@@ -249,5 +251,27 @@ func changes(_ path: String, since: Int64, until: Int64) throws -> [String: (Row
         #expect(lines.first == ChangeWriter.columns.joined(separator: ",") + "\r\n")
         #expect(lines.count == 2)
         #expect(lines.last?.contains(",newly_restored,pending,restored,http_503,") == true)
+    }
+
+    /// A change names where its row was read last: the input the later run read it from, at its
+    /// line there, not the file it first came from.
+    @Test func aChangeNamesTheInputItsRowWasReadFromLast() throws {
+        let directory = Workspace()
+        let journal = directory.file("moved.sqlite")
+        let first = directory.csv("first.csv", rows: [("p-a", "2000000000000002"), ("p-b", "2000000000000010")])
+        let moved = directory.csv(
+            "moved.csv", rows: [("p-c", "2000000000000028"), ("p-b", "2000000000000010"), ("p-a", "2000000000000002")])
+        let failing = try startSimulator { options in
+            options.faultRate = 1
+            options.faults = [.unavailable]
+            options.retryAfterSeconds = 0
+        }
+        #expect(try runJob([first], journal: journal, baseURL: failing.baseURL) { $0.maxAttempts = 1 }.exitCode == 75)
+        let healthy = try startSimulator()
+        #expect(try runJob([moved], journal: journal, baseURL: healthy.baseURL).exitCode == 0)
+        let found = try changes(journal, since: 1, until: 2)
+        #expect(found["p-a"]?.0.source == moved + ":4")
+        #expect(found["p-b"]?.0.source == moved + ":3")
+        #expect(found["p-c"]?.0.source == moved + ":2")
     }
 }

@@ -27,7 +27,8 @@ final class SignedTransaction {
     private static let headerParser = JSONLineParser(groups: [["alg"]], ignoringCase: false)
     private static let payloadParser = JSONLineParser(
         groups: [["originalTransactionId"], ["bundleId"], ["environment"]], ignoringCase: false)
-    private var acceptedHeader: [UInt8] = []
+    /// The last header that passed; nil until one has (an empty part is no header).
+    private var acceptedHeader: [UInt8]?
     private let scratch = ScratchBuffer()
 
     /// A one-off decode (tests, fuzzing).
@@ -68,7 +69,7 @@ final class SignedTransaction {
                     PurchaseProofError(problem: "has a \(name) that is not a JSON object (\(error.problem))"))
             }
         }
-        if !parts[0].elementsEqual(acceptedHeader) {
+        if acceptedHeader.map({ parts[0].elementsEqual($0) }) != true {
             let header: JSONObjectLine
             switch json(parts[0], name: "header", parser: Self.headerParser) {
             case .failure(let error): return .failure(error)

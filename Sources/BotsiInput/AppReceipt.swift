@@ -66,7 +66,7 @@ enum AppReceipt {
         var ids: [String] = []
         var seen = Set<String>()
         var inAppCount = 0
-        let outcome = attributes(in: bytes, what: "payload") { type, value in
+        let outcome = attributes(in: bytes, what: "a payload") { type, value in
             switch type {
             case bundleIdType:
                 guard let text = string(in: value) else { return "has a bundle id that is not a UTF8String" }
@@ -74,7 +74,7 @@ enum AppReceipt {
             case inAppType:
                 inAppCount += 1
                 var originalId: String?
-                let inner = attributes(in: value, what: "in-app purchase \(inAppCount)") { type, value in
+                let inner = attributes(in: value, what: "an in-app purchase \(inAppCount)") { type, value in
                     guard type == originalTransactionIdType else { return nil }
                     guard let text = string(in: value) else {
                         return
@@ -105,18 +105,18 @@ enum AppReceipt {
     ) -> String? {
         var outer = ASN1Reader(bytes)
         guard let set = outer.next(), set.tag == V_ASN1_SET, set.isConstructed, outer.isAtEnd else {
-            return "has a \(what) that is not one ASN.1 SET of attributes"
+            return "has \(what) that is not one ASN.1 SET of attributes"
         }
         var elements = ASN1Reader(set.content)
         while !elements.isAtEnd {
             guard let sequence = elements.next(), sequence.tag == V_ASN1_SEQUENCE, sequence.isConstructed else {
-                return "has a \(what) whose attributes are not ASN.1 SEQUENCEs"
+                return "has \(what) whose attributes are not ASN.1 SEQUENCEs"
             }
             var fields = ASN1Reader(sequence.content)
             guard let type = fields.integer(), fields.integer() != nil, let value = fields.next(),
                 value.tag == V_ASN1_OCTET_STRING, !value.isConstructed, fields.isAtEnd
             else {
-                return "has a \(what) attribute that is not (type, version, value)"
+                return "has \(what) attribute that is not (type, version, value)"
             }
             if let problem = visit(type, value.content) { return problem }
         }

@@ -57,15 +57,13 @@ public struct SHA256: Sendable {
         var copy = self
         let bitLength = totalLength &* 8
         var padding: [UInt8] = [0x80]
-        let afterMarker = (Int(totalLength % 64) + 1) % 64
+        let afterMarker = Int(totalLength % 64) + 1  // 1...64: the marker may fill the block
         let zeros = afterMarker <= 56 ? 56 - afterMarker : 120 - afterMarker
         padding.append(contentsOf: repeatElement(0, count: zeros))
         for shift in stride(from: 56, through: 0, by: -8) {
             padding.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
         }
-        let savedLength = copy.totalLength
         copy.update(padding)
-        copy.totalLength = savedLength
         precondition(copy.pending.isEmpty, "SHA-256 padding must end on a block boundary")
         let words = [
             copy.state.0, copy.state.1, copy.state.2, copy.state.3, copy.state.4, copy.state.5, copy.state.6,

@@ -179,11 +179,11 @@ import Testing
 
     // MARK: signed transactions
 
+    typealias Decoded = Result<SignedTransactionPayload, PurchaseProofError>
+
     /// A signed transaction with `payload` (JSON) in place of a fixture's (the reader does not
     /// check signatures), and `signature` in place of its signature when given.
-    func signed(payload: String, signature: String? = nil) throws -> Result<
-        SignedTransactionPayload, PurchaseProofError
-    > {
+    func signed(payload: String, signature: String? = nil) throws -> Decoded {
         let parts = String(decoding: try purchaseFixture("jws-production.jws"), as: UTF8.self).split(separator: ".")
         let encoded = Data(payload.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -221,7 +221,7 @@ import Testing
 
     @Test func aSignedTransactionWithoutThreeWholePartsSaysWhatIsWrong() throws {
         let jws = String(decoding: try purchaseFixture("jws-production.jws"), as: UTF8.self)
-        func decoded(_ text: String) -> Result<SignedTransactionPayload, PurchaseProofError> {
+        func decoded(_ text: String) -> Decoded {
             Array(text.utf8).withUnsafeBufferPointer { SignedTransaction.decode($0) }
         }
         #expect(problem(decoded(jws + ".e30"))?.contains("this has 4") == true)

@@ -104,9 +104,6 @@ public struct JournalVerdict: Sendable, Equatable {
         inputRejections = [:]
         nextStep = "nothing to do"
     }
-
-    public var owedRows: Int { (statuses[.pending] ?? 0) + (statuses[.inFlight] ?? 0) }
-    public var rowCount: Int { statuses.values.reduce(0, +) }
 }
 
 /// The latest run of a journal, in words.

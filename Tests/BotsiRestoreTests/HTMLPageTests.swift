@@ -59,6 +59,10 @@ import Testing
         var one = LatencyHistogram()
         one.add(100)
         #expect(one.percentile(0.5) == 100 && one.percentile(0.99) == 100, "one sample is its own percentiles")
+        // 119.95 ms lies in the lower half of its bucket, whose middle (121.1 ms) is above it.
+        var below = LatencyHistogram()
+        below.add(119.95)
+        #expect(below.percentile(0.5) == 119.95, "a percentile is never above the slowest reply")
     }
 
     static let start: Int64 = 1_800_000_000_000

@@ -125,6 +125,30 @@ import Testing
         #expect(records.map(\.lastSource) == ["in.csv:3", "in.csv:5", "in.csv:2", "in.csv:4", "in.csv:6"])
     }
 
+    /// A claim met again from another input names both places: where it was read first and last.
+    @Test func theConflictReportNamesWhereEachClaimWasReadFirstAndLast() throws {
+        let journal = try open()
+        defer { journal.close() }
+        let first = try startRun(journal)
+        guard case .send(let itemID, _) = try admit(journal, "pA", "T1", run: first, line: 2) else {
+            Issue.record("the first claim is sent")
+            return
+        }
+        _ = try admit(journal, "pB", "T1", run: first, line: 3)
+        let second = try startRun(journal)
+        try journal.claim(itemID: itemID, runID: second)
+        let again = try journal.transaction { () throws(JournalError) in
+            try journal.admit(
+                profileId: "pA", originalTransactionId: "T1", source: "moved.csv:9", runID: second,
+                now: Timestamp.string(Date()), holdConflicts: true)
+        }
+        #expect(again == .owedMetAgain)
+        var records: [ConflictRecord] = []
+        try journal.forEachConflict { records.append($0) }
+        #expect(records.map(\.firstSource) == ["in.csv:2", "in.csv:3"])
+        #expect(records.map(\.lastSource) == ["moved.csv:9", "in.csv:3"])
+    }
+
     /// Memory stays flat at any size because every question is an index lookup: no scan of
     /// `items` per row, and no sort (a temp B-tree) of all groups for the report.
     @Test func detectionAndTheReportGoThroughTheTransactionIndex() throws {

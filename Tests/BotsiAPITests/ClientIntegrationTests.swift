@@ -348,6 +348,8 @@ struct ClientIntegrationTests {
             try await collector.wait(for: index + 1)
             try await Task.sleep(for: .milliseconds(50))
         }
+        // One in flight at a time: replies are collected as they come, no round is paced.
+        #expect(client.pacedRounds == 0)
         client.shutdown()
         #expect(collector.all.map(\.tag) == [0, 1, 2, 3, 4])
         #expect(collector.all.allSatisfy { if case .restored = $0.reply { true } else { false } })

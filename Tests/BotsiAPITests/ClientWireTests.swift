@@ -304,6 +304,20 @@ struct ClientWireTests {
         #expect(!sent.contains("sk_tunnel_key"), "\(sent)")
     }
 
+    /// A host or proxy name that does not resolve is a DNS error, not a refused connection (`.invalid`
+    /// never resolves; the timeouts leave a slow resolver time to say so).
+    @Test func aNameThatDoesNotResolveIsADNSError() async throws {
+        for proxy in [ProxySetting.none, .url("http://botsi-restore-proxy.invalid:3128")] {
+            let result = try #require(
+                try await sendInTurn(1, to: "https://botsi-restore-host.invalid") {
+                    $0.proxy = proxy
+                    $0.connectTimeout = 60
+                    $0.requestTimeout = 90
+                }.first)
+            #expect(result.reply.code == "dns_error", "\(proxy): \(result.reply)")
+        }
+    }
+
     /// The request timeout is the configured number of seconds: a reply within it is read.
     @Test func aReplyWithinTheTimeoutIsRead() async throws {
         let simulator = try startSimulator { $0.latencyMilliseconds = 1000 }

@@ -60,4 +60,24 @@ struct TLSTests {
         // The server decrypted the request: the CA file was used and verification passed.
         #expect(waitUntil { server.received.contains("POST /v2/purchases/apple-store/restore HTTP/1.1") })
     }
+
+    /// The certificate must name the host the base URL names: one made for 127.0.0.1, reached as
+    /// localhost (pinned to 127.0.0.1, its CA given), is refused like one from an unknown CA.
+    @Test func aCertificateForAnotherHostStopsTheRun() throws {
+        let harness = try Harness()
+        defer { harness.simulator.stop() }
+        let authority = try TestAuthority(directory: harness.scratch.path)
+        let server = try TLSServer(authority: authority, reply: Self.htmlReply)
+        defer { server.stop() }
+        let summary = try harness.run([harness.scratch.csv(rows: [("p-1", "2000000000000002")])]) { options in
+            options.baseURL = "https://localhost:\(server.port)"
+            options.caCertificatePath = authority.certificatePath
+            options.maxAttempts = 1
+        }
+        #expect(summary.exitCode == 69)
+        #expect(summary.stopMessage?.contains("--cacert") == true)
+        let record = try #require(try harness.record("p-1", "2000000000000002"))
+        #expect(record.code == "tls_error")
+        #expect(!server.received.contains("POST "), "the request went to a server the certificate does not name")
+    }
 }

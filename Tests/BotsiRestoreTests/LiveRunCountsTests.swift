@@ -69,6 +69,60 @@ import Testing
         #expect(throws: JournalError.self) { try RunLine.Unrecorded(journal, runs: runs, holder: nil) }
     }
 
+    /// A killed run's rows by their state at its end, each rule of the walk on one row: an answer
+    /// in the run replaces an earlier run's, a final answer keeps its code through a later retry, a
+    /// row never answered is pending with its last error, rows it took up and never sent are its
+    /// own (however many, with no code, or in flight when it died), and so is a row it held. Its live counts never list a
+    /// state no row is in.
+    @Test func aKilledRunsRowsAreTheirStateAtItsEnd() throws {
+        let directory = Workspace()
+        let path = directory.file("journal.sqlite")
+        var builder = try JournalBuilder(path: path)
+        let first = try builder.startRun()
+        try builder.attempt("answered-again", run: first, outcome: "failed", code: "http_400")
+        try builder.attempt("owed-1", run: first, outcome: "retry", code: "http_503")
+        try builder.attempt("owed-2", run: first, outcome: "retry", code: "http_503")
+        try builder.attempt("in-flight", run: first, outcome: "retry", code: "http_503")
+        let killed = try builder.startRun()
+        // Sent again (`--retry-failed` takes it up): its failure leaves the run's counts at 0.
+        try builder.journal.claim(itemID: builder.items["answered-again"]!, runID: killed)
+        try builder.attempt("answered-again", run: killed, outcome: "restored", access: levels(true))
+        try builder.attempt("final-then-retry", run: killed, outcome: "failed", code: "http_418")
+        try builder.attempt("final-then-retry", run: killed, outcome: "retry", code: "timeout")
+        try builder.attempt("never-answered", run: killed, outcome: "retry", code: "http_503")
+        try builder.attempt("never-answered", run: killed, outcome: "retry", code: "timeout")
+        for owed in ["owed-1", "owed-2", "in-flight"] {
+            try builder.journal.claim(itemID: builder.items[owed]!, runID: killed)
+        }
+        // Taken up and marked sent when the kill came: no attempt of this run is on record.
+        try builder.journal.markInFlight(
+            itemIDs: [builder.items["in-flight"]!], runID: killed, now: Timestamp.milliseconds(Date()))
+        let held = try builder.journal.transaction { () throws(JournalError) in
+            try builder.journal.admit(
+                profileId: "held", originalTransactionId: "2000000000000002", source: "in.csv:9", runID: killed,
+                now: Timestamp.string(Date()), holdConflicts: true)
+        }
+        guard case .held = held else {
+            Issue.record("a second claim of the transaction is held: \(held)")
+            return
+        }
+        defer { builder.journal.close() }
+
+        let counts = try builder.journal.unendedRunCounts(runID: killed)
+        let rows = Set(counts.rows.map { "\($0.status.rawValue)/\($0.code ?? "-") ×\($0.count)" })
+        #expect(
+            rows == [
+                "restored/- ×1", "failed/http_418 ×1", "pending/timeout ×1", "pending/- ×2",
+                "held/\(ItemStatus.heldCode) ×1", "in_flight/- ×1",
+            ], "\(rows)")
+        #expect(counts.requests == 5 && counts.retries == 2)
+
+        let live = try builder.journal.liveRunRowCounts(runID: killed)
+        #expect(live.allSatisfy { $0.count > 0 }, "\(live)")
+        let restored = try #require(live.first { $0.status == .restored }, "\(live)")
+        #expect(restored.code == nil && restored.count == 1)
+    }
+
     /// A killed run before the live one: the killed one is counted from its attempts (its one
     /// resend), the live one from `run_attempts` (its attempts answered "retry").
     @Test func runsWalksOnlyTheKilledRun() throws {

@@ -72,8 +72,8 @@ import Testing
     /// A killed run's rows by their state at its end, each rule of the walk on one row: an answer
     /// in the run replaces an earlier run's, a final answer keeps its code through a later retry, a
     /// row never answered is pending with its last error, rows it took up and never sent are its
-    /// own (however many, with no code, or in flight when it died), and so is a row it held. Its live counts never list a
-    /// state no row is in.
+    /// own (however many, with no code, or in flight when it died), and so is a row it held. Its
+    /// live counts never list a state no row is in.
     @Test func aKilledRunsRowsAreTheirStateAtItsEnd() throws {
         let directory = Workspace()
         let path = directory.file("journal.sqlite")

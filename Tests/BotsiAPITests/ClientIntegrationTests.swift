@@ -7,7 +7,8 @@ import Testing
 @testable import BotsiAPI
 
 /// Collects results delivered on the client's driver thread.
-private final class ResultCollector: Sendable {
+/// Collects results delivered on the client's driver thread.
+final class ResultCollector: Sendable {
     private let results = Mutex<[RestoreResult]>([])
 
     var count: Int { results.withLock { $0.count } }
@@ -84,33 +85,12 @@ struct ClientIntegrationTests {
     /// The request goes where the base URL says, its path prefix kept and `localhost` answered by
     /// the pinned loopback address: the start line and Host header as a server reads them.
     @Test func theRequestReachesTheBaseURLsHostAndPath() async throws {
-        let (listener, port) = try Loopback.bind(listening: 4)
-        defer { close(listener) }
-        let received = Mutex(Data())
-        let served = Thread {
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            var bytes = Data()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            // The headers, then the body (Content-Length of the restore body).
-            while true {
-                let count = read(connection, &buffer, buffer.count)
-                guard count > 0 else { break }
-                bytes.append(contentsOf: buffer[..<count])
-                if let end = bytes.range(of: Data("\r\n\r\n".utf8)), bytes.count - end.upperBound >= 20,
-                    bytes.last == UInt8(ascii: "}")
-                {
-                    break
-                }
-            }
-            received.withLock { $0 = bytes }
-            let body = #"{"ok":true,"data":{"profileId":"profile-1","state":"subscribed","accessLevels":{}}}"#
-            let reply =
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-            _ = reply.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
-        }
-        served.start()
+        let body = #"{"ok":true,"data":{"profileId":"profile-1","state":"subscribed","accessLevels":{}}}"#
+        let server = try ScriptedServer([
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        ])
+        defer { server.stop() }
+        let port = server.port
         let result = try await sendOne(
             with: ClientConfiguration(
                 baseURL: "http://localhost:\(port)/prefix", apiKey: "sk_test_key", userAgent: "botsi-restore/test"))
@@ -119,7 +99,7 @@ struct ClientIntegrationTests {
             return
         }
         #expect(snapshot.state == "subscribed")
-        let request = String(decoding: received.withLock { $0 }, as: UTF8.self)
+        let request = server.requests.first ?? ""
         #expect(request.hasPrefix("POST /prefix/v2/purchases/apple-store/restore HTTP/1.1\r\n"), "\(request)")
         #expect(request.contains("\r\nHost: localhost:\(port)\r\n"), "\(request)")
         #expect(

@@ -11,7 +11,7 @@ import Testing
 /// of the replies a test scripted (raw bytes, so a test can send what the simulator never does), and
 /// records each request as read. A reply that says `Connection: close` closes its connection; when
 /// the script runs out, the server keeps the connection open and answers nothing.
-private final class ScriptedServer: Sendable {
+final class ScriptedServer: Sendable {
     let port: Int
     private let listener: Int32
     private let state: Mutex<(replies: [String], requests: [String])>
@@ -102,19 +102,6 @@ private final class ScriptedServer: Sendable {
     }
 }
 
-/// Collects results delivered on the client's driver thread.
-private final class Results: Sendable {
-    private let results = Mutex<[RestoreResult]>([])
-    var all: [RestoreResult] { results.withLock { $0 } }
-    func add(_ result: RestoreResult) { results.withLock { $0.append(result) } }
-
-    /// Waits until `count` results arrived or a generous sanity deadline passed.
-    func wait(for count: Int, seconds: Double = 60) async throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while all.count < count && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
-    }
-}
-
 extension RestoreReply {
     /// The wait a retryable reply asks for, if any.
     fileprivate var retryAfterAsked: Double? {
@@ -144,7 +131,7 @@ private func sendInTurn(
     var configuration = ClientConfiguration(baseURL: baseURL, apiKey: key, userAgent: "botsi-restore/test")
     configuration.maxConnections = 1
     configure(&configuration)
-    let results = Results()
+    let results = ResultCollector()
     let client = try RestoreClient(configuration: configuration) { results.add($0) }
     for index in 0..<count {
         client.submit(request(Int64(index)))
